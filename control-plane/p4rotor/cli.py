@@ -1,0 +1,185 @@
+"""The ``p4rotor`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from . import schedule as S
+
+EXIT_BAD_INPUT = 2
+EXIT_RUNTIME = 1
+
+
+def _die(msg: str, code: int = EXIT_BAD_INPUT) -> "None":
+    print(f"p4rotor: error: {msg}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def default_build_dir() -> Path:
+    env = os.environ.get("P4ROTOR_BUILD")
+    if env:
+        return Path(env)
+    # Search upward from the working directory for a checkout's build/.
+    for d in [Path.cwd(), *Path.cwd().parents]:
+        if (d / "p4src").is_dir():
+            return d / "build"
+    return Path.cwd() / "build"
+
+
+# ---------------------------------------------------------------------------
+# schedule
+# ---------------------------------------------------------------------------
+
+
+def cmd_schedule_generate(a: argparse.Namespace) -> int:
+    try:
+        s = S.generate(a.kind, a.racks, a.rotors, a.slot_us, a.reconfig_us)
+    except S.ScheduleError as ex:
+        _die(str(ex))
+    text = s.dumps()
+    if a.output:
+        Path(a.output).write_text(text)
+        print(f"wrote {a.output}", file=sys.stderr)
+        print(S.summary(s), file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_schedule_check(a: argparse.Namespace) -> int:
+    try:
+        s = S.load(a.file)
+    except S.ScheduleError as ex:
+        _die(str(ex))
+    an = S.analyse(s)
+    print(f"{a.file}: ok ({s.kind}, {s.racks} racks, {len(s.rotors)} rotors, "
+          f"at most {an.max_dark} dark at once)")
+    return 0
+
+
+def cmd_schedule_show(a: argparse.Namespace) -> int:
+    try:
+        s = S.load(a.file)
+    except S.ScheduleError as ex:
+        _die(str(ex))
+    print(S.summary(s))
+    if a.slices:
+        an = S.analyse(s)
+        print("slices:")
+        for sl, con, d in zip(an.slices, an.connected, an.diameters):
+            live = ", ".join(f"{r.name}:{'dark' if m is None else 'm' + str(m)}" for r, m in zip(s.rotors, sl.live))
+            print(f"  [{sl.start_us:>8}, {sl.end_us:>8}) us  {live}  "
+                  + (f"diameter {d}" if con else "DISCONNECTED"))
+    if a.plot:
+        from .plot import plot_schedule
+
+        out = plot_schedule(s, Path(a.plot))
+        print(f"plot written to {out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# control
+# ---------------------------------------------------------------------------
+
+
+def cmd_control(a: argparse.Namespace) -> int:
+    from .controller import ControllerError, RotorController, SwitchSpec, summarize
+
+    try:
+        s = S.load(a.schedule)
+    except S.ScheduleError as ex:
+        _die(str(ex))
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    try:
+        specs = [SwitchSpec.parse(x) for x in a.switch]
+        ctl = RotorController(
+            s, specs, mode=a.mode, p4info=build / f"{a.program}.p4info.txtpb",
+            p4blob=build / f"{a.program}.json", trace=Path(a.trace) if a.trace else None,
+            election_id=a.election_id, lead_s=a.lead, ack_every=a.ack_every,
+            on_event=lambda m: print(m, file=sys.stderr, flush=True))
+    except ControllerError as ex:
+        _die(str(ex))
+
+    async def report(c: RotorController) -> None:
+        print(f"running {a.mode} mode; slot 0 starts in {a.lead:.1f} s"
+              + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"), file=sys.stderr)
+        if a.mode == "clock":
+            skew = await c.measure_skew()
+            if skew:
+                vals = ", ".join(f"{k} {v:+d} us" for k, v in skew.items())
+                spread = max(skew.values()) - min(skew.values())
+                print(f"residual clock error per switch: {vals}; skew between switches {spread} us",
+                      file=sys.stderr)
+
+    try:
+        asyncio.run(ctl.run(duration=a.duration, connect_timeout=a.connect_timeout, after_ready=report))
+    except ControllerError as ex:
+        _die(str(ex), EXIT_RUNTIME)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+    if a.ack_every:
+        print("slot-change delay (us): " + json.dumps(summarize(ctl.ack_delays_us())), file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="p4rotor", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log debug output")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    ps = sub.add_parser("schedule", help="generate, check and show schedules")
+    ss = ps.add_subparsers(dest="sub", required=True)
+    g = ss.add_parser("generate", help="generate a schedule")
+    g.add_argument("kind", choices=sorted(S.GENERATORS))
+    g.add_argument("--racks", type=int, required=True)
+    g.add_argument("--rotors", type=int, default=1)
+    g.add_argument("--slot-us", type=int, required=True)
+    g.add_argument("--reconfig-us", type=int, default=0)
+    g.add_argument("-o", "--output", help="write here instead of stdout")
+    g.set_defaults(fn=cmd_schedule_generate)
+    c = ss.add_parser("check", help="validate a schedule: exit 0, or one error line and exit 2")
+    c.add_argument("file")
+    c.set_defaults(fn=cmd_schedule_check)
+    sh = ss.add_parser("show", help="summarise a schedule")
+    sh.add_argument("file")
+    sh.add_argument("--plot", metavar="FILE.png", help="draw rotors x time")
+    sh.add_argument("--slices", action="store_true", help="list every slice")
+    sh.set_defaults(fn=cmd_schedule_show)
+
+    pc = sub.add_parser("control", help="drive rotor switches over P4Runtime")
+    pc.add_argument("--schedule", required=True)
+    pc.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[@DEVICE_ID]",
+                    help="a rotor of the schedule and its P4Runtime address (repeat)")
+    pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
+    pc.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
+    pc.add_argument("--trace", metavar="FILE", help="write one JSON line per slot change")
+    pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are")
+    pc.add_argument("--program", default="rotor")
+    pc.add_argument("--election-id", type=int, default=10)
+    pc.add_argument("--lead", type=float, default=1.0, help="seconds from start to slot 0")
+    pc.add_argument("--connect-timeout", type=float, default=10.0)
+    pc.add_argument("--ack-every", type=int, default=0,
+                    help="signal mode: ask every Nth slot change for an ack and report the delay")
+    pc.set_defaults(fn=cmd_control)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,547 @@
+"""The P4Runtime controller: installs a schedule's matchings and rotates the slots.
+
+finsy drives the P4Runtime sessions: one ``finsy.Switch`` (one asyncio task) per
+switch, a ready handler that clears the switch and writes its whole state (so it
+is safe to run again after a switch restart, which finsy reconnects to), and
+entities built as plain values by pure functions that tests inspect directly.
+
+Two ways to move the slot (docs/dataplane.md explains why):
+
+* **signal**: at every slot boundary the controller sends a PacketOut control
+  packet (``OP_SET_SLOT``) through the switch; the pipeline writes it into its
+  state register.  BMv2's P4Runtime server does not implement register writes.
+* **clock**: the controller measures the switch's clock offset with time probes,
+  installs the cycle once, and the pipeline computes the slot itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import finsy as fy
+
+from . import dataplane as dp
+from .schedule import Rotor, Schedule, ScheduleError
+
+LOG = logging.getLogger("p4rotor.controller")
+
+WRITE_BATCH = 500
+TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
+
+
+class ControllerError(Exception):
+    """Any controller failure, with one line per failed update where there were some."""
+
+    def __init__(self, message: str, failures: Sequence[str] = ()):
+        self.failures = list(failures)
+        text = message
+        if self.failures:
+            text += ": " + "; ".join(self.failures)
+        super().__init__(text)
+
+
+# ---------------------------------------------------------------------------
+# Targets and P4Info
+# ---------------------------------------------------------------------------
+
+_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<host>[^:@\s]+|\[[^\]]+\]):(?P<port>\d+)(@(?P<dev>\d+))?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class SwitchSpec:
+    """Where a rotor's switch is: ``NAME=HOST:PORT[@DEVICE_ID]``."""
+
+    name: str
+    host: str
+    port: int
+    device_id: int = 1
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @classmethod
+    def parse(cls, text: str) -> "SwitchSpec":
+        m = _SPEC_RE.match(text.strip())
+        if not m:
+            raise ControllerError(f"bad --switch {text!r}: expected NAME=HOST:PORT[@DEVICE_ID]")
+        port = int(m["port"])
+        if not 0 < port < 65536:
+            raise ControllerError(f"bad --switch {text!r}: port {port} out of range")
+        return cls(m["name"], m["host"], port, int(m["dev"] or 1))
+
+
+def default_port_map(racks: int) -> dict[int, int]:
+    """Rack i is wired to rotor port i+1 unless a topology says otherwise (docs/topology.md)."""
+    return {i: i + 1 for i in range(racks)}
+
+
+def check_p4info(p4info: Path, contract=dp.ROTOR_CONTRACT, counters=dp.ROTOR_COUNTERS) -> fy.P4Schema:
+    """Load a P4Info and make sure it is the program this controller drives."""
+    if not p4info.exists():
+        raise ControllerError(f"P4Info {p4info} not found: run 'make build' first")
+    try:
+        schema = fy.P4Schema(p4info)
+        _ = schema.tables  # force the parse
+    except Exception as ex:  # finsy raises protobuf text-format errors
+        raise ControllerError(f"P4Info {p4info} unreadable: {ex}") from None
+    problems = []
+    tables = {t.name: t for t in schema.tables}
+    for tname, (keys, actions) in contract.items():
+        t = tables.get(tname)
+        if t is None:
+            problems.append(f"table {tname} missing")
+            continue
+        have = tuple(f.name for f in t.match_fields)
+        if have != keys:
+            problems.append(f"table {tname} keys {have} != {keys}")
+        for aname, params in actions.items():
+            try:
+                a = schema.actions[aname]
+            except Exception:
+                problems.append(f"action {aname} missing")
+                continue
+            got = tuple(p.name for p in a.params)
+            if got != params:
+                problems.append(f"action {aname} params {got} != {params}")
+    names = {c.name for c in schema.counters}
+    problems += [f"counter {c} missing" for c in counters if c not in names]
+    for cpm, fields in (("packet_out", dp.PACKET_OUT_FIELDS), ("packet_in", dp.PACKET_IN_FIELDS)):
+        try:
+            got = tuple(m.name for m in schema.controller_packet_metadata[cpm].metadata)
+        except Exception:
+            problems.append(f"controller header {cpm} missing")
+            continue
+        if got != fields:
+            problems.append(f"{cpm} fields {got} != {fields}")
+    if problems:
+        raise ControllerError(f"P4Info mismatch in {p4info} (rebuild with 'make build'?)", problems)
+    return schema
+
+
+# ---------------------------------------------------------------------------
+# Entities (pure functions of the schedule)
+# ---------------------------------------------------------------------------
+
+
+def circuit_entries(rotor: Rotor, port_map: dict[int, int]) -> list[fy.P4TableEntry]:
+    out = []
+    for mi, m in enumerate(rotor.matchings):
+        for i, j in enumerate(m):
+            if j is None:
+                continue
+            out.append(fy.P4TableEntry(
+                dp.T_CIRCUIT,
+                match=fy.P4TableMatch(matching=mi, in_port=port_map[i]),
+                action=fy.P4TableAction(dp.A_CONNECT, port=port_map[j]),
+            ))
+    return out
+
+
+def clock_phase_entries(sched: Schedule, rotor: Rotor) -> list[fy.P4TableEntry]:
+    out = []
+    for mi in range(len(rotor.matchings)):
+        lo, hi = mi * sched.slot_us, (mi + 1) * sched.slot_us
+        out.append(fy.P4TableEntry(
+            dp.T_CLOCK_PHASE,
+            match=fy.P4TableMatch(phase=(lo, hi - 1)),
+            action=fy.P4TableAction(dp.A_CLOCK_SLOT, index=mi, slot_start=lo, slot_end=hi),
+            priority=1,
+        ))
+    return out
+
+
+def config_entry(sched: Schedule, rotor: Rotor, mode: int, *, offset_us: int = 0,
+                 epoch_us: int = 0, generation: int = 1) -> fy.P4TableEntry:
+    return fy.P4TableEntry(
+        dp.T_CONFIG,
+        is_default_action=True,
+        action=fy.P4TableAction(
+            dp.A_CONFIGURE, mode=mode, num_matchings=len(rotor.matchings),
+            offset=offset_us & TS_MASK, epoch_us=epoch_us & TS_MASK,
+            cycle=sched.cycle_us(rotor), night=sched.reconfig_us, gen=generation & 0xFFFF),
+    )
+
+
+def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode: int, *,
+                   offset_us: int = 0, epoch_us: int = 0, generation: int = 1) -> list[Any]:
+    """Everything one rotor switch needs, as INSERT/MODIFY updates, config last."""
+    missing = [i for i in range(sched.racks) if i not in port_map]
+    if missing:
+        raise ControllerError(f"rotor {rotor.name}: no port for racks {missing}")
+    ents: list[Any] = [+e for e in circuit_entries(rotor, port_map)]
+    if mode == dp.MODE_CLOCK:
+        ents += [+e for e in clock_phase_entries(sched, rotor)]
+    # The config goes last: the rotor starts switching only when its circuits exist.
+    ents.append(~config_entry(sched, rotor, mode, offset_us=offset_us, epoch_us=epoch_us,
+                              generation=generation))
+    return ents
+
+
+def set_slot_packet(slot: int, index: int, night: bool, *, seq: int = 0, ack: bool = False) -> fy.P4PacketOut:
+    flags = (dp.FLAG_NIGHT if night else 0) | (dp.FLAG_ACK if ack else 0)
+    return fy.P4PacketOut(b"", opcode=dp.OP_SET_SLOT, flags=flags, index=index,
+                          slot=slot & 0xFFFFFFFF, seq=seq & 0xFFFFFFFF)
+
+
+def time_probe_packet(seq: int) -> fy.P4PacketOut:
+    return fy.P4PacketOut(b"", opcode=dp.OP_TIME_PROBE, flags=0, index=0, slot=0, seq=seq & 0xFFFFFFFF)
+
+
+async def write_batched(sw: fy.Switch, updates: Sequence[Any], batch: int = WRITE_BATCH) -> None:
+    """Write updates in batches; raise one ControllerError listing every failed update."""
+    for i in range(0, len(updates), batch):
+        chunk = updates[i:i + batch]
+        try:
+            await sw.write(chunk)
+        except fy.P4ClientError as ex:
+            fails = [f"#{i + idx}: {err.canonical_code.name} {err.message}"
+                     for idx, err in sorted(ex.details.items())]
+            raise ControllerError(f"{sw.name}: write failed ({ex.code.name})",
+                                  fails or [ex.message]) from None
+
+
+# ---------------------------------------------------------------------------
+# Time: a common time base for every switch
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Timebase:
+    """Common time = microseconds since ``ref_ns`` (a wall-clock instant)."""
+
+    ref_ns: int
+
+    def common_us(self, wall_ns: int) -> int:
+        return (wall_ns - self.ref_ns) // 1000
+
+    def wall_ns(self, common_us: float) -> int:
+        return self.ref_ns + int(common_us * 1000)
+
+
+@dataclasses.dataclass
+class OffsetEstimate:
+    offset_us: int      # local timestamp + offset = common time
+    rtt_us: float       # round trip of the best probe: the estimate's uncertainty is rtt/2
+    probes: int
+
+
+def estimate_offset(samples: Iterable[tuple[int, int, int]], tb: Timebase) -> OffsetEstimate:
+    """From (sent wall ns, received wall ns, switch local us) choose the tightest probe.
+
+    The switch stamped the probe somewhere between send and receive; assume the
+    middle, so the error is at most half the round trip.
+    """
+    best = None
+    n = 0
+    for sent, recv, local in samples:
+        n += 1
+        rtt = recv - sent
+        if best is None or rtt < best[0]:
+            best = (rtt, sent, recv, local)
+    if best is None:
+        raise ControllerError("no time probe came back")
+    rtt, sent, recv, local = best
+    mid_common = tb.common_us((sent + recv) // 2)
+    return OffsetEstimate(offset_us=mid_common - local, rtt_us=rtt / 1000, probes=n)
+
+
+def boundary_times(sched: Schedule, rotor: Rotor, t0_common_us: int, from_common_us: float):
+    """Yield (common us, slot k, index, night) for every night start / day start from a time on."""
+    k = max(0, int((from_common_us - t0_common_us - rotor.offset_us) // sched.slot_us))
+    while True:
+        start = t0_common_us + rotor.offset_us + k * sched.slot_us
+        idx = k % len(rotor.matchings)
+        if sched.reconfig_us > 0:
+            yield start, k, idx, True
+        yield start + sched.reconfig_us, k, idx, False
+        k += 1
+
+
+# ---------------------------------------------------------------------------
+# The controller
+# ---------------------------------------------------------------------------
+
+
+class Trace:
+    """One JSON line per slot change: wall ns, switch, slot, index, night, source."""
+
+    def __init__(self, path: Path | None):
+        self._f = open(path, "w", buffering=1) if path else None
+
+    def write(self, **rec: Any) -> None:
+        if self._f:
+            self._f.write(json.dumps(rec) + "\n")
+
+    def close(self) -> None:
+        if self._f:
+            self._f.close()
+
+
+@dataclasses.dataclass
+class SwitchRuntime:
+    spec: SwitchSpec
+    rotor: Rotor
+    port_map: dict[int, int]
+    offset: OffsetEstimate | None = None
+    generation: int = 0
+    ready: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    waiters: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
+    acks: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (sent wall ns, effect common us)
+    error: BaseException | None = None
+
+
+class RotorController:
+    """Drive one schedule's rotor switches over P4Runtime."""
+
+    def __init__(self, sched: Schedule, specs: Sequence[SwitchSpec], *, mode: str,
+                 p4info: Path, p4blob: Path, trace: Path | None = None,
+                 election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
+                 ack_every: int = 0, spin_us: int = 300,
+                 port_maps: dict[str, dict[int, int]] | None = None,
+                 on_event: Callable[[str], None] | None = None):
+        if mode not in ("signal", "clock"):
+            raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
+        if not specs:
+            raise ControllerError("no --switch given")
+        self.sched = sched
+        self.mode = mode
+        self.mode_code = dp.MODE_SIGNAL if mode == "signal" else dp.MODE_CLOCK
+        self.schema_path = p4info
+        self.p4blob = p4blob
+        if not p4blob.exists():
+            raise ControllerError(f"pipeline {p4blob} not found: run 'make build' first")
+        check_p4info(p4info)
+        self.trace = Trace(trace)
+        self.election_id = election_id
+        self.probes = probes
+        self.ack_every = ack_every
+        self.spin_s = spin_us / 1e6
+        self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
+        self.tb = Timebase(ref_ns=time.time_ns())
+        # Slot 0 of every rotor starts lead_s from now (plus its own offset).
+        self.t0_common_us = int(lead_s * 1e6)
+        self.runtimes: dict[str, SwitchRuntime] = {}
+        seen = set()
+        for spec in specs:
+            if spec.name in seen:
+                raise ControllerError(f"switch {spec.name!r} given twice")
+            seen.add(spec.name)
+            try:
+                rotor = sched.rotor(spec.name)
+            except ScheduleError as ex:
+                raise ControllerError(str(ex)) from None
+            pm = (port_maps or {}).get(spec.name) or default_port_map(sched.racks)
+            self.runtimes[spec.name] = SwitchRuntime(spec=spec, rotor=rotor, port_map=pm)
+        self.switches = [
+            fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
+                p4info=p4info, p4blob=p4blob, device_id=rt.spec.device_id,
+                initial_election_id=election_id, ready_handler=self._ready))
+            for rt in self.runtimes.values()
+        ]
+
+    # -- per-switch lifecycle ------------------------------------------------
+    async def _ready(self, sw: fy.Switch) -> None:
+        rt = self.runtimes[sw.name]
+        try:
+            if not sw.is_primary:
+                raise ControllerError(
+                    f"{sw.name}: another controller is primary (election id {sw.primary_id} "
+                    f"> ours {self.election_id}); refusing to run as backup")
+            rt.generation += 1
+            sw.create_task(self._packet_reader(sw, rt))
+            # Clear, then write everything: safe to run again after a restart.
+            await sw.delete_all()
+            offset = 0
+            if self.mode_code == dp.MODE_CLOCK or self.ack_every:
+                # Clock mode needs the offset; signal mode uses it to time acks.
+                rt.offset = await self._probe_offset(sw, rt)
+                offset = rt.offset.offset_us
+                self.on_event(f"{sw.name}: clock offset {offset} us (+/- {rt.offset.rtt_us / 2:.0f} us, "
+                              f"{rt.offset.probes} probes)")
+            ents = rotor_entities(self.sched, rt.rotor, rt.port_map, self.mode_code,
+                                  offset_us=offset,
+                                  epoch_us=self.t0_common_us + rt.rotor.offset_us,
+                                  generation=rt.generation)
+            t = time.perf_counter()
+            await write_batched(sw, ents)
+            self.on_event(f"{sw.name}: installed {len(ents)} entities in "
+                          f"{(time.perf_counter() - t) * 1e3:.1f} ms ({self.mode} mode)")
+            rt.ready.set()
+            if self.mode_code == dp.MODE_SIGNAL:
+                sw.create_task(self._rotate(sw, rt))
+            else:
+                sw.create_task(self._trace_clock(sw, rt))
+        except ControllerError as ex:
+            rt.error = ex
+            raise
+        except fy.P4ClientError as ex:
+            rt.error = ControllerError(f"{sw.name}: {ex}")
+            raise rt.error from None
+
+    async def _packet_reader(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        async for pkt in sw.read_packets():
+            seq = pkt["seq"]
+            recv = time.time_ns()
+            fut = rt.waiters.pop(seq, None)
+            if fut is not None and not fut.done():
+                fut.set_result((recv, pkt))
+            elif pkt["opcode"] == dp.OP_SET_SLOT:
+                pass  # late ack
+            elif pkt["opcode"] == dp.OP_ERROR:
+                LOG.error("%s refused control packet seq=%d index=%d", sw.name, seq, pkt["index"])
+
+    async def _request(self, sw: fy.Switch, rt: SwitchRuntime, pkt: fy.P4PacketOut, seq: int,
+                       timeout: float = 1.0):
+        fut = asyncio.get_running_loop().create_future()
+        rt.waiters[seq] = fut
+        sent = time.time_ns()
+        await sw.write([pkt])
+        try:
+            recv, reply = await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            rt.waiters.pop(seq, None)
+            return sent, None, None
+        return sent, recv, reply
+
+    async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime) -> OffsetEstimate:
+        samples = []
+        for i in range(self.probes):
+            seq = 0x70000000 + i
+            sent, recv, reply = await self._request(sw, rt, time_probe_packet(seq), seq)
+            if reply is not None:
+                samples.append((sent, recv, reply["timestamp"]))
+        if not samples:
+            raise ControllerError(f"{sw.name}: no time probe answered (is the CPU port 255 set?)")
+        return estimate_offset(samples, self.tb)
+
+    async def measure_skew(self, probes: int = 8) -> dict[str, float]:
+        """Residual error of each installed offset, measured with fresh probes (us)."""
+        out = {}
+        for sw in self.switches:
+            rt = self.runtimes[sw.name]
+            if rt.offset is None:
+                continue
+            fresh = await self._probe_offset(sw, rt)
+            out[sw.name] = fresh.offset_us - rt.offset.offset_us
+        return out
+
+    async def _sleep_until(self, common_us: float) -> None:
+        target = self.tb.wall_ns(common_us)
+        delay = (target - time.time_ns()) / 1e9
+        if delay > self.spin_s:
+            await asyncio.sleep(delay - self.spin_s)
+        while time.time_ns() < target:  # short spin for sub-ms precision
+            pass
+
+    async def _rotate(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        now = self.tb.common_us(time.time_ns())
+        seq = 0
+        for at, k, idx, night in boundary_times(self.sched, rt.rotor, self.t0_common_us, now):
+            await self._sleep_until(at)
+            seq += 1
+            ack = bool(self.ack_every) and seq % self.ack_every == 0
+            sent = time.time_ns()
+            if ack:
+                asyncio.get_running_loop().create_task(self._acked(sw, rt, k, idx, night, seq))
+            else:
+                await sw.write([set_slot_packet(k, idx, night, seq=seq)])
+            self.trace.write(t_ns=sent, switch=sw.name, slot=k, index=idx, night=night,
+                             scheduled_ns=self.tb.wall_ns(at), source="signal")
+
+    async def _acked(self, sw, rt, k, idx, night, seq) -> None:
+        sent, recv, reply = await self._request(sw, rt, set_slot_packet(k, idx, night, seq=seq, ack=True), seq)
+        if reply is not None and reply["opcode"] == dp.OP_SET_SLOT:
+            rt.acks.append((sent, recv, reply["timestamp"]))
+
+    async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Clock mode: the switch moves by itself; trace the boundaries it follows."""
+        now = self.tb.common_us(time.time_ns())
+        for at, k, idx, night in boundary_times(self.sched, rt.rotor, self.t0_common_us, now):
+            await self._sleep_until(at)
+            self.trace.write(t_ns=self.tb.wall_ns(at), switch=sw.name, slot=k, index=idx, night=night,
+                             source="clock")
+
+    # -- whole run -------------------------------------------------------------
+    async def run(self, duration: float | None = None, connect_timeout: float = 10.0,
+                  after_ready: Callable[["RotorController"], Any] | None = None) -> None:
+        """Run until ``duration`` seconds pass (None: forever) or a switch fails."""
+        controller = fy.Controller(self.switches)
+        task = asyncio.create_task(controller.run())
+        try:
+            await self._wait_ready(task, connect_timeout)
+            if after_ready is not None:
+                res = after_ready(self)
+                if asyncio.iscoroutine(res):
+                    await res
+            if duration is None:
+                await task
+            else:
+                done, _ = await asyncio.wait([task], timeout=duration)
+                if task in done:
+                    task.result()
+                self._raise_switch_errors()
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            self.trace.close()
+
+    def _raise_switch_errors(self) -> None:
+        errs = [rt.error for rt in self.runtimes.values() if rt.error is not None]
+        if errs:
+            raise ControllerError(str(errs[0]))
+
+    async def _wait_ready(self, task: asyncio.Task, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self._raise_switch_errors()
+            if task.done():
+                task.result()
+                raise ControllerError("controller stopped before the switches were ready")
+            pending = [rt for rt in self.runtimes.values() if not rt.ready.is_set()]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                names = ", ".join(f"{rt.spec.name} ({rt.spec.address})" for rt in pending)
+                raise ControllerError(f"switch unreachable or not ready after {timeout:.0f} s: {names}")
+            await asyncio.sleep(0.05)
+
+    def ack_delays_us(self) -> list[float]:
+        """Signal mode: delay from sending a slot change to the pipeline applying it.
+
+        Needs a clock offset: the pipeline's timestamp is local.  Offsets come from
+        time probes made at start (signal mode probes too when acks are asked for).
+        """
+        out = []
+        for rt in self.runtimes.values():
+            if rt.offset is None:
+                continue
+            for sent, _recv, local in rt.acks:
+                effect = local + rt.offset.offset_us
+                out.append(effect - self.tb.common_us(sent))
+        return out
+
+
+def percentile(xs: Sequence[float], p: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    k = min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))
+    return s[k]
+
+
+def summarize(xs: Sequence[float]) -> dict[str, float]:
+    if not xs:
+        return {"n": 0}
+    return {"n": len(xs), "p50": percentile(xs, 50), "p99": percentile(xs, 99),
+            "max": max(xs), "mean": statistics.fmean(xs)}

@@ -1,0 +1,183 @@
+"""Owning simple_switch_grpc processes for tests, benchmarks and emulations.
+
+Every switch runs in a network namespace of its own making, with veth pairs
+whose far ends stay in the same namespace for ptf (or for a traffic generator).
+Readiness is polled (the gRPC port accepts connections), never slept for; the
+process is stopped by its PID and the namespace deleted; on failure the switch
+log is available to dump.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from .dataplane import CPU_PORT
+
+
+class HarnessError(RuntimeError):
+    pass
+
+
+def missing_tools(need_p4c: bool = False) -> list[str]:
+    """Names of the tools a switch test needs that are not on PATH (or not usable)."""
+    out = []
+    if not shutil.which("simple_switch_grpc"):
+        out.append("simple_switch_grpc (BMv2)")
+    if need_p4c and not shutil.which("p4c"):
+        out.append("p4c")
+    if not shutil.which("ip"):
+        out.append("ip (iproute2)")
+    if os.geteuid() != 0:
+        out.append("root (network namespaces)")
+    return out
+
+
+def run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(list(cmd), capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise HarnessError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
+    return r
+
+
+class Netns:
+    """A network namespace that is deleted (with its veths) when closed."""
+
+    def __init__(self, prefix: str = "p4r"):
+        self.name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        run(["ip", "netns", "add", self.name])
+        self.exec(["ip", "link", "set", "lo", "up"])
+        # No IPv6 chatter (router solicitations, MLD) on test ports: ptf's
+        # verify_no_other_packets must see only what the test sent.
+        self.exec(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+        self.exec(["sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1"], check=False)
+
+    def prefix(self) -> list[str]:
+        return ["ip", "netns", "exec", self.name]
+
+    def exec(self, cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess:
+        return run(self.prefix() + list(cmd), check=check)
+
+    def veth(self, a: str, b: str, mtu: int = 9000) -> None:
+        self.exec(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+        for i in (a, b):
+            self.exec(["ip", "link", "set", i, "mtu", str(mtu), "up"])
+            self.exec(["sysctl", "-q", "-w", f"net.ipv6.conf.{i}.disable_ipv6=1"], check=False)
+
+    def tcp_listening(self, port: int) -> bool:
+        r = self.exec(["ss", "-Hltn", f"sport = :{port}"], check=False)
+        return bool(r.stdout.strip())
+
+    def close(self) -> None:
+        run(["ip", "netns", "delete", self.name], check=False)
+
+
+def free_port_in(ns: Netns, start: int = 50051) -> int:
+    """A TCP port nothing listens on inside the namespace (fresh namespaces are empty)."""
+    for p in range(start, start + 1000):
+        if not ns.tcp_listening(p):
+            return p
+    raise HarnessError("no free port")
+
+
+@dataclasses.dataclass
+class SwitchProcess:
+    """One simple_switch_grpc with ports ``{port number: interface}`` in ``ns``."""
+
+    ns: Netns
+    ports: dict[int, str]
+    device_id: int = 1
+    grpc_port: int = 0
+    thrift_port: int = 0
+    log_path: Path | None = None
+    cpu_port: int = CPU_PORT
+    extra_args: Sequence[str] = ()
+    proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 20.0) -> "SwitchProcess":
+        if not self.grpc_port:
+            self.grpc_port = free_port_in(self.ns, 50051 + self.device_id)
+        if not self.thrift_port:
+            self.thrift_port = free_port_in(self.ns, 9090 + self.device_id)
+        if self.log_path is None:
+            self.log_path = Path(tempfile.mkstemp(prefix=f"bmv2-{self.device_id}-", suffix=".log")[1])
+        cmd = self.ns.prefix() + ["simple_switch_grpc", "--device-id", str(self.device_id),
+                                  "--thrift-port", str(self.thrift_port), "--no-p4"]
+        for p, ifc in sorted(self.ports.items()):
+            cmd += ["-i", f"{p}@{ifc}"]
+        cmd += list(self.extra_args)
+        cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(self.cpu_port)]
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self.ns.tcp_listening(self.grpc_port):
+            if self.proc.poll() is not None:
+                raise HarnessError(f"simple_switch_grpc exited ({self.proc.returncode}) during start:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise HarnessError(f"simple_switch_grpc not listening on {self.grpc_port} after {timeout} s:\n"
+                                   f"{self.log_tail()}")
+            time.sleep(0.05)
+        return self
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+@contextlib.contextmanager
+def ptf_bench(num_switches: int = 1, ports: Sequence[int] = (1, 2, 3, 4), log_dir: Path | None = None,
+              extra_args: Sequence[str] = ()) -> Iterator[tuple[Netns, list[SwitchProcess], dict[tuple[int, int], str]]]:
+    """Switches in one fresh namespace, each port wired to a veth whose peer is for ptf.
+
+    Yields (namespace, switches, {(device index, port): ptf-side interface}).
+    """
+    ns = Netns()
+    switches: list[SwitchProcess] = []
+    ptf_ifaces: dict[tuple[int, int], str] = {}
+    try:
+        for d in range(num_switches):
+            sw_ports = {}
+            for p in ports:
+                a, b = f"s{d}p{p}", f"t{d}p{p}"
+                ns.veth(a, b)
+                sw_ports[p] = a
+                ptf_ifaces[(d, p)] = b
+            log = (log_dir / f"switch{d}.log") if log_dir else None
+            sp = SwitchProcess(ns, sw_ports, device_id=d + 1, log_path=log, extra_args=extra_args)
+            switches.append(sp)
+            sp.start()
+        yield ns, switches, ptf_ifaces
+    finally:
+        for sp in switches:
+            sp.stop()
+        ns.close()

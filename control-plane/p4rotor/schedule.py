@@ -1,0 +1,551 @@
+"""Rotor/selector/Opera schedules: the data model, generators and validation.
+
+A schedule is plain JSON (docs/schedule-format.md).  Time semantics, shared by
+the data plane, the controller and every tool here:
+
+* every rotor ``r`` has absolute slots ``k = 0, 1, 2, ...``; slot ``k`` starts at
+  ``epoch + r.offset_us + k * slot_us`` and lasts ``slot_us``;
+* the first ``reconfig_us`` of every slot is the *night* (the rotor is dark and
+  drops everything); the rest is the *day*, during which matching
+  ``k mod len(r.matchings)`` is live;
+* ``matchings[m][i]`` is the rack that rack ``i`` reaches through the rotor
+  during matching ``m`` (``null``: rack ``i`` has no circuit in that matching).
+
+Rotor port ``i`` is wired to rack ``i``'s uplink unless the topology says
+otherwise; the schedule itself only speaks of racks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import networkx as nx
+
+FORMAT_VERSION = 1
+KINDS = ("rotornet", "selector", "opera", "custom")
+MAX_RACKS = 4096
+
+
+class ScheduleError(ValueError):
+    """A schedule is malformed or violates a rule; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Rotor:
+    name: str
+    offset_us: int
+    matchings: tuple[tuple[int | None, ...], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "offset_us": self.offset_us,
+            "matchings": [list(m) for m in self.matchings],
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    racks: int
+    slot_us: int
+    reconfig_us: int
+    rotors: tuple[Rotor, ...]
+    kind: str = "custom"
+    version: int = FORMAT_VERSION
+
+    # ---- serialisation -------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "kind": self.kind,
+            "racks": self.racks,
+            "slot_us": self.slot_us,
+            "reconfig_us": self.reconfig_us,
+            "rotors": [r.to_json() for r in self.rotors],
+        }
+
+    def dumps(self) -> str:
+        """Compact but readable JSON: one matching per line."""
+        head = {k: v for k, v in self.to_json().items() if k != "rotors"}
+        lines = ["{"]
+        for key, val in head.items():
+            lines.append(f"  {json.dumps(key)}: {json.dumps(val)},")
+        lines.append('  "rotors": [')
+        for ri, rotor in enumerate(self.rotors):
+            lines.append("    {")
+            lines.append(f'      "name": {json.dumps(rotor.name)},')
+            lines.append(f'      "offset_us": {rotor.offset_us},')
+            lines.append('      "matchings": [')
+            for mi, m in enumerate(rotor.matchings):
+                sep = "," if mi + 1 < len(rotor.matchings) else ""
+                lines.append(f"        {json.dumps(list(m))}{sep}")
+            lines.append("      ]")
+            lines.append("    }" + ("," if ri + 1 < len(self.rotors) else ""))
+        lines.append("  ]")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def rotor(self, name: str) -> Rotor:
+        for r in self.rotors:
+            if r.name == name:
+                return r
+        names = ", ".join(r.name for r in self.rotors)
+        raise ScheduleError(f"no rotor named {name!r} in schedule (rotors: {names})")
+
+    # ---- time ----------------------------------------------------------
+    @property
+    def day_us(self) -> int:
+        return self.slot_us - self.reconfig_us
+
+    def cycle_us(self, rotor: Rotor) -> int:
+        return self.slot_us * len(rotor.matchings)
+
+    @property
+    def hyperperiod_us(self) -> int:
+        """Time after which every rotor is back in the same state."""
+        n = 1
+        for r in self.rotors:
+            n = math.lcm(n, len(r.matchings))
+        return n * self.slot_us
+
+    def state_at(self, rotor: Rotor, t_us: float) -> tuple[int, int, bool]:
+        """(absolute slot, matching index, night) of ``rotor`` at schedule time t."""
+        k = math.floor((t_us - rotor.offset_us) / self.slot_us)
+        into = (t_us - rotor.offset_us) - k * self.slot_us
+        return k, k % len(rotor.matchings), into < self.reconfig_us
+
+    def slot_start(self, rotor: Rotor, k: int) -> int:
+        return rotor.offset_us + k * self.slot_us
+
+    # ---- slices ----------------------------------------------------------
+    def slices(self) -> list["Slice"]:
+        """Intervals of one hyperperiod during which the set of live circuits is constant.
+
+        Boundaries are every night start and night end of every rotor.  A rotor
+        is *live* in a slice when it is in its day for the whole slice.
+        """
+        H = self.hyperperiod_us
+        points: set[int] = {0, H}
+        for r in self.rotors:
+            base = r.offset_us % self.slot_us
+            for k in range(-1, H // self.slot_us + 1):
+                for p in (base + k * self.slot_us, base + k * self.slot_us + self.reconfig_us):
+                    if 0 <= p <= H:
+                        points.add(p)
+        bounds = sorted(points)
+        out = []
+        for a, b in zip(bounds, bounds[1:]):
+            if b <= a:
+                continue
+            mid = (a + b) / 2
+            live = []
+            for r in self.rotors:
+                _, m, night = self.state_at(r, mid)
+                live.append(None if night else m)
+            out.append(Slice(start_us=a, end_us=b, live=tuple(live)))
+        # merge neighbours with identical live sets (e.g. across hyperperiod wrap).
+        merged: list[Slice] = []
+        for s in out:
+            if merged and merged[-1].live == s.live and merged[-1].end_us == s.start_us:
+                merged[-1] = dataclasses.replace(merged[-1], end_us=s.end_us)
+            else:
+                merged.append(s)
+        return merged
+
+    def slice_graph(self, sl: "Slice") -> nx.Graph:
+        g = nx.Graph()
+        g.add_nodes_from(range(self.racks))
+        for r, m in zip(self.rotors, sl.live):
+            if m is None:
+                continue
+            for i, j in enumerate(r.matchings[m]):
+                if j is not None and j != i:
+                    g.add_edge(i, j)
+        return g
+
+
+@dataclasses.dataclass(frozen=True)
+class Slice:
+    start_us: int
+    end_us: int
+    live: tuple[int | None, ...]  # per rotor: live matching index, or None if dark
+
+    @property
+    def dark(self) -> int:
+        return sum(1 for m in self.live if m is None)
+
+
+# ---------------------------------------------------------------------------
+# Loading and validation
+# ---------------------------------------------------------------------------
+
+
+def _req(d: dict[str, Any], key: str, where: str) -> Any:
+    if key not in d:
+        raise ScheduleError(f"{where}: missing field {key!r}")
+    return d[key]
+
+
+def _int(v: Any, what: str, lo: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ScheduleError(f"{what} must be an integer, got {json.dumps(v)}")
+    if lo is not None and v < lo:
+        raise ScheduleError(f"{what} must be >= {lo}, got {v}")
+    return v
+
+
+def from_json(data: Any) -> Schedule:
+    """Build and validate a schedule from parsed JSON; raises ScheduleError."""
+    if not isinstance(data, dict):
+        raise ScheduleError("schedule must be a JSON object")
+    version = _req(data, "version", "schedule")
+    if version != FORMAT_VERSION:
+        raise ScheduleError(
+            f"unknown schedule version {json.dumps(version)} (this p4rotor reads version {FORMAT_VERSION})"
+        )
+    kind = data.get("kind", "custom")
+    if kind not in KINDS:
+        raise ScheduleError(f"unknown kind {json.dumps(kind)} (one of {', '.join(KINDS)})")
+    racks = _int(_req(data, "racks", "schedule"), "racks", 2)
+    if racks > MAX_RACKS:
+        raise ScheduleError(f"racks must be <= {MAX_RACKS}, got {racks}")
+    slot_us = _int(_req(data, "slot_us", "schedule"), "slot_us", 1)
+    reconfig_us = _int(_req(data, "reconfig_us", "schedule"), "reconfig_us", 0)
+    if reconfig_us >= slot_us:
+        raise ScheduleError(f"night must be shorter than the slot: reconfig_us={reconfig_us} >= slot_us={slot_us}")
+    rotors_raw = _req(data, "rotors", "schedule")
+    if not isinstance(rotors_raw, list) or not rotors_raw:
+        raise ScheduleError("rotors must be a non-empty list")
+    rotors = []
+    seen = set()
+    for ri, rr in enumerate(rotors_raw):
+        where = f"rotors[{ri}]"
+        if not isinstance(rr, dict):
+            raise ScheduleError(f"{where} must be an object")
+        name = _req(rr, "name", where)
+        if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
+            raise ScheduleError(f"{where}.name must be a non-empty word (letters, digits, - and _), got {json.dumps(name)}")
+        if name in seen:
+            raise ScheduleError(f"{where}: duplicate rotor name {name!r}")
+        seen.add(name)
+        where = f"rotor {name!r}"
+        offset = _int(rr.get("offset_us", 0), f"{where}: offset_us", 0)
+        mats_raw = _req(rr, "matchings", where)
+        if not isinstance(mats_raw, list) or not mats_raw:
+            raise ScheduleError(f"{where}: matchings must be a non-empty list")
+        mats = []
+        for mi, m in enumerate(mats_raw):
+            mats.append(_check_matching(m, racks, f"{where} matching {mi}"))
+        rotors.append(Rotor(name=name, offset_us=offset, matchings=tuple(mats)))
+    sched = Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us,
+                     rotors=tuple(rotors), kind=kind, version=version)
+    if kind == "opera":
+        _check_one_dark(sched)
+    if kind == "rotornet":
+        _check_symmetric(sched)
+    return sched
+
+
+def _check_matching(m: Any, racks: int, where: str) -> tuple[int | None, ...]:
+    if not isinstance(m, list):
+        raise ScheduleError(f"{where}: must be a list of {racks} racks")
+    if len(m) != racks:
+        raise ScheduleError(f"{where}: wrong length {len(m)}, expected {racks} (one entry per rack)")
+    seen: dict[int, int] = {}
+    for i, j in enumerate(m):
+        if j is None:
+            continue
+        if isinstance(j, bool) or not isinstance(j, int):
+            raise ScheduleError(f"{where}: entry {i} must be a rack number or null, got {json.dumps(j)}")
+        if not 0 <= j < racks:
+            raise ScheduleError(f"{where}: rack {j} (entry {i}) out of range 0..{racks - 1}")
+        if j in seen:
+            raise ScheduleError(
+                f"{where}: not a permutation: racks {seen[j]} and {i} both reach rack {j}")
+        seen[j] = i
+    return tuple(m)
+
+
+def _check_symmetric(s: Schedule) -> None:
+    for r in s.rotors:
+        for mi, m in enumerate(r.matchings):
+            for i, j in enumerate(m):
+                if j is not None and m[j] != i:
+                    raise ScheduleError(
+                        f"rotor {r.name!r} matching {mi}: rotornet circuits are bidirectional, "
+                        f"but {i}->{j} and {j}->{m[j]}")
+
+
+def night_overlaps(s: Schedule) -> list[tuple[str, str]]:
+    """Pairs of rotors whose nights overlap at some instant."""
+    out = []
+    if s.reconfig_us == 0:
+        return out
+    for a, b in itertools.combinations(s.rotors, 2):
+        d = (b.offset_us - a.offset_us) % s.slot_us
+        if d < s.reconfig_us or s.slot_us - d < s.reconfig_us:
+            out.append((a.name, b.name))
+    return out
+
+
+def _check_one_dark(s: Schedule) -> None:
+    bad = night_overlaps(s)
+    if bad:
+        a, b = bad[0]
+        raise ScheduleError(
+            f"opera: rotors {a!r} and {b!r} are dark at the same time "
+            f"(offsets must differ by >= reconfig_us={s.reconfig_us} modulo slot_us={s.slot_us})")
+
+
+def load(path: str | Path) -> Schedule:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as ex:
+        raise ScheduleError(f"{p}: cannot read: {ex.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as ex:
+        raise ScheduleError(f"{p}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    try:
+        return from_json(data)
+    except ScheduleError as ex:
+        raise ScheduleError(f"{p}: {ex}") from None
+
+
+# ---------------------------------------------------------------------------
+# Analysis
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Analysis:
+    pair_meetings: dict[tuple[int, int], int]  # directed (i,j) -> slots per hyperperiod with a circuit
+    slices: list[Slice]
+    connected: list[bool]
+    diameters: list[int | None]
+
+    @property
+    def max_dark(self) -> int:
+        return max((s.dark for s in self.slices), default=0)
+
+    @property
+    def worst_diameter(self) -> int | None:
+        if not all(self.connected):
+            return None
+        return max(d for d in self.diameters if d is not None)
+
+
+def analyse(s: Schedule) -> Analysis:
+    meet: dict[tuple[int, int], int] = {
+        (i, j): 0 for i in range(s.racks) for j in range(s.racks) if i != j}
+    H = s.hyperperiod_us // s.slot_us
+    for r in s.rotors:
+        for k in range(H):
+            m = r.matchings[k % len(r.matchings)]
+            for i, j in enumerate(m):
+                if j is not None and j != i:
+                    meet[(i, j)] += 1
+    sl = s.slices()
+    con, dia = [], []
+    for x in sl:
+        g = s.slice_graph(x)
+        c = nx.is_connected(g)
+        con.append(c)
+        dia.append(nx.diameter(g) if c else None)
+    return Analysis(pair_meetings=meet, slices=sl, connected=con, diameters=dia)
+
+
+# ---------------------------------------------------------------------------
+# Generators
+# ---------------------------------------------------------------------------
+
+
+def round_robin_matchings(n: int) -> list[list[int | None]]:
+    """1-factorisation of K_n by the circle method: every pair meets exactly once.
+
+    Even n: n-1 perfect matchings.  Odd n: n matchings, each leaving one rack idle
+    (``None``).  Circuits are bidirectional (each matching is an involution).
+    """
+    if n < 2:
+        raise ScheduleError("need at least 2 racks")
+    m_count = n - 1 if n % 2 == 0 else n
+    nodes = list(range(n)) + ([None] if n % 2 else [])
+    size = len(nodes)
+    out = []
+    for rnd in range(m_count):
+        perm: list[int | None] = [None] * n
+        rot = [nodes[0]] + nodes[1:][rnd:] + nodes[1:][:rnd]
+        for a in range(size // 2):
+            x, y = rot[a], rot[size - 1 - a]
+            if x is not None and y is not None:
+                perm[x] = y
+                perm[y] = x
+        out.append(perm)
+    return out
+
+
+def _split(matchings: list[list[int | None]], rotors: int, racks: int) -> tuple[list[list[list[int | None]]], int]:
+    """Deal matchings round-robin to rotors, padding with idle matchings."""
+    per = math.ceil(len(matchings) / rotors)
+    pad = per * rotors - len(matchings)
+    mats = matchings + [[None] * racks for _ in range(pad)]
+    return [mats[j::rotors] for j in range(rotors)], pad
+
+
+def _check_gen_args(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> None:
+    if racks < 2:
+        raise ScheduleError(f"--racks must be >= 2, got {racks}")
+    if racks > MAX_RACKS:
+        raise ScheduleError(f"--racks must be <= {MAX_RACKS}, got {racks}")
+    if rotors < 1:
+        raise ScheduleError(f"--rotors must be >= 1, got {rotors}")
+    if slot_us < 1:
+        raise ScheduleError(f"--slot-us must be >= 1, got {slot_us}")
+    if not 0 <= reconfig_us < slot_us:
+        raise ScheduleError(f"--reconfig-us must be in [0, slot_us={slot_us}), got {reconfig_us}")
+
+
+def generate_rotornet(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+    _check_gen_args(racks, rotors, slot_us, reconfig_us)
+    if rotors > racks - 1 + (racks % 2):
+        raise ScheduleError(f"rotornet: {rotors} rotors but only {racks - 1 + racks % 2} matchings for {racks} racks")
+    per_rotor, _ = _split(round_robin_matchings(racks), rotors, racks)
+    rs = tuple(Rotor(name=f"rotor{j}", offset_us=0, matchings=tuple(tuple(m) for m in per_rotor[j]))
+               for j in range(rotors))
+    return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="rotornet")
+
+
+def selector_matchings(racks: int) -> list[list[int | None]]:
+    """Offsets +1, +2, +4, ... below ``racks`` (SelectorNet, seed 000 §2.3.1)."""
+    out = []
+    off = 1
+    while off < racks:
+        out.append([(i + off) % racks for i in range(racks)])
+        off *= 2
+    return out
+
+
+def generate_selector(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+    _check_gen_args(racks, rotors, slot_us, reconfig_us)
+    mats = tuple(tuple(m) for m in selector_matchings(racks))
+    rs = tuple(Rotor(name=f"selector{j}", offset_us=0, matchings=mats) for j in range(rotors))
+    return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="selector")
+
+
+def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
+                   seed: int = 1, tries: int = 60) -> Schedule:
+    """Opera (seed 000 §2.6.1): rotors staggered by slot/K so at most one is dark.
+
+    Matchings of the 1-factorisation are assigned to rotors and ordered so that
+    every slice's graph of live circuits is connected; among ``tries`` seeded
+    shuffles the one with the smallest worst-slice diameter wins (deterministic).
+    """
+    _check_gen_args(racks, rotors, slot_us, reconfig_us)
+    if rotors < 2:
+        raise ScheduleError("opera needs at least 2 rotors (one reconfigures while the others carry traffic)")
+    if slot_us % rotors:
+        raise ScheduleError(f"opera: slot_us={slot_us} must be a multiple of --rotors={rotors} (slices of slot/K)")
+    slice_us = slot_us // rotors
+    if reconfig_us > slice_us:
+        raise ScheduleError(
+            f"opera: reconfig_us={reconfig_us} exceeds the slice slot/K={slice_us}: two rotors would be dark at once")
+    base = round_robin_matchings(racks)
+    rng = random.Random(seed)
+    target = moore_diameter_bound(racks, rotors - 1) + 1
+    best: tuple[int, Schedule] | None = None
+    for t in range(tries):
+        mats = list(base)
+        if t:
+            rng.shuffle(mats)
+        per_rotor, _ = _split(mats, rotors, racks)
+        rs = tuple(Rotor(name=f"rotor{j}", offset_us=j * slice_us,
+                         matchings=tuple(tuple(m) for m in per_rotor[j])) for j in range(rotors))
+        s = Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="opera")
+        d = _worst_diameter(s, give_up_above=best[0] if best else None)
+        if d is not None and (best is None or d < best[0]):
+            best = (d, s)
+            if d <= target:
+                break
+    if best is None:
+        raise ScheduleError(
+            f"opera: no assignment of matchings to {rotors} rotors keeps every slice connected for {racks} racks "
+            f"(tried {tries}); use more rotors")
+    return best[1]
+
+
+def moore_diameter_bound(n: int, degree: int) -> int:
+    """Smallest diameter any graph of n nodes and maximum degree ``degree`` can have."""
+    if degree <= 0:
+        return n
+    reach, layer, d = 1, degree, 0
+    while reach < n:
+        reach += layer
+        layer *= max(1, degree - 1)
+        d += 1
+        if degree == 1 and d > 1:
+            return n
+    return d
+
+
+def _worst_diameter(s: Schedule, give_up_above: int | None = None) -> int | None:
+    """Worst slice diameter, or None if some slice is disconnected (or worse than a bound)."""
+    worst = 0
+    # The slices with a dark rotor have the fewest circuits: check them first.
+    for sl in sorted(s.slices(), key=lambda x: -x.dark):
+        g = s.slice_graph(sl)
+        if not nx.is_connected(g):
+            return None
+        worst = max(worst, nx.diameter(g))
+        if give_up_above is not None and worst >= give_up_above:
+            return None
+    return worst
+
+
+GENERATORS = {"rotornet": generate_rotornet, "selector": generate_selector, "opera": generate_opera}
+
+
+def generate(kind: str, racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+    try:
+        gen = GENERATORS[kind]
+    except KeyError:
+        raise ScheduleError(f"unknown kind {kind!r} (one of {', '.join(GENERATORS)})") from None
+    return gen(racks, rotors, slot_us, reconfig_us)
+
+
+def summary(s: Schedule) -> str:
+    a = analyse(s)
+    lines = [
+        f"{s.kind} schedule: {s.racks} racks, {len(s.rotors)} rotors, slot {s.slot_us} us "
+        f"(night {s.reconfig_us} us, day {s.day_us} us, duty cycle {s.day_us / s.slot_us:.1%})",
+        f"hyperperiod {s.hyperperiod_us} us; {len(a.slices)} slices; at most {a.max_dark} rotor(s) dark at once",
+    ]
+    for r in s.rotors:
+        idle = sum(1 for m in r.matchings if all(x is None for x in m))
+        lines.append(f"  {r.name}: offset {r.offset_us} us, {len(r.matchings)} matchings"
+                     + (f" ({idle} idle)" if idle else "") + f", cycle {s.cycle_us(r)} us")
+    counts = sorted(set(a.pair_meetings.values()))
+    lines.append(f"direct circuits per rack pair per hyperperiod: {', '.join(map(str, counts))}"
+                 + (" (every pair meets)" if 0 not in counts else " (some pairs never meet directly)"))
+    if all(a.connected):
+        lines.append(f"every slice connected; worst slice diameter {a.worst_diameter} hops")
+    else:
+        bad = sum(1 for c in a.connected if not c)
+        lines.append(f"{bad} of {len(a.slices)} slices are NOT connected")
+    return "\n".join(lines)
+
+
+def iter_matching_entries(rotor: Rotor) -> Iterable[tuple[int, int, int]]:
+    """(matching index, in rack, out rack) for every circuit of a rotor."""
+    for mi, m in enumerate(rotor.matchings):
+        for i, j in enumerate(m):
+            if j is not None:
+                yield mi, i, j
+
+

@@ -1,0 +1,70 @@
+"""The CLI's contract: exit codes, one-line errors, files written."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from p4rotor import cli
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "p4rotor.cli", *args], capture_output=True, text=True)
+
+
+def test_generate_check_show_plot(tmp_path):
+    out = tmp_path / "o.json"
+    r = run("schedule", "generate", "opera", "--racks", "8", "--rotors", "4", "--slot-us", "1000",
+            "--reconfig-us", "100", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["kind"] == "opera"
+    r = run("schedule", "check", str(out))
+    assert r.returncode == 0 and "ok" in r.stdout
+    png = tmp_path / "o.png"
+    r = run("schedule", "show", str(out), "--slices", "--plot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert "diameter" in r.stdout
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_generate_to_stdout_is_valid():
+    r = run("schedule", "generate", "rotornet", "--racks", "6", "--rotors", "5", "--slot-us", "100")
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["racks"] == 6
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("{", "bad JSON"),
+    ('{"version": 9}', "unknown schedule version"),
+    ('{"version":1,"racks":2,"slot_us":10,"reconfig_us":1,"rotors":[{"name":"a","matchings":[[0,0]]}]}',
+     "not a permutation"),
+])
+def test_check_bad_exit2_one_line(tmp_path, content, needle):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    r = run("schedule", "check", str(p))
+    assert r.returncode == 2
+    assert needle in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_generate_bad_args_exit2():
+    r = run("schedule", "generate", "opera", "--racks", "8", "--rotors", "4", "--slot-us", "1000",
+            "--reconfig-us", "400")
+    assert r.returncode == 2
+    assert "dark at once" in r.stderr
+
+
+def test_control_bad_switch_spec(tmp_path):
+    s = tmp_path / "s.json"
+    assert run("schedule", "generate", "rotornet", "--racks", "4", "--rotors", "1", "--slot-us", "1000",
+               "-o", str(s)).returncode == 0
+    r = run("control", "--schedule", str(s), "--switch", "rotor0=localhost", "--build-dir", str(tmp_path))
+    assert r.returncode == 2
+    assert "pipeline" in r.stderr or "NAME=HOST:PORT" in r.stderr
+
+
+def test_parser_has_commands():
+    p = cli.build_parser()
+    assert p.parse_args(["schedule", "check", "x"]).cmd == "schedule"

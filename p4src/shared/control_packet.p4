@@ -1,0 +1,68 @@
+// p4rotor: control packets from the controller (PacketOut on the CPU port).
+#ifndef P4ROTOR_CONTROL_PACKET_P4
+#define P4ROTOR_CONTROL_PACKET_P4
+
+control ControlPacket(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    action reply() {
+        std.egress_spec = CPU_PORT;
+    }
+
+    action consume() {
+        mark_to_drop(std);
+    }
+
+    action refuse() {
+        // Counted as a drop, answered with OP_ERROR so the controller knows.
+        drop_counter.count(DROP_CTRL_ERROR);
+        meta.ctrl_opcode = OP_ERROR;
+        std.egress_spec = CPU_PORT;
+    }
+
+    apply {
+        meta.ctrl_opcode = hdr.packet_out.opcode;
+        meta.ctrl_flags = hdr.packet_out.flags;
+        meta.ctrl_index = hdr.packet_out.index;
+        meta.ctrl_slot = hdr.packet_out.slot;
+        meta.ctrl_seq = hdr.packet_out.seq;
+        meta.ctrl_ts = std.ingress_global_timestamp;
+        hdr.packet_out.setInvalid();
+
+        if (hdr.packet_out.opcode == OP_SET_SLOT) {
+            // A bad value never reaches the state register: the switch keeps
+            // forwarding on the previous matching (or on none).
+            if (meta.slot.mode != MODE_SIGNAL || hdr.packet_out.index >= meta.slot.matchings) {
+                refuse();
+            } else {
+                rotor_slot.write(0, hdr.packet_out.slot);
+                rotor_index.write(0, hdr.packet_out.index);
+                rotor_flags.write(0, RF_VALID | (hdr.packet_out.flags & FLAG_NIGHT));
+                ctrl_counter.count(CTRL_SET_SLOT);
+                if ((hdr.packet_out.flags & FLAG_ACK) != 0) {
+                    reply();
+                } else {
+                    consume();
+                }
+            }
+        } else if (hdr.packet_out.opcode == OP_TIME_PROBE) {
+            ctrl_counter.count(CTRL_TIME_PROBE);
+            reply();
+        } else {
+            refuse();
+        }
+    }
+}
+
+control PacketInHeader(inout headers_t hdr, in metadata_t meta, in std_meta_t std) {
+    apply {
+        hdr.packet_in.setValid();
+        hdr.packet_in.opcode = meta.ctrl_opcode;
+        hdr.packet_in.flags = meta.ctrl_flags;
+        hdr.packet_in.index = meta.ctrl_index;
+        hdr.packet_in.slot = meta.ctrl_slot;
+        hdr.packet_in.seq = meta.ctrl_seq;
+        hdr.packet_in.timestamp = meta.ctrl_ts;
+        hdr.packet_in.ingress_port = (bit<16>) std.ingress_port;
+    }
+}
+
+#endif

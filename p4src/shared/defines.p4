@@ -1,0 +1,52 @@
+// p4rotor: constants and sizes shared by every program and target.
+#ifndef P4ROTOR_DEFINES_P4
+#define P4ROTOR_DEFINES_P4
+
+// The CPU port carries P4Runtime PacketOut/PacketIn.  simple_switch_grpc is
+// started with --cpu-port 255 (see docs/dataplane.md); 255 is outside the range
+// of front-panel ports the topologies use (1..254).
+const PortId_t CPU_PORT = 255;
+
+// Sizes.  A rotor with N racks and M matchings needs N*M circuit entries:
+// 108 racks x 18 matchings (opera-sim's 6-rotor fabric) = 1944.
+#define CIRCUIT_TABLE_SIZE 65536
+#define CLOCK_PHASE_TABLE_SIZE 4096
+#define MAX_PORTS 512
+
+// Slot-advance modes, chosen by the controller in the config table.
+const bit<8> MODE_UNCONFIGURED = 0;
+const bit<8> MODE_SIGNAL = 1;   // controller writes the slot with control packets
+const bit<8> MODE_CLOCK  = 2;   // pipeline derives the slot from its timestamp
+
+// Control-packet opcodes (PacketOut from the controller, PacketIn replies).
+const bit<8> OP_SET_SLOT   = 1;  // signal mode: new (slot, matching, night)
+const bit<8> OP_TIME_PROBE = 2;  // reply with the switch's ingress timestamp
+const bit<8> OP_ERROR      = 255; // PacketIn only: the control packet was refused
+
+// PacketOut flags.
+const bit<8> FLAG_NIGHT = 0x01;  // OP_SET_SLOT: the slot is in its night
+const bit<8> FLAG_ACK   = 0x02;  // reply with a PacketIn carrying the timestamp
+
+// Drop causes: index into the drop counter.  Every frame the pipeline discards
+// is counted under exactly one of these.
+const bit<32> DROP_NIGHT       = 0;  // arrived while the rotor is dark
+const bit<32> DROP_NO_CIRCUIT  = 1;  // the live matching has no circuit for this port
+const bit<32> DROP_STALE       = 2;  // reconfiguration loss: its slot ended before egress
+const bit<32> DROP_CTRL_ERROR  = 3;  // control packet refused (opcode, matching index)
+const bit<32> DROP_NOT_STARTED = 4;  // no slot yet: unconfigured, before the epoch, clock resync
+const bit<32> DROP_NO_ROUTE    = 5;  // ToR: no route for this destination now
+const bit<32> DROP_DARK_UPLINK = 6;  // ToR: the chosen uplink's rotor is dark
+const bit<32> DROP_HOP_LIMIT   = 7;  // ToR: transit hop limit exceeded
+const bit<32> DROP_BAD_HEADER  = 8;  // ToR: header the ToR cannot route
+#define NUM_DROP_CAUSES 16
+
+// Control-packet counter indices.
+const bit<32> CTRL_SET_SLOT   = 0;
+const bit<32> CTRL_TIME_PROBE = 1;
+#define NUM_CTRL_COUNTERS 4
+
+// In clock mode the slot id is (cycle << CLOCK_INDEX_BITS) | matching index: unique
+// and increasing without a run-time multiplication (Tofino has none).
+#define CLOCK_INDEX_BITS 12
+
+#endif

@@ -1,0 +1,55 @@
+// p4rotor: headers and metadata.
+#ifndef P4ROTOR_HEADERS_P4
+#define P4ROTOR_HEADERS_P4
+
+// From the controller (PacketOut).  Data frames are never parsed by the rotor:
+// a circuit carries any bytes, whatever ethertype or garbage they hold.
+@controller_header("packet_out")
+header packet_out_t {
+    bit<8>  opcode;
+    bit<8>  flags;
+    bit<16> index;   // OP_SET_SLOT: matching index within the rotor's cycle
+    bit<32> slot;    // OP_SET_SLOT: absolute slot number (never wraps in practice)
+    bit<32> seq;     // echoed in the PacketIn reply
+}
+
+// To the controller (PacketIn): acks, time probes, refusals.
+@controller_header("packet_in")
+header packet_in_t {
+    bit<8>  opcode;
+    bit<8>  flags;
+    bit<16> index;
+    bit<32> slot;
+    bit<32> seq;
+    bit<48> timestamp;  // switch-local ingress timestamp of the control packet
+    bit<16> ingress_port;
+}
+
+struct headers_t {
+    packet_out_t packet_out;
+    packet_in_t  packet_in;
+}
+
+// The slot a frame was admitted in, computed at ingress and re-checked at egress.
+struct slot_meta_t {
+    bit<8>      mode;
+    bit<16>     matchings;  // matchings in this rotor's cycle
+    bool        running;    // a slot exists (configured, past the epoch, clock in sync)
+    bool        night;
+    bit<16>     index;      // live matching index
+    bit<32>     slot_id;    // absolute slot id (signal: controller's k; clock: cycle<<12|index)
+    Timestamp_t offset;     // local timestamp + offset = common time (clock mode)
+    Timestamp_t slot_end;   // common time at which this slot's day ends (clock mode)
+}
+
+struct metadata_t {
+    slot_meta_t slot;
+    bit<8>  ctrl_opcode;    // control packet being answered (PacketIn)
+    bit<8>  ctrl_flags;
+    bit<16> ctrl_index;
+    bit<32> ctrl_slot;
+    bit<32> ctrl_seq;
+    Timestamp_t ctrl_ts;
+}
+
+#endif

@@ -1,0 +1,44 @@
+// p4rotor rotor/selector circuit switch for v1model (BMv2 simple_switch_grpc).
+// Composition only: the logic lives in ../shared/.
+#include "target.p4"
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
+#include "../shared/state.p4"
+#include "../shared/parser.p4"
+#include "../shared/slot_state.p4"
+#include "../shared/control_packet.p4"
+#include "../shared/circuit.p4"
+#include "../shared/stale_guard.p4"
+
+control RotorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control RotorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+
+control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    SlotState() slot_state;
+    ControlPacket() control_packet;
+    Circuit() circuit;
+    apply {
+        slot_state.apply(meta, std);
+        if (hdr.packet_out.isValid()) {
+            control_packet.apply(hdr, meta, std);
+        } else {
+            rx_port_counter.count((bit<32>) std.ingress_port);
+            circuit.apply(meta, std);
+        }
+    }
+}
+
+control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    StaleGuard() stale_guard;
+    PacketInHeader() packet_in_header;
+    apply {
+        if (std.egress_port == CPU_PORT) {
+            packet_in_header.apply(hdr, meta, std);
+        } else {
+            stale_guard.apply(meta, std);
+        }
+    }
+}
+
+V1Switch(RotorParser(), RotorVerifyChecksum(), RotorIngress(), RotorEgress(),
+         RotorComputeChecksum(), RotorDeparser()) main;

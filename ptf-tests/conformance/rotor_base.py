@@ -1,0 +1,197 @@
+"""Base class and domain helpers for the rotor conformance suite (run by ptf).
+
+Test parameters (``--test-params``), set by ptf-tests/test_conformance.py:
+  grpc_addrs  comma-separated P4Runtime addresses, one per switch (device index order)
+  p4info, p4blob  the compiled rotor program
+  thrift_ports comma-separated BMv2 thrift ports (for queue-rate control)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import finsy as fy
+import ptf
+import ptf.testutils as tu
+from ptf.base_tests import BaseTest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from p4rotor import controller as C
+from p4rotor import dataplane as dp
+from p4rotor import schedule as S
+
+PORTS = (1, 2, 3, 4)
+
+
+def params() -> dict:
+    return tu.test_params_get()
+
+
+class SyncSwitch:
+    """A finsy Switch driven from a private event loop, with a blocking API for tests."""
+
+    def __init__(self, name: str, address: str, device_id: int, p4info: str, p4blob: str,
+                 election_id: int = 100):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.packet_ins: queue.Queue = queue.Queue()
+        self.sw = fy.Switch(name, address, fy.SwitchOptions(
+            p4info=Path(p4info), p4blob=Path(p4blob), device_id=device_id,
+            initial_election_id=election_id))
+        self.call(self.sw.__aenter__())
+        self.reader = asyncio.run_coroutine_threadsafe(self._read(), self.loop)
+
+    def call(self, coro, timeout: float = 30):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    async def _read(self):
+        async for pkt in self.sw.read_packets():
+            self.packet_ins.put((time.time_ns(), pkt))
+
+    async def _collect(self, ent):
+        return [e async for e in self.sw.read(ent)]
+
+    def write(self, updates) -> None:
+        self.call(C.write_batched(self.sw, list(updates)))
+
+    def clear(self) -> None:
+        self.call(self.sw.delete_all())
+        while not self.packet_ins.empty():
+            self.packet_ins.get_nowait()
+
+    def counter(self, name: str, index: int) -> tuple[int, int]:
+        ents = self.call(self._collect(fy.P4CounterEntry(name, index=index)))
+        d = ents[0].data
+        return (d.packet_count, d.byte_count) if d else (0, 0)
+
+    def packet_in(self, timeout: float = 2.0):
+        return self.packet_ins.get(timeout=timeout)
+
+    def close(self) -> None:
+        self.reader.cancel()
+        try:
+            self.call(self.sw.__aexit__(None, None, None), timeout=10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+
+
+class RotorTest(BaseTest):
+    """Connects to every switch, clears it on setUp and tearDown, offers rotor helpers."""
+
+    num_switches = 1
+
+    def setUp(self):
+        BaseTest.setUp(self)
+        self.dataplane = ptf.dataplane_instance
+        self.dataplane.flush()
+        p = params()
+        addrs = p["grpc_addrs"].split(",")
+        self.thrift_ports = [int(x) for x in p.get("thrift_ports", "").split(",") if x]
+        self.switches = []
+        for d in range(self.num_switches):
+            sw = SyncSwitch(f"rotor{d}", addrs[d], d + 1, p["p4info"], p["p4blob"])
+            sw.clear()
+            self.switches.append(sw)
+        self.sw = self.switches[0]
+        self.seq = 0
+
+    def tearDown(self):
+        for sw in getattr(self, "switches", []):
+            try:
+                sw.clear()
+            finally:
+                sw.close()
+        BaseTest.tearDown(self)
+
+    # ---- schedule helpers ------------------------------------------------
+    @staticmethod
+    def port_map(racks: int = 4) -> dict[int, int]:
+        return {i: PORTS[i] for i in range(racks)}
+
+    def install(self, sched: S.Schedule, rotor: S.Rotor, mode: int, sw=None, *, offset_us: int = 0,
+                epoch_us: int = 0, generation: int = 1) -> None:
+        (sw or self.sw).write(C.rotor_entities(sched, rotor, self.port_map(sched.racks), mode,
+                                               offset_us=offset_us, epoch_us=epoch_us,
+                                               generation=generation))
+
+    def set_slot(self, slot: int, index: int, night: bool = False, sw=None, expect_ok: bool = True):
+        """Signal mode: move the slot and wait until the pipeline has applied it (ack)."""
+        sw = sw or self.sw
+        self.seq += 1
+        sw.write([C.set_slot_packet(slot, index, night, seq=self.seq, ack=True)])
+        _, pkt = sw.packet_in()
+        self.assertEqual(pkt["seq"], self.seq)
+        if expect_ok:
+            self.assertEqual(pkt["opcode"], dp.OP_SET_SLOT, "slot change refused")
+        return pkt
+
+    def send_control(self, opcode: int, index: int = 0, slot: int = 0, flags: int = 0, sw=None):
+        sw = sw or self.sw
+        self.seq += 1
+        sw.write([fy.P4PacketOut(b"", opcode=opcode, flags=flags, index=index, slot=slot, seq=self.seq)])
+        return sw.packet_in()[1]
+
+    def local_now_us(self, sw=None) -> tuple[int, int]:
+        """(wall ns at the middle of the probe, switch-local us): maps wall time to switch time."""
+        sw = sw or self.sw
+        best = None
+        for _ in range(5):
+            self.seq += 1
+            t0 = time.time_ns()
+            sw.write([C.time_probe_packet(self.seq)])
+            t1, pkt = sw.packet_in()
+            if best is None or t1 - t0 < best[0]:
+                best = (t1 - t0, (t0 + t1) // 2, pkt["timestamp"])
+        return best[1], best[2]
+
+    def drops(self, cause: dp.DropCause, sw=None) -> int:
+        return (sw or self.sw).counter(dp.C_DROP, int(cause))[0]
+
+    # ---- frames ----------------------------------------------------------
+    @staticmethod
+    def frame(src_port: int, tag: int = 0) -> bytes:
+        pkt = (Ether(src=f"00:00:00:00:00:{src_port:02x}", dst="00:00:00:00:00:ff")
+               / IP(src=f"10.0.0.{src_port}", dst="10.0.0.254") / UDP(sport=1000 + tag, dport=2000)
+               / (b"rotor-%04d" % tag))
+        return bytes(pkt)
+
+    def expect_circuit(self, matching, device: int = 0, tag: int = 0) -> None:
+        """Send one frame into every port, then check each left on its matched port only.
+
+        All frames go out first so the whole check sits inside a short slot.
+        """
+        sent = []
+        for i, in_port in enumerate(PORTS[:len(matching)]):
+            f = self.frame(in_port, tag)
+            tu.send_packet(self, (device, in_port), f)
+            sent.append((f, matching[i]))
+        for f, j in sent:
+            if j is not None:
+                tu.verify_packet(self, f, (device, PORTS[j]))
+        tu.verify_no_other_packets(self, device_number=device)
+
+    def expect_dark(self, device: int = 0, tag: int = 0) -> None:
+        for in_port in PORTS:
+            tu.send_packet(self, (device, in_port), self.frame(in_port, tag))
+        tu.verify_no_other_packets(self, device_number=device)
+
+    # ---- BMv2 queue control (thrift) ---------------------------------------
+    def set_queue_rate(self, pps: int, port: int, device: int = 0) -> None:
+        cmd = f"set_queue_rate {pps} {port}\n"
+        r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(self.thrift_ports[device])],
+                           input=cmd, capture_output=True, text=True, timeout=20)
+        if r.returncode != 0 or "Error" in r.stdout:
+            self.fail(f"simple_switch_CLI failed: {r.stdout} {r.stderr}")
+
+
+def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
+    """4 racks, 1 rotor, 3 bidirectional matchings: every pair once per cycle."""
+    return S.generate_rotornet(4, 1, slot_us, night_us)

@@ -1,0 +1,300 @@
+"""Rotor/selector circuit switch conformance: one behaviour per class."""
+
+from __future__ import annotations
+
+import time
+
+import ptf.testutils as tu
+from scapy.layers.l2 import Ether
+
+from p4rotor import dataplane as dp
+from p4rotor import schedule as S
+from rotor_base import PORTS, RotorTest, four_rack_rotornet
+
+SIGNAL, CLOCK = dp.MODE_SIGNAL, dp.MODE_CLOCK
+
+
+class SignalEverySlotEveryPort(RotorTest):
+    """Signal mode: in every slot of a 3-matching cycle (two cycles), a frame entering
+    each port leaves on exactly the matched port and nowhere else."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        for k in range(2 * len(r.matchings)):
+            idx = k % len(r.matchings)
+            self.set_slot(k, idx)
+            self.expect_circuit(r.matchings[idx], tag=k)
+
+
+class NightDropsAndCounts(RotorTest):
+    """During night every frame is dropped and counted under 'night'; the day after works."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        before = self.drops(dp.DropCause.NIGHT)
+        self.set_slot(5, 2, night=True)
+        self.expect_dark()
+        self.assertEqual(self.drops(dp.DropCause.NIGHT) - before, len(PORTS))
+        self.set_slot(5, 2, night=False)
+        self.expect_circuit(r.matchings[2])
+
+
+class NotStartedDropsAndCounts(RotorTest):
+    """Before any slot is set (configured, no signal yet) frames are dropped as 'not started'."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        self.install(s, s.rotors[0], SIGNAL)
+        before = self.drops(dp.DropCause.NOT_STARTED)
+        self.expect_dark()
+        self.assertEqual(self.drops(dp.DropCause.NOT_STARTED) - before, len(PORTS))
+
+
+class IdleRackHasNoCircuit(RotorTest):
+    """A rack idle in the live matching (null) has no circuit: dropped, counted 'no circuit'."""
+
+    def runTest(self):
+        s = S.from_json({"version": 1, "racks": 4, "slot_us": 1000, "reconfig_us": 0, "rotors": [
+            {"name": "r", "offset_us": 0, "matchings": [[1, 0, None, None]]}]})
+        self.install(s, s.rotors[0], SIGNAL)
+        self.set_slot(0, 0)
+        before = self.drops(dp.DropCause.NO_CIRCUIT)
+        self.expect_circuit(s.rotors[0].matchings[0])
+        self.assertEqual(self.drops(dp.DropCause.NO_CIRCUIT) - before, 2)
+
+
+class AnyFrameIsCircuitSwitched(RotorTest):
+    """Non-IP, garbage and runt frames leave unchanged on the circuit: the rotor never parses."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 0)
+        frames = [
+            bytes(Ether(dst="ff:ff:ff:ff:ff:ff", type=0x88B5) / (b"\x00" * 50)),  # non-IP
+            bytes(Ether(type=0x0800)) + b"\x45\x00\xff",  # truncated IPv4 header
+            bytes(range(256)) * 2,  # no sensible header at all
+            b"\x01" * 14,  # bare 14-byte frame
+        ]
+        dst = PORTS[r.matchings[0][0]]
+        for f in frames:
+            tu.send_packet(self, PORTS[0], f)
+            tu.verify_packet(self, f, dst)
+        tu.verify_no_other_packets(self)
+
+
+class CountersMatchTraffic(RotorTest):
+    """rx/tx per-port counters count exactly the frames sent and delivered."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 1)
+        rx0 = {p: self.sw.counter(dp.C_RX, p)[0] for p in PORTS}
+        tx0 = {p: self.sw.counter(dp.C_TX, p)[0] for p in PORTS}
+        n = 3
+        for t in range(n):
+            self.expect_circuit(r.matchings[1], tag=t)
+        for i, p in enumerate(PORTS):
+            self.assertEqual(self.sw.counter(dp.C_RX, p)[0] - rx0[p], n)
+            self.assertEqual(self.sw.counter(dp.C_TX, PORTS[r.matchings[1][i]])[0]
+                             - tx0[PORTS[r.matchings[1][i]]], n)
+
+
+class BadMatchingIndexRefused(RotorTest):
+    """A slot change naming a matching the rotor does not have is refused (OP_ERROR, counted)
+    and the switch keeps forwarding on the previous matching, never on a wrong port."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 1)
+        before = self.drops(dp.DropCause.CTRL_ERROR)
+        for bad in (3, 7, 0xFFFF):
+            pkt = self.set_slot(1, bad, expect_ok=False)
+            self.assertEqual(pkt["opcode"], dp.OP_ERROR)
+        self.assertEqual(self.drops(dp.DropCause.CTRL_ERROR) - before, 3)
+        self.expect_circuit(r.matchings[1])
+
+
+class UnknownOpcodeRefused(RotorTest):
+    """A control packet with an unknown opcode is answered with OP_ERROR and counted."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        self.install(s, s.rotors[0], SIGNAL)
+        before = self.drops(dp.DropCause.CTRL_ERROR)
+        pkt = self.send_control(opcode=77)
+        self.assertEqual(pkt["opcode"], dp.OP_ERROR)
+        self.assertEqual(self.drops(dp.DropCause.CTRL_ERROR) - before, 1)
+
+
+class SignalRefusedInClockMode(RotorTest):
+    """In clock mode the data plane owns the slot: a signal-mode slot change is refused."""
+
+    def runTest(self):
+        s = four_rack_rotornet(slot_us=100000, night_us=10000)
+        self.install(s, s.rotors[0], CLOCK, epoch_us=1)
+        pkt = self.set_slot(0, 0, expect_ok=False)
+        self.assertEqual(pkt["opcode"], dp.OP_ERROR)
+
+
+class SelectorChoosesAnyMatching(RotorTest):
+    """A selector switch: the controller picks any of the +1/+2 matchings in any order."""
+
+    def runTest(self):
+        s = S.generate_selector(4, 1, 1000, 0)
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        for k, idx in enumerate([1, 0, 0, 1]):
+            self.set_slot(k, idx)
+            self.expect_circuit(r.matchings[idx], tag=k)
+
+
+class ClockModeFollowsTime(RotorTest):
+    """Clock mode: with no controller action after install, the pipeline switches matchings
+    and nights by its own timestamp (slots of 600 ms, night 200 ms)."""
+
+    def runTest(self):
+        slot, night = 600_000, 200_000
+        s = four_rack_rotornet(slot, night)
+        r = s.rotors[0]
+        wall_ns, local_us = self.local_now_us()
+        epoch_local = local_us + 200_000  # slot 0 starts 200 ms from now (offset 0: common = local)
+        self.install(s, r, CLOCK, epoch_us=epoch_local)
+
+        def at(local_target_us):
+            target_ns = wall_ns + (local_target_us - local_us) * 1000
+            while time.time_ns() < target_ns:
+                time.sleep(0.0005)
+
+        for k in range(4):
+            start = epoch_local + k * slot
+            at(start + night // 2)
+            self.expect_dark(tag=k)
+            at(start + night + 50_000)
+            self.expect_circuit(r.matchings[k % 3], tag=k)
+        self.assertGreaterEqual(self.drops(dp.DropCause.NIGHT), 4 * len(PORTS))
+
+
+class ClockBeforeEpochNotStarted(RotorTest):
+    """Clock mode before the epoch: nothing is forwarded, counted 'not started'."""
+
+    def runTest(self):
+        s = four_rack_rotornet(100_000, 10_000)
+        _, local_us = self.local_now_us()
+        self.install(s, s.rotors[0], CLOCK, epoch_us=local_us + 60_000_000)
+        before = self.drops(dp.DropCause.NOT_STARTED)
+        self.expect_dark()
+        self.assertEqual(self.drops(dp.DropCause.NOT_STARTED) - before, len(PORTS))
+
+
+class StaleFrameDroppedSignal(RotorTest):
+    """Signal mode egress re-check: frames held in the queue past their slot are dropped as
+    reconfiguration loss, even when the next slot has the same matching (same index, new slot)."""
+
+    def runTest(self):
+        s = S.from_json({"version": 1, "racks": 4, "slot_us": 1000, "reconfig_us": 0, "rotors": [
+            {"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})  # one matching: every slot alike
+        self.install(s, s.rotors[0], SIGNAL)
+        self.set_slot(10, 0)
+        self.set_queue_rate(2, PORTS[1])  # egress port 2 drains 2 frames/s
+        try:
+            before = self.drops(dp.DropCause.STALE)
+            n = 6
+            for t in range(n):
+                tu.send_packet(self, PORTS[0], self.frame(PORTS[0], t))
+            time.sleep(0.2)
+            self.set_slot(11, 0)  # same matching, new slot: held frames are stale
+            deadline = time.time() + 10
+            while self.drops(dp.DropCause.STALE) - before < n - 2 and time.time() < deadline:
+                time.sleep(0.2)
+            stale = self.drops(dp.DropCause.STALE) - before
+            self.assertGreaterEqual(stale, n - 2, "held frames must be dropped as stale")
+        finally:
+            self.set_queue_rate(100000, PORTS[1])
+        self.dataplane.flush()
+
+
+class StaleFrameDroppedClock(RotorTest):
+    """Clock mode egress re-check compares absolute time with the slot's end, so a frame held
+    for a whole cycle is dropped even though its matching index is live again."""
+
+    def runTest(self):
+        slot = 100_000
+        s = S.from_json({"version": 1, "racks": 4, "slot_us": slot, "reconfig_us": 0, "rotors": [
+            {"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})  # cycle = 1 slot
+        _, local_us = self.local_now_us()
+        self.install(s, s.rotors[0], CLOCK, epoch_us=local_us)
+        self.set_queue_rate(2, PORTS[1])
+        try:
+            before = self.drops(dp.DropCause.STALE)
+            n = 6
+            for t in range(n):
+                tu.send_packet(self, PORTS[0], self.frame(PORTS[0], t))
+            deadline = time.time() + 10
+            while self.drops(dp.DropCause.STALE) - before < n - 2 and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertGreaterEqual(self.drops(dp.DropCause.STALE) - before, n - 2)
+        finally:
+            self.set_queue_rate(100000, PORTS[1])
+        self.dataplane.flush()
+
+
+class ReinstallRestartsClock(RotorTest):
+    """Installing a new config generation restarts the clock from its new epoch."""
+
+    def runTest(self):
+        s = four_rack_rotornet(1_000_000, 0)
+        r = s.rotors[0]
+        _, local_us = self.local_now_us()
+        self.install(s, r, CLOCK, epoch_us=local_us - 1_500_000, generation=1)  # in slot 1
+        self.expect_circuit(r.matchings[1])
+        self.sw.clear()
+        self.install(s, r, CLOCK, epoch_us=local_us - 2_500_000, generation=2)  # in slot 2
+        self.expect_circuit(r.matchings[2])
+
+
+class OperaStaggerTwoRotors(RotorTest):
+    """Two rotor switches of an Opera schedule in clock mode, staggered by half a slot: while
+    one is dark the other carries its matching, and they are never dark together."""
+
+    num_switches = 2
+
+    def runTest(self):
+        slot, night = 400_000, 100_000
+        s = S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": slot, "reconfig_us": night,
+                         "rotors": [
+                             {"name": "rotor0", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]},
+                             {"name": "rotor1", "offset_us": slot // 2, "matchings": [[3, 2, 1, 0], [1, 0, 3, 2]]}]})
+        maps = []
+        for d, sw in enumerate(self.switches):
+            wall_ns, local_us = self.local_now_us(sw)
+            maps.append((wall_ns, local_us))
+        t0_wall = time.time_ns() + 300_000_000  # common slot-0 start, 300 ms from now
+        for d, (sw, r) in enumerate(zip(self.switches, s.rotors)):
+            wall_ns, local_us = maps[d]
+            epoch_local = local_us + (t0_wall - wall_ns) // 1000 + r.offset_us
+            self.install(s, r, CLOCK, sw=sw, epoch_us=epoch_local)
+
+        def at(us_after_t0):
+            target = t0_wall + us_after_t0 * 1000
+            while time.time_ns() < target:
+                time.sleep(0.0005)
+
+        for k in range(2):
+            base = k * slot
+            at(base + night // 2)  # rotor0 dark, rotor1 live in its slot k-1
+            self.expect_dark(device=0, tag=10 * k)
+            if k > 0:
+                self.expect_circuit(s.rotors[1].matchings[(k - 1) % 2], device=1, tag=10 * k)
+            at(base + slot // 2 + night // 2)  # rotor1 dark, rotor0 live in slot k
+            self.expect_dark(device=1, tag=10 * k + 1)
+            self.expect_circuit(s.rotors[0].matchings[k % 2], device=0, tag=10 * k + 1)

@@ -1,0 +1,113 @@
+"""Run the ptf conformance suite against real simple_switch_grpc, one pytest item per ptf test.
+
+The harness starts the switches in a namespace of their own, runs ptf there once for
+the whole suite, and each item below reports its own ptf test's result.  Without
+p4c/BMv2 every item is skipped, and says which tool is missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from p4rotor.harness import missing_tools, ptf_bench
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SUITE = HERE / "conformance"
+BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
+P4INFO, P4BLOB = BUILD / "rotor.p4info.txtpb", BUILD / "rotor.json"
+
+
+def discover() -> list[tuple[str, int]]:
+    """(module.Class, number of switches) for every ptf test class (has runTest)."""
+    out = []
+    for f in sorted(SUITE.glob("*.py")):
+        tree = ast.parse(f.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(b, ast.FunctionDef) and b.name == "runTest" for b in node.body):
+                n = 1
+                for b in node.body:
+                    if isinstance(b, ast.Assign) and getattr(b.targets[0], "id", "") == "num_switches":
+                        n = b.value.value
+                out.append((f"{f.stem}.{node.name}", n))
+    return out
+
+
+TESTS = discover()
+
+
+def skip_reason() -> str | None:
+    miss = missing_tools()
+    if not P4BLOB.exists() or not P4INFO.exists():
+        miss.append(f"{P4BLOB.relative_to(ROOT) if P4BLOB.is_relative_to(ROOT) else P4BLOB} "
+                    "(run 'make build'; needs p4c)")
+    if not shutil.which("ptf", path=os.path.dirname(sys.executable)) and not shutil.which("ptf"):
+        miss.append("ptf (make deps)")
+    if miss:
+        return "SKIPPED: switch conformance needs: " + ", ".join(miss) + " (docs/toolchain.md)"
+    return None
+
+
+_LINE = re.compile(r"^(?P<name>\S+\.\S+) \.\.\. (?P<res>ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
+
+
+@pytest.fixture(scope="session")
+def ptf_results(tmp_path_factory):
+    reason = skip_reason()
+    if reason:
+        print("\n" + reason, file=sys.stderr)
+        pytest.skip(reason)
+    logdir = tmp_path_factory.mktemp("ptf")
+    nsw = max(n for _, n in TESTS)
+    ptf_bin = shutil.which("ptf", path=os.path.dirname(sys.executable)) or shutil.which("ptf")
+    with ptf_bench(num_switches=nsw, log_dir=logdir) as (ns, switches, ifaces):
+        params = (f"grpc_addrs='{','.join(s.address for s in switches)}';"
+                  f"thrift_ports='{','.join(str(s.thrift_port) for s in switches)}';"
+                  f"p4info='{P4INFO}';p4blob='{P4BLOB}'")
+        cmd = ns.prefix() + [ptf_bin, "--test-dir", str(SUITE), "--pypath", str(SUITE),
+                             "--log-file", str(logdir / "ptf.log"), "--test-params", params,
+                             "--default-negative-timeout", "0.1"]
+        for (d, p), ifc in sorted(ifaces.items()):
+            cmd += ["-i", f"{d}-{p}@{ifc}"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        results = {}
+        for line in (r.stdout + "\n" + r.stderr).splitlines():
+            m = _LINE.match(line.strip())
+            if m:
+                results[m["name"]] = m["res"]
+        output = r.stdout + r.stderr
+        logs = {f"switch{i}": s.log_tail(80) for i, s in enumerate(switches)}
+    return results, output, logs
+
+
+@pytest.mark.parametrize("name", [t for t, _ in TESTS])
+def test_ptf(name, ptf_results):
+    results, output, logs = ptf_results
+    res = results.get(name)
+    if res == "ok":
+        return
+    # Failure: show ptf's own report for this test and the switch logs.
+    chunk = _failure_section(output, name)
+    msg = f"ptf {name}: {res or 'did not run'}\n{chunk}\n" + "\n".join(
+        f"--- {k} log (tail) ---\n{v}" for k, v in logs.items())
+    if res and res.startswith("skipped"):
+        pytest.skip(msg)
+    pytest.fail(msg, pytrace=False)
+
+
+def _failure_section(output: str, name: str) -> str:
+    cls = name.split(".")[-1]
+    blocks = output.split("=" * 70)
+    hits = [b for b in blocks if cls in b and ("Traceback" in b or "Error" in b)]
+    return "\n".join(hits)[-6000:] or output[-3000:]
