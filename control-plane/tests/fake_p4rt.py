@@ -1,0 +1,140 @@
+"""An in-process fake P4Runtime server for controller tests (no switch needed).
+
+It records every write and pipeline push, answers the rotor's control packets
+like the pipeline does (time probes and acked slot changes come back as
+PacketIns stamped with a fake switch clock), can fail chosen updates, and can
+claim another controller is primary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import grpc
+from finsy import P4Schema
+from finsy.proto import p4r, p4r_grpc, rpc_code, rpc_status
+from google.protobuf import any_pb2
+
+from p4rotor import dataplane as dp
+
+
+class FakeSwitch(p4r_grpc.P4RuntimeServicer):
+    def __init__(self, p4info: Path, addr: str = "127.0.0.1:0", clock_offset_us: int = 5_000_000,
+                 fail_updates: set[int] | None = None, primary_election_id: int | None = None):
+        self.schema = P4Schema(p4info)
+        self.addr = addr
+        self.clock_offset_us = clock_offset_us  # switch local clock = wall us - this
+        self.fail_updates = fail_updates or set()
+        self.primary_election_id = primary_election_id
+        self.writes: list[p4r.Update] = []
+        self.write_requests = 0
+        self.pipelines = 0
+        self.packet_outs: list[tuple[int, dict]] = []
+        self.arbitrations = 0
+        self._server: grpc.aio.Server | None = None
+        self.port = 0
+        out = self.schema.controller_packet_metadata["packet_out"]
+        self._out_ids = {m.id: m.name for m in out.metadata}
+        pin = self.schema.controller_packet_metadata["packet_in"]
+        self._in_ids = {m.name: (m.id, m.bitwidth) for m in pin.metadata}
+
+    async def start(self) -> "FakeSwitch":
+        self._server = grpc.aio.server()
+        p4r_grpc.add_P4RuntimeServicer_to_server(self, self._server)
+        self.port = self._server.add_insecure_port(self.addr)
+        await self._server.start()
+        return self
+
+    async def stop(self) -> None:
+        if self._server:
+            await self._server.stop(None)
+            self._server = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    # ---- helpers ----------------------------------------------------------
+    def local_us(self) -> int:
+        return time.time_ns() // 1000 - self.clock_offset_us
+
+    def _packet_in(self, **vals) -> p4r.StreamMessageResponse:
+        md = []
+        for name, (mid, bits) in self._in_ids.items():
+            v = int(vals.get(name, 0))
+            md.append(p4r.PacketMetadata(metadata_id=mid, value=v.to_bytes((bits + 7) // 8, "big")))
+        return p4r.StreamMessageResponse(packet=p4r.PacketIn(payload=b"", metadata=md))
+
+    def updates_for(self, table: str) -> list[p4r.Update]:
+        tid = self.schema.tables[table].id
+        return [u for u in self.writes if u.entity.table_entry.table_id == tid]
+
+    # ---- RPCs ---------------------------------------------------------------
+    async def StreamChannel(self, request_iter, context):
+        async for req in request_iter:
+            kind = req.WhichOneof("update")
+            if kind == "arbitration":
+                self.arbitrations += 1
+                arb = p4r.MasterArbitrationUpdate()
+                arb.CopyFrom(req.arbitration)
+                ours = req.arbitration.election_id.low
+                if self.primary_election_id is not None and self.primary_election_id > ours:
+                    arb.election_id.low = self.primary_election_id
+                    arb.status.code = rpc_code.ALREADY_EXISTS
+                else:
+                    arb.status.code = rpc_code.OK
+                yield p4r.StreamMessageResponse(arbitration=arb)
+            elif kind == "packet":
+                vals = {self._out_ids[m.metadata_id]: int.from_bytes(m.value, "big") for m in req.packet.metadata}
+                self.packet_outs.append((time.time_ns(), vals))
+                op = vals.get("opcode")
+                if op == dp.OP_TIME_PROBE or (op == dp.OP_SET_SLOT and vals.get("flags", 0) & dp.FLAG_ACK):
+                    yield self._packet_in(**vals, timestamp=self.local_us())
+
+    async def Capabilities(self, request, context):
+        return p4r.CapabilitiesResponse(p4runtime_api_version="1.3.0")
+
+    async def SetForwardingPipelineConfig(self, request, context):
+        self.pipelines += 1
+        self.writes.clear()
+        return p4r.SetForwardingPipelineConfigResponse()
+
+    async def GetForwardingPipelineConfig(self, request, context):
+        return p4r.GetForwardingPipelineConfigResponse(config=p4r.ForwardingPipelineConfig())
+
+    async def Read(self, request, context):
+        yield p4r.ReadResponse()
+
+    async def Write(self, request, context):
+        self.write_requests += 1
+        base = len(self.writes)
+        bad = {i for i in range(len(request.updates)) if base + i in self.fail_updates}
+        if bad:
+            details = []
+            for i in range(len(request.updates)):
+                err = p4r.Error(canonical_code=rpc_code.INVALID_ARGUMENT if i in bad else rpc_code.OK,
+                                message="fake refusal" if i in bad else "")
+                a = any_pb2.Any()
+                a.Pack(err)
+                details.append(a)
+            status = rpc_status.Status(code=rpc_code.UNKNOWN, message="write failed", details=details)
+            await context.abort_with_status(_RichStatus(status))
+        self.writes.extend(request.updates)
+        return p4r.WriteResponse()
+
+
+class _RichStatus(grpc.Status):
+    def __init__(self, status):
+        self.code = grpc.StatusCode.UNKNOWN
+        self.details = status.message
+        self.trailing_metadata = (("grpc-status-details-bin", status.SerializeToString()),)
+
+
+async def wait_for(pred, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)

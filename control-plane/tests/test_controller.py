@@ -1,0 +1,253 @@
+"""Controller logic against an in-process fake P4Runtime server: no switch needed.
+
+The P4Info fixture in data/ is the compiled rotor program's; test_p4info_fixture_is_current
+keeps it in step with build/ when a build exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import finsy as fy
+import pytest
+
+from p4rotor import controller as C
+from p4rotor import dataplane as dp
+from p4rotor import schedule as S
+from fake_p4rt import FakeSwitch, wait_for
+
+DATA = Path(__file__).parent / "data"
+P4INFO = DATA / "rotor.p4info.txtpb"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def blob(tmp_path):
+    p = tmp_path / "rotor.json"
+    p.write_text("{}")  # the fake server takes any pipeline
+    return p
+
+
+def sched4():
+    return S.generate_rotornet(4, 1, 20_000, 2_000)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+# ------------------------------------------------------------------ pure parts
+
+def test_rotor_entities_shape():
+    s = S.generate_opera(8, 4, 1000, 100)
+    r = s.rotors[3]
+    ents = C.rotor_entities(s, r, C.default_port_map(8), dp.MODE_CLOCK, offset_us=-5, epoch_us=123)
+    circuits = [e for e in ents if e.table_id == dp.T_CIRCUIT]
+    phases = [e for e in ents if e.table_id == dp.T_CLOCK_PHASE]
+    n_circuits = sum(1 for m in r.matchings for j in m if j is not None)
+    assert len(circuits) == n_circuits
+    assert len(phases) == len(r.matchings)
+    cfg = ents[-1]
+    assert cfg.table_id == dp.T_CONFIG and cfg.is_default_action
+    assert cfg.action["mode"] == dp.MODE_CLOCK
+    assert cfg.action["offset"] == (-5) & C.TS_MASK  # two's complement in 48 bits
+    assert cfg.action["cycle"] == s.cycle_us(r)
+    # phase ranges tile the cycle exactly
+    spans = sorted(e.match["phase"] for e in phases)
+    assert spans[0][0] == 0 and spans[-1][1] == s.cycle_us(r) - 1
+    assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_rotor_entities_missing_port():
+    s = sched4()
+    with pytest.raises(C.ControllerError, match="no port for racks"):
+        C.rotor_entities(s, s.rotors[0], {0: 1, 1: 2}, dp.MODE_SIGNAL)
+
+
+def test_switch_spec_parse():
+    assert C.SwitchSpec.parse("rotor0=127.0.0.1:50051@3") == C.SwitchSpec("rotor0", "127.0.0.1", 50051, 3)
+    assert C.SwitchSpec.parse("r=host:1").device_id == 1
+    for bad in ("rotor0", "r=host", "r=host:0", "r=host:70000", "r=:1", "r=host:1@x"):
+        with pytest.raises(C.ControllerError, match="bad --switch"):
+            C.SwitchSpec.parse(bad)
+
+
+def test_estimate_offset_picks_tightest_probe():
+    tb = C.Timebase(ref_ns=1_000_000_000)
+    samples = [(2_000_000_000, 2_010_000_000, 500), (3_000_000_000, 3_000_200_000, 1_000_600)]
+    est = C.estimate_offset(samples, tb)
+    assert est.rtt_us == 200
+    # middle of best probe: 3_000_100_000 ns -> 2_000_100 us common; local 1_000_600
+    assert est.offset_us == 2_000_100 - 1_000_600
+    with pytest.raises(C.ControllerError):
+        C.estimate_offset([], tb)
+
+
+def test_boundary_times():
+    s = sched4()
+    r = s.rotors[0]
+    it = C.boundary_times(s, r, 1000, 0)
+    got = [next(it) for _ in range(4)]
+    assert got == [(1000, 0, 0, True), (3000, 0, 0, False), (21000, 1, 1, True), (23000, 1, 1, False)]
+    it = C.boundary_times(s, r, 1000, 45_000)  # starts at the current slot (k=2)
+    assert next(it)[1] == 2
+
+
+def test_check_p4info_ok_and_mismatch(tmp_path):
+    C.check_p4info(P4INFO)
+    bad = tmp_path / "bad.p4info.txtpb"
+    bad.write_text(P4INFO.read_text().replace('"RotorIngress.circuit.circuit"', '"RotorIngress.circuit.other"'))
+    with pytest.raises(C.ControllerError, match="P4Info mismatch.*table RotorIngress.circuit.circuit missing"):
+        C.check_p4info(bad)
+    with pytest.raises(C.ControllerError, match="not found"):
+        C.check_p4info(tmp_path / "nope.txtpb")
+    junk = tmp_path / "junk.txtpb"
+    junk.write_text("tables { this is not text proto")
+    with pytest.raises(C.ControllerError, match="unreadable"):
+        C.check_p4info(junk)
+
+
+def test_p4info_fixture_is_current():
+    built = ROOT / "build" / "rotor.p4info.txtpb"
+    if not built.exists():
+        pytest.skip("no build/rotor.p4info.txtpb (needs p4c): fixture not compared")
+    assert built.read_text() == P4INFO.read_text(), "refresh control-plane/tests/data from build/"
+
+
+# ------------------------------------------------------------ against the fake
+
+def make_ctl(fake, blob, mode="signal", trace=None, **kw):
+    s = sched4()
+    return C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", fake.port)], mode=mode,
+                             p4info=P4INFO, p4blob=blob, trace=trace, lead_s=0.2, **kw)
+
+
+def test_signal_mode_installs_then_rotates(blob, tmp_path):
+    async def main():
+        fake = await FakeSwitch(P4INFO).start()
+        trace = tmp_path / "trace.jsonl"
+        ctl = make_ctl(fake, blob, trace=trace)
+        try:
+            await ctl.run(duration=0.6)
+        finally:
+            await fake.stop()
+        return fake, trace
+
+    fake, trace = run(main())
+    assert fake.pipelines == 1
+    circuits = fake.updates_for(dp.T_CIRCUIT)
+    assert len(circuits) == 12  # 3 matchings x 4 racks
+    cfg = fake.updates_for(dp.T_CONFIG)
+    assert len(cfg) >= 1 and fake.writes[-1] == cfg[-1], "config written last"
+    sets = [v for _, v in fake.packet_outs if v["opcode"] == dp.OP_SET_SLOT]
+    assert len(sets) >= 20, "slots rotated (20 ms slots for ~0.4 s)"
+    slots = [v["slot"] for v in sets]
+    assert slots == sorted(slots)
+    assert all(v["index"] == v["slot"] % 3 for v in sets)
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert {"t_ns", "switch", "slot", "night"} <= set(lines[0])
+    assert [l["night"] for l in lines[:4]] == [True, False, True, False]
+    # sent close to schedule (generous: shared CI machine)
+    late = [l["t_ns"] - l["scheduled_ns"] for l in lines]
+    assert max(late) < 20e6
+
+
+def test_clock_mode_measures_offset_and_installs_once(blob):
+    async def main():
+        fake = await FakeSwitch(P4INFO, clock_offset_us=7_654_321).start()
+        ctl = make_ctl(fake, blob, mode="clock")
+        try:
+            await ctl.run(duration=0.3)
+        finally:
+            await fake.stop()
+        return fake, ctl
+
+    fake, ctl = run(main())
+    probes = [v for _, v in fake.packet_outs if v["opcode"] == dp.OP_TIME_PROBE]
+    assert len(probes) == 16
+    assert not [v for _, v in fake.packet_outs if v["opcode"] == dp.OP_SET_SLOT], "clock mode sends no slots"
+    est = ctl.runtimes["rotor0"].offset
+    # local + offset = common = wall - ref  =>  offset = 7_654_321 - ref/1000 (within the probe RTT)
+    expect = 7_654_321 - ctl.tb.ref_ns // 1000
+    assert abs(est.offset_us - expect) <= est.rtt_us / 2 + 1000
+    assert len(fake.updates_for(dp.T_CLOCK_PHASE)) == 3
+
+
+def test_write_failure_is_one_typed_error(blob):
+    async def main():
+        fake = await FakeSwitch(P4INFO, fail_updates={3, 5}).start()
+        ctl = make_ctl(fake, blob)
+        try:
+            with pytest.raises(C.ControllerError) as ei:
+                await ctl.run(duration=2)
+        finally:
+            await fake.stop()
+        return ei.value
+
+    err = run(main())
+    assert "write failed" in str(err)
+    assert [f.split(":")[0] for f in err.failures] == ["#3", "#5"]
+
+
+def test_unreachable_switch(blob):
+    async def main():
+        ctl = C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="signal",
+                                p4info=P4INFO, p4blob=blob)
+        t = time.monotonic()
+        with pytest.raises(C.ControllerError, match="unreachable.*rotor0 \\(127.0.0.1:1\\)"):
+            await ctl.run(duration=5, connect_timeout=1.0)
+        return time.monotonic() - t
+
+    assert run(main()) < 4
+
+
+def test_lower_election_id_refused(blob):
+    async def main():
+        fake = await FakeSwitch(P4INFO, primary_election_id=50).start()
+        ctl = make_ctl(fake, blob, election_id=10)
+        try:
+            with pytest.raises(C.ControllerError, match="another controller is primary"):
+                await ctl.run(duration=2)
+        finally:
+            await fake.stop()
+        return fake
+
+    fake = run(main())
+    assert not fake.writes
+
+
+def test_switch_restart_reinstalls_everything(blob):
+    async def main():
+        fake = await FakeSwitch(P4INFO, addr="127.0.0.1:0").start()
+        port = fake.port
+        ctl = make_ctl(fake, blob)
+        task = asyncio.create_task(ctl.run(duration=15))
+        await wait_for(lambda: fake.updates_for(dp.T_CONFIG))
+        await fake.stop()  # the switch goes away ...
+        await asyncio.sleep(0.3)
+        fake2 = await FakeSwitch(P4INFO, addr=f"127.0.0.1:{port}").start()  # ... and comes back empty
+        await wait_for(lambda: fake2.updates_for(dp.T_CONFIG), timeout=14)
+        await wait_for(lambda: any(v["opcode"] == dp.OP_SET_SLOT for _, v in fake2.packet_outs), timeout=5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await fake2.stop()
+        return fake2
+
+    fake2 = run(main())
+    assert fake2.pipelines == 1
+    assert len(fake2.updates_for(dp.T_CIRCUIT)) == 12
+
+
+def test_unknown_rotor_name(blob):
+    with pytest.raises(C.ControllerError, match="no rotor named 'nope'"):
+        C.RotorController(sched4(), [C.SwitchSpec("nope", "h", 1)], mode="signal", p4info=P4INFO, p4blob=blob)
+
+
+def test_missing_pipeline(tmp_path):
+    with pytest.raises(C.ControllerError, match="make build"):
+        C.RotorController(sched4(), [C.SwitchSpec("rotor0", "h", 1)], mode="signal", p4info=P4INFO,
+                          p4blob=tmp_path / "none.json")
