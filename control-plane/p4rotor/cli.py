@@ -129,6 +129,25 @@ def cmd_control(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(a: argparse.Namespace) -> int:
+    from . import bench
+    from .harness import missing_tools
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    miss = missing_tools()
+    for prog in ("rotor", "passthrough"):
+        if not (build / f"{prog}.json").exists():
+            miss.append(f"{build / prog}.json (make build)")
+    if miss:
+        _die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
+    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "control"}
+    res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate)
+    if a.doc:
+        bench.update_doc(Path(a.doc), res, "p4rotor bench " + " ".join(sys.argv[2:]))
+        print(f"updated {a.doc}", file=sys.stderr)
+    return 0
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -171,6 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--ack-every", type=int, default=0,
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
     pc.set_defaults(fn=cmd_control)
+
+    pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
+    pb.add_argument("--only", help="comma list of: slot, throughput, control")
+    pb.add_argument("--quick", action="store_true", help="fewer slot lengths, shorter runs")
+    pb.add_argument("--rate", type=float, default=1000, help="offered probe load, frames/s")
+    pb.add_argument("--output", default="results/bench.json")
+    pb.add_argument("--doc", default="docs/performance.md", help="update the table in this file ('' to skip)")
+    pb.add_argument("--build-dir")
+    pb.set_defaults(fn=cmd_bench)
     return p
 
 

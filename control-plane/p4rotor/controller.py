@@ -298,6 +298,8 @@ class SwitchRuntime:
     waiters: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
     acks: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (sent wall ns, effect common us)
     error: BaseException | None = None
+    install_ms: float | None = None
+    entities: int = 0
 
 
 class RotorController:
@@ -374,8 +376,10 @@ class RotorController:
                                   generation=rt.generation)
             t = time.perf_counter()
             await write_batched(sw, ents)
-            self.on_event(f"{sw.name}: installed {len(ents)} entities in "
-                          f"{(time.perf_counter() - t) * 1e3:.1f} ms ({self.mode} mode)")
+            rt.install_ms = (time.perf_counter() - t) * 1e3
+            rt.entities = len(ents)
+            self.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
+                          f"({self.mode} mode)")
             rt.ready.set()
             if self.mode_code == dp.MODE_SIGNAL:
                 sw.create_task(self._rotate(sw, rt))

@@ -1,0 +1,361 @@
+"""Benchmarks (``p4rotor bench``): slot precision, reconfiguration loss, throughput, control plane.
+
+The outer process owns switches (harness: own namespace, polled readiness, stop by
+PID); the measurement itself runs inside that namespace (``python -m p4rotor.bench
+inside ...``) because the switch's gRPC port and veths live there.  A benchmark never
+fails the build: it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import finsy as fy
+
+from . import controller as C
+from . import dataplane as dp
+from . import measure as M
+from . import schedule as S
+from . import traffic as T
+from .harness import ptf_bench
+
+PORTS = (1, 2, 3, 4)
+
+
+def _ifaces(dev: int = 0) -> dict[int, str]:
+    return {p: f"t{dev}p{p}" for p in PORTS}
+
+
+async def _read_counter(sw: fy.Switch, name: str, index: int) -> tuple[int, int]:
+    ents = [e async for e in sw.read(fy.P4CounterEntry(name, index=index))]
+    d = ents[0].data if ents else None
+    return (d.packet_count, d.byte_count) if d else (0, 0)
+
+
+async def _drops(sw: fy.Switch) -> dict[str, int]:
+    return {c.name: (await _read_counter(sw, dp.C_DROP, int(c)))[0] for c in dp.DropCause}
+
+
+# ---------------------------------------------------------------------------
+# inside the namespace
+# ---------------------------------------------------------------------------
+
+
+def inside_slot_run(a: argparse.Namespace) -> dict:
+    """One rotor, 3 matchings, probes from rack 0 at a fixed rate; returns the metrics."""
+    sched = S.generate_rotornet(4, 1, a.slot_us, a.night_us)
+    rotor = sched.rotors[0]
+    pm = C.default_port_map(4)
+    ctl = C.RotorController(sched, [C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port)], mode=a.mode,
+                            p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
+                            ack_every=1 if a.mode == "signal" else 0, on_event=lambda m: None)
+    out: dict = {}
+
+    async def measure(c: C.RotorController) -> None:
+        loop = asyncio.get_running_loop()
+        t0_ns = c.tb.wall_ns(c.t0_common_us)
+        sw = c.switches[0]
+        before = await _drops(sw)
+        rcv = T.Receiver({p: i for p, i in _ifaces().items() if p != 1}).start()
+        start = max(time.time_ns() + 200_000_000, t0_ns)
+        proc = multiprocessing.get_context("fork").Process(
+            target=T.send_paced, args=(_ifaces(), a.rate, a.duration, start, [1]))
+        proc.start()
+        await loop.run_in_executor(None, proc.join)
+        rx = await loop.run_in_executor(None, rcv.stop, 0.3)
+        after = await _drops(sw)
+        sent = int(a.duration * a.rate)
+        chk = M.check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
+        transit = [(r.rx_ns - r.send_ns) / 1000 for r in rx]
+        day_frac = sched.day_us / sched.slot_us
+        delta = {k: after[k] - before[k] for k in after}
+        admitted = sent - delta["NIGHT"] - delta["NOT_STARTED"]
+        skew = await c.measure_skew(4) if a.mode == "clock" else {}
+        out.update({
+            "mode": a.mode, "slot_us": a.slot_us, "night_us": a.night_us, "rate_pps": a.rate,
+            "duration_s": a.duration, "sent": sent, "received": len(rx), "drops": delta,
+            "stale_frames_out": chk.stale, "wrong_port": chk.wrong_port,
+            "worst_late_us": chk.worst_late_us,
+            "reconfig_loss": delta["STALE"] / admitted if admitted > 0 else None,
+            "expected_day_fraction": day_frac,
+            "transit_us": M.percentiles(transit),
+            "loss_bound": (M.percentiles(transit).get("mean", 0) / a.slot_us) if transit else None,
+            "boundary_error_us": M.percentiles(M.boundary_errors(rx, sched, rotor, pm, t0_ns)),
+            "probe_gap_us": 1e6 / a.rate,
+            "clock_residual_us": skew,
+            "clock_offset_uncertainty_us": (c.runtimes["rotor0"].offset.rtt_us / 2
+                                            if c.runtimes["rotor0"].offset else None),
+        })
+        if a.mode == "signal":
+            out["signal_delay_us"] = M.percentiles(c.ack_delays_us())
+
+    asyncio.run(ctl.run(duration=0.05, after_ready=measure))
+    return out
+
+
+def inside_throughput(a: argparse.Namespace) -> dict:
+    """Frames/s through a program: blast from port 1, count what leaves port 2."""
+    res = {}
+
+    async def main():
+        sw = fy.Switch("sw", f"127.0.0.1:{a.grpc_port}", fy.SwitchOptions(
+            p4info=Path(a.p4info), p4blob=Path(a.p4blob), device_id=1))
+        async with sw:
+            await sw.delete_all()
+            if a.program == "passthrough":
+                await sw.write([+fy.P4TableEntry("PIngress.port_map", match=fy.P4TableMatch(in_port=1),
+                                                 action=fy.P4TableAction("PIngress.forward", port=2))])
+            else:
+                s = S.from_json({"version": 1, "racks": 4, "slot_us": 60_000_000, "reconfig_us": 0,
+                                 "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})
+                seq = 1
+                await C.write_batched(sw, C.rotor_entities(s, s.rotors[0], C.default_port_map(4),
+                                                           dp.MODE_SIGNAL if a.mode == "signal" else dp.MODE_CLOCK,
+                                                           epoch_us=0))
+                if a.mode == "signal":
+                    await sw.write([C.set_slot_packet(0, 0, False, seq=seq)])
+            await asyncio.sleep(0.2)
+            loop = asyncio.get_running_loop()
+            rcv = T.Receiver({2: _ifaces()[2]}).start()
+            secs = await loop.run_in_executor(None, T.blast, _ifaces()[1], 1, a.count)
+            rx = await loop.run_in_executor(None, rcv.stop, 1.0)
+            if rx:
+                span = (max(r.rx_ns for r in rx) - min(r.rx_ns for r in rx)) / 1e9
+            else:
+                span = 0
+            res.update({"program": a.program, "mode": a.mode, "offered": a.count, "send_s": secs,
+                        "received": len(rx), "rx_span_s": span,
+                        "pps": len(rx) / span if span > 0 else 0.0})
+
+    asyncio.run(main())
+    return res
+
+
+def inside_install(a: argparse.Namespace) -> dict:
+    """Install one schedule on several switches at once; report per-switch install times."""
+    sched = S.load(a.schedule)
+    ports = [int(x) for x in a.grpc_ports.split(",")]
+    specs = [C.SwitchSpec(r.name, "127.0.0.1", port, i + 1) for i, (r, port) in enumerate(zip(sched.rotors, ports))]
+    ctl = C.RotorController(sched, specs, mode="clock", p4info=Path(a.p4info), p4blob=Path(a.p4blob),
+                            lead_s=2.0, probes=4, on_event=lambda m: None)
+    t = time.perf_counter()
+    asyncio.run(ctl.run(duration=0.05, connect_timeout=60))
+    wall = time.perf_counter() - t
+    return {"switches": len(specs), "wall_s_incl_pipeline_push": wall,
+            "install_ms": {n: rt.install_ms for n, rt in ctl.runtimes.items()},
+            "entities": {n: rt.entities for n, rt in ctl.runtimes.items()}}
+
+
+def inside_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="p4rotor.bench inside")
+    p.add_argument("what", choices=["slot", "throughput", "install"])
+    p.add_argument("--schedule")
+    p.add_argument("--grpc-ports")
+    p.add_argument("--grpc-port", type=int, default=0)
+    p.add_argument("--p4info", required=True)
+    p.add_argument("--p4blob", required=True)
+    p.add_argument("--mode", default="clock")
+    p.add_argument("--slot-us", type=int, default=1000)
+    p.add_argument("--night-us", type=int, default=100)
+    p.add_argument("--rate", type=float, default=1000)
+    p.add_argument("--duration", type=float, default=2.0)
+    p.add_argument("--tolerance-us", type=float, default=0.0)
+    p.add_argument("--program", default="rotor")
+    p.add_argument("--count", type=int, default=20000)
+    a = p.parse_args(argv)
+    res = {"slot": inside_slot_run, "throughput": inside_throughput, "install": inside_install}[a.what](a)
+    print(json.dumps(res))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# outside: orchestration
+# ---------------------------------------------------------------------------
+
+
+def _inside(ns, sp, build: Path, program: str, *args: str, timeout: float = 300) -> dict:
+    cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench", "inside", *args,
+                         "--grpc-port", str(sp.grpc_port),
+                         "--p4info", str(build / f"{program}.p4info.txtpb"),
+                         "--p4blob", str(build / f"{program}.json")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1], "stderr_tail": r.stderr[-2000:],
+                "switch_log_tail": sp.log_tail(20)}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, duration: float,
+             tolerance_us: float = 0.0) -> dict:
+    with ptf_bench(1) as (ns, sws, _):
+        return _inside(ns, sws[0], build, "rotor", "slot", "--mode", mode, "--slot-us", str(slot_us),
+                       "--night-us", str(night_us), "--rate", str(rate), "--duration", str(duration),
+                       "--tolerance-us", str(tolerance_us))
+
+
+def run_throughput(build: Path, program: str, count: int, mode: str = "clock") -> dict:
+    with ptf_bench(1) as (ns, sws, _):
+        return _inside(ns, sws[0], build, program, "throughput", "--program", program,
+                       "--count", str(count), "--mode", mode)
+
+
+def run_control_plane(build: Path, racks: int = 108, rotors: int = 6, slot_us: int = 600,
+                      night_us: int = 90, tmp: Path = Path("/tmp")) -> dict:
+    """Generate, validate and install an opera-sim-scale schedule on one switch per rotor."""
+    t = time.perf_counter()
+    sched = S.generate_opera(racks, rotors, slot_us, night_us)
+    gen_s = time.perf_counter() - t
+    path = tmp / f"p4rotor-bench-{racks}x{rotors}.json"
+    path.write_text(sched.dumps())
+    t = time.perf_counter()
+    S.load(path)
+    S.analyse(S.load(path))
+    check_s = time.perf_counter() - t
+    with ptf_bench(rotors, ports=()) as (ns, sws, _):
+        cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench", "inside", "install",
+                             "--schedule", str(path), "--grpc-ports", ",".join(str(s.grpc_port) for s in sws),
+                             "--p4info", str(build / "rotor.p4info.txtpb"), "--p4blob", str(build / "rotor.json")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            return {"error": r.stderr[-2000:]}
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+    res.update({"racks": racks, "rotors": rotors, "generate_s": gen_s, "validate_s": check_s,
+                "install_max_ms": max(res["install_ms"].values())})
+    return res
+
+
+def machine() -> dict:
+    return {"cores": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()}
+
+
+SLOTS_US = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: float = 1000) -> dict:
+    """Every benchmark, side by side in one run; progress on stderr; never raises for a bad number."""
+    res: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_pps": rate}
+    slots = SLOTS_US[::2] if quick else SLOTS_US
+    if "slot" in only:
+        for mode in ("clock", "signal"):
+            rows = []
+            for slot in slots:
+                night = max(1, slot // 10)
+                dur = max(1.5 if quick else 3.0, 30 * 3 * slot / 1e6)
+                _say(f"[bench] slot precision: {mode} mode, slot {slot} us, night {night} us, {rate:.0f} pps, {dur:.1f} s")
+                r = run_slot(build, mode, slot, night, rate, dur)
+                rows.append(r)
+                if "error" in r:
+                    _say(f"[bench]   error: {r['error']}")
+                else:
+                    _say(f"[bench]   out-of-slot frames {r['stale_frames_out']}, reconfig loss "
+                         f"{_pct(r['reconfig_loss'])}, bound {_pct(r['loss_bound'])}, boundary error p50/p99 "
+                         f"{_f(r['boundary_error_us'].get('p50'))}/{_f(r['boundary_error_us'].get('p99'))} us")
+            res[f"slot_{mode}"] = rows
+    if "throughput" in only:
+        count = 20000 if quick else 60000
+        _say(f"[bench] throughput: {count} frames, rotor (clock) vs passthrough, side by side")
+        pt = run_throughput(build, "passthrough", count)
+        ro = run_throughput(build, "rotor", count, "clock")
+        pt2 = run_throughput(build, "passthrough", count)
+        base = (pt.get("pps", 0) + pt2.get("pps", 0)) / 2
+        res["throughput"] = {"passthrough": [pt, pt2], "rotor": ro,
+                             "ratio": ro.get("pps", 0) / base if base else None}
+        _say(f"[bench]   rotor {ro.get('pps', 0):.0f} pps / passthrough {base:.0f} pps = {_f(res['throughput']['ratio'])}")
+    if "control" in only:
+        _say("[bench] control plane: 108-rack, 6-rotor opera schedule on 6 switches")
+        res["control_plane"] = run_control_plane(build)
+        cp = res["control_plane"]
+        if "error" not in cp:
+            _say(f"[bench]   generate {cp['generate_s']:.2f} s, validate {cp['validate_s']:.2f} s, "
+                 f"install max {cp['install_max_ms']:.0f} ms per switch")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1, default=str))
+    _say(f"[bench] wrote {out}")
+    return res
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def _f(x, nd: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def markdown(res: dict) -> str:
+    lines = [f"Machine: {res['machine']['cores']} cores, Python {res['machine']['python']}, "
+             f"kernel {res['machine']['kernel']}; run started {res['started']}; offered load "
+             f"{res['rate_pps']:.0f} frames/s from one port.", ""]
+    for mode in ("clock", "signal"):
+        rows = res.get(f"slot_{mode}")
+        if not rows:
+            continue
+        lines += [f"### Slot precision and reconfiguration loss, {mode} mode", "",
+                  "| slot us | night us | sent | received | frames out of slot | reconfig loss | bound (mean transit / slot) | boundary error p50 / p99 / max us | transit p50 / p99 us |"
+                  + (" signal delay p50 / p99 us |" if mode == "signal" else ""),
+                  "|---|---|---|---|---|---|---|---|---|" + ("---|" if mode == "signal" else "")]
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r.get('slot_us', '?')} | | | | error: {r['error']} | | | | |")
+                continue
+            be, tr = r["boundary_error_us"], r["transit_us"]
+            row = (f"| {r['slot_us']} | {r['night_us']} | {r['sent']} | {r['received']} | {r['stale_frames_out']} | "
+                   f"{_pct(r['reconfig_loss'])} | {_pct(r['loss_bound'])} | {_f(be.get('p50'))} / {_f(be.get('p99'))} / "
+                   f"{_f(be.get('max'))} | {_f(tr.get('p50'))} / {_f(tr.get('p99'))} |")
+            if mode == "signal":
+                sd = r.get("signal_delay_us", {})
+                row += f" {_f(sd.get('p50'))} / {_f(sd.get('p99'))} |"
+            lines.append(row)
+        lines.append("")
+    tp = res.get("throughput")
+    if tp:
+        lines += ["### Pipeline throughput", "",
+                  f"rotor (clock mode, one circuit): {tp['rotor'].get('pps', 0):.0f} frames/s; trivial port-to-port "
+                  f"program, same BMv2, same traffic, measured before and after: "
+                  + ", ".join(f"{x.get('pps', 0):.0f}" for x in tp["passthrough"])
+                  + f" frames/s; ratio **{_f(tp['ratio'])}**.", ""]
+    cp = res.get("control_plane")
+    if cp and "error" not in cp:
+        lines += ["### Control plane at opera-sim scale", "",
+                  f"{cp['racks']} racks, {cp['rotors']} rotors: generate {cp['generate_s']:.2f} s, validate "
+                  f"{cp['validate_s']:.2f} s, install on {cp['switches']} switches concurrently: max "
+                  f"**{cp['install_max_ms']:.0f} ms** per switch ({max(cp['entities'].values())} entities each)"
+                  f"; whole run incl. pipeline push {cp['wall_s_incl_pipeline_push']:.1f} s.", ""]
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def update_doc(doc: Path, res: dict, command: str) -> None:
+    body = f"{BEGIN}\nCommand: `{command}`\n\n{markdown(res)}\n{END}"
+    text = doc.read_text() if doc.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + body + text[text.index(END) + len(END):]
+    else:
+        text += "\n" + body + "\n"
+    doc.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "inside":
+        return inside_main(argv[1:])
+    raise SystemExit("use 'p4rotor bench'")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

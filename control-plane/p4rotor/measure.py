@@ -1,0 +1,113 @@
+"""Analysis of probe traces against a schedule (pure functions, unit-tested on synthetic traces).
+
+Times: the schedule's slot 0 of the rotor starts at wall time ``t0_ns + rotor.offset_us``.
+A received frame came in on ``in_port`` and left on ``out_port``; the matchings that
+connect those ports tell which matching carried it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from typing import Iterable, Sequence
+
+from .schedule import Rotor, Schedule
+from .traffic import Rx
+
+
+def matchings_for(rotor: Rotor, port_map: dict[int, int]) -> dict[tuple[int, int], set[int]]:
+    """(in port, out port) -> matching indices that connect them."""
+    out: dict[tuple[int, int], set[int]] = {}
+    for mi, m in enumerate(rotor.matchings):
+        for i, j in enumerate(m):
+            if j is not None:
+                out.setdefault((port_map[i], port_map[j]), set()).add(mi)
+    return out
+
+
+@dataclasses.dataclass
+class FrameCheck:
+    frames: int
+    stale: int            # left after the day of the matching that carried it had ended
+    wrong_port: int       # left on a port no matching connects to its ingress port
+    worst_late_us: float  # largest (rx - day end) over all frames, negative when all are in time
+
+
+def check_frames(rx: Sequence[Rx], sched: Schedule, rotor: Rotor, port_map: dict[int, int],
+                 t0_ns: int, tolerance_us: float = 0.0) -> FrameCheck:
+    """Did any frame leave on a matching that was no longer live when it left?
+
+    For each frame, take the latest day of a slot with its matching that began
+    before the frame was received; the frame is stale if it was received more than
+    ``tolerance_us`` (capture latency) after that day ended.
+    """
+    conn = matchings_for(rotor, port_map)
+    M = len(rotor.matchings)
+    stale = wrong = 0
+    worst = -math.inf
+    for r in rx:
+        ms = conn.get((r.in_port, r.out_port))
+        if not ms:
+            wrong += 1
+            continue
+        t_rx = (r.rx_ns - t0_ns) / 1000 - rotor.offset_us
+        k_now = math.floor(t_rx / sched.slot_us)
+        best_end = -math.inf
+        for m in ms:
+            # latest slot k <= k_now with k % M == m whose day started before rx
+            k = k_now - ((k_now - m) % M)
+            if k * sched.slot_us + sched.reconfig_us > t_rx:
+                k -= M
+            best_end = max(best_end, (k + 1) * sched.slot_us)
+        late = t_rx - best_end
+        worst = max(worst, late)
+        if late > tolerance_us:
+            stale += 1
+    return FrameCheck(frames=len(rx), stale=stale, wrong_port=wrong, worst_late_us=worst)
+
+
+def one_way_us(rx: Sequence[Rx]) -> float:
+    """Median host->switch->host transit / 2: the one-way estimate (veth paths are alike)."""
+    if not rx:
+        return float("nan")
+    return statistics.median((r.rx_ns - r.send_ns) / 1000 for r in rx) / 2
+
+
+def boundary_errors(rx: Sequence[Rx], sched: Schedule, rotor: Rotor, port_map: dict[int, int],
+                    t0_ns: int, one_way: float | None = None) -> list[float]:
+    """For every day start seen, (arrival at switch of the first frame on the new matching) - boundary, us.
+
+    The arrival at the switch is estimated as send time + one-way latency; only
+    frames sent at most one slot after the boundary count.  Resolution: the probe gap.
+    Only days whose matching differs from the previous slot's are used.
+    """
+    conn = matchings_for(rotor, port_map)
+    M = len(rotor.matchings)
+    L = one_way_us(rx) if one_way is None else one_way
+    first: dict[int, float] = {}
+    for r in rx:
+        ms = conn.get((r.in_port, r.out_port))
+        if not ms:
+            continue
+        t_arr = (r.send_ns - t0_ns) / 1000 - rotor.offset_us + L
+        k = math.floor((t_arr + sched.slot_us / 2) / sched.slot_us)  # nearest slot start
+        for kk in (k, k - 1, k + 1):
+            if kk >= 0 and kk % M in ms and (kk - 1) % M not in ms:
+                day = kk * sched.slot_us + sched.reconfig_us
+                err = t_arr - day
+                if -sched.slot_us / 2 < err < sched.slot_us / 2:
+                    first[kk] = min(first.get(kk, math.inf), err)
+    return [first[k] for k in sorted(first)]
+
+
+def percentiles(xs: Iterable[float]) -> dict[str, float]:
+    s = sorted(xs)
+    if not s:
+        return {"n": 0}
+
+    def pct(p):
+        return s[min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))]
+
+    return {"n": len(s), "p50": pct(50), "p99": pct(99), "max": s[-1], "min": s[0],
+            "mean": statistics.fmean(s)}

@@ -1,0 +1,78 @@
+"""The measurement code itself, on synthetic traces."""
+
+import pytest
+
+from p4rotor import measure as M
+from p4rotor import schedule as S
+from p4rotor.traffic import Rx, make_frame, parse_frame
+
+T0 = 1_000_000_000_000
+
+
+def sched():
+    return S.generate_rotornet(4, 1, 1000, 100)  # 3 matchings, slot 1000, night 100
+
+
+PM = {0: 1, 1: 2, 2: 3, 3: 4}
+
+
+def rx_at(t_us, m, in_rack=0, send_delta_us=20, seq=0):
+    s = sched()
+    j = s.rotors[0].matchings[m][in_rack]
+    return Rx(rx_ns=T0 + int(t_us * 1000), out_port=PM[j], in_port=PM[in_rack], seq=seq,
+              send_ns=T0 + int((t_us - send_delta_us) * 1000))
+
+
+def test_frame_roundtrip():
+    f = make_frame(3, 42, 123456789)
+    assert len(f) == 64
+    assert parse_frame(f) == (3, 42, 123456789)
+    assert parse_frame(b"\0" * 64) is None
+
+
+def test_check_frames_in_time_and_stale():
+    s = sched()
+    r = s.rotors[0]
+    good = [rx_at(500, 0), rx_at(1500, 1), rx_at(3999, 0 if 3 % 3 == 0 else 1)]
+    c = M.check_frames(good, s, r, PM, T0)
+    assert c.stale == 0 and c.wrong_port == 0
+    # slot 0 (matching 0) ends at 1000; received at 1030 on matching 0 -> 30 us late
+    late = [rx_at(1030, 0)]
+    c = M.check_frames(late, s, r, PM, T0)
+    assert c.stale == 1 and c.worst_late_us == pytest.approx(30)
+    assert M.check_frames(late, s, r, PM, T0, tolerance_us=50).stale == 0
+    # a frame held a whole cycle: received in slot 3 (matching 0 again) during its night
+    held = [rx_at(3050, 0)]
+    assert M.check_frames(held, s, r, PM, T0).stale == 1
+
+
+def test_check_frames_wrong_port():
+    s = sched()
+    bad = Rx(rx_ns=T0 + 500_000, out_port=1, in_port=1, seq=0, send_ns=T0)
+    assert M.check_frames([bad], s, s.rotors[0], PM, T0).wrong_port == 1
+
+
+def test_boundary_errors_exact_and_shifted():
+    s = sched()
+    r = s.rotors[0]
+    frames = []
+    seq = 0
+    for k in range(1, 4):
+        day = k * 1000 + 100
+        m = k % 3
+        for dt in range(0, 200, 10):  # probes every 10 us from the day start
+            frames.append(rx_at(day + dt + 5 + 20, m, seq=seq, send_delta_us=20))  # arrives day+dt+5
+            seq += 1
+    errs = M.boundary_errors(frames, s, r, PM, T0, one_way=0)
+    assert len(errs) == 3
+    assert errs == pytest.approx([5, 5, 5], abs=0.01)
+    p = M.percentiles(errs)
+    assert p["p50"] == pytest.approx(5, abs=0.01)
+
+
+def test_one_way_and_percentiles():
+    frames = [Rx(rx_ns=1000 + 40_000, out_port=1, in_port=2, seq=i, send_ns=1000) for i in range(5)]
+    assert M.one_way_us(frames) == 20
+    assert M.percentiles([]) == {"n": 0}
+    p = M.percentiles(range(101))
+    assert p["p50"] == 50 and p["p99"] == 99 and p["max"] == 100
