@@ -7,7 +7,7 @@ VENV     ?= .venv
 PY       := $(VENV)/bin/python
 P4C      ?= p4c
 BUILD    ?= build
-PROGRAMS := rotor passthrough
+PROGRAMS := rotor tor passthrough
 P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/v1model/*.p4)
 APT_PKGS := mininet iproute2 iperf3 ethtool tcpdump python3-venv python3-pip python3-dev build-essential
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

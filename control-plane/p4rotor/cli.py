@@ -89,21 +89,74 @@ def cmd_schedule_show(a: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 
 
-def cmd_control(a: argparse.Namespace) -> int:
-    from .controller import ControllerError, RotorController, SwitchSpec, summarize
+def cmd_topology_generate(a: argparse.Namespace) -> int:
+    from . import topology as TP
 
     try:
         s = S.load(a.schedule)
+        out = Path(a.output)
+        rel = os.path.relpath(Path(a.schedule).resolve(), out.resolve().parent)
+        t = TP.generate(s, rel, hosts_per_rack=a.hosts_per_rack, grpc_base=a.grpc_base)
+    except (S.ScheduleError, TP.TopologyError) as ex:
+        _die(str(ex))
+    out.write_text(t.dumps())
+    print(f"wrote {out}: {len(t.racks)} racks x {a.hosts_per_rack} hosts, {len(t.rotors)} rotors", file=sys.stderr)
+    return 0
+
+
+def _load_sched_or_topo(a):
+    from . import topology as TP
+
+    try:
+        if getattr(a, "topology", None):
+            t = TP.load(a.topology)
+            return t.schedule, t
+        return S.load(a.schedule), None
+    except (S.ScheduleError, TP.TopologyError) as ex:
+        _die(str(ex))
+
+
+def cmd_routes(a: argparse.Namespace) -> int:
+    from . import routes as R
+
+    s, _ = _load_sched_or_topo(a)
+    rs = R.compute(s, epsilon_us=a.epsilon_us)
+    if a.slice is None:
+        print(f"{len(rs)} slices in the {s.hyperperiod_us} us hyperperiod (epsilon {a.epsilon_us} us):")
+        for sr in rs:
+            n = len(sr.hops)
+            print(f"  slice {sr.index:>3} [{sr.slice.start_us:>8}, {sr.slice.end_us:>8}) us: live mask "
+                  f"{sr.live_mask:#x}, low-latency diameter {sr.ll_diameter}, {n} routes")
+        return 0
+    if not 0 <= a.slice < len(rs):
+        _die(f"--slice must be in 0..{len(rs) - 1}")
+    print(R.describe(s, rs, a.slice, src=a.rack))
+    return 0
+
+
+def cmd_control(a: argparse.Namespace) -> int:
+    from .controller import Controller, ControllerError, RotorController, SwitchSpec, summarize
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
+                  lead_s=a.lead, ack_every=a.ack_every,
+                  on_event=lambda m: print(m, file=sys.stderr, flush=True))
+    if bool(a.topology) == bool(a.schedule):
+        _die("give --schedule with --switch, or --topology")
+    try:
+        if a.topology:
+            from .fabric import fabric_roles
+
+            _, topo = _load_sched_or_topo(a)
+            ctl = Controller(fabric_roles(topo, build, epsilon_us=a.epsilon_us,
+                                          only=set(a.only.split(",")) if a.only else None), **common)
+        else:
+            s = S.load(a.schedule)
+            specs = [SwitchSpec.parse(x) for x in a.switch]
+            ctl = RotorController(s, specs, p4info=build / f"{a.program}.p4info.txtpb",
+                                  p4blob=build / f"{a.program}.json", **common)
     except S.ScheduleError as ex:
         _die(str(ex))
-    build = Path(a.build_dir) if a.build_dir else default_build_dir()
-    try:
-        specs = [SwitchSpec.parse(x) for x in a.switch]
-        ctl = RotorController(
-            s, specs, mode=a.mode, p4info=build / f"{a.program}.p4info.txtpb",
-            p4blob=build / f"{a.program}.json", trace=Path(a.trace) if a.trace else None,
-            election_id=a.election_id, lead_s=a.lead, ack_every=a.ack_every,
-            on_event=lambda m: print(m, file=sys.stderr, flush=True))
     except ControllerError as ex:
         _die(str(ex))
 
@@ -175,8 +228,30 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--slices", action="store_true", help="list every slice")
     sh.set_defaults(fn=cmd_schedule_show)
 
+    pt = sub.add_parser("topology", help="topologies: racks, hosts, ports, addresses")
+    st = pt.add_subparsers(dest="sub", required=True)
+    tg = st.add_parser("generate", help="a topology for a schedule (explicit ports and addresses)")
+    tg.add_argument("--schedule", required=True)
+    tg.add_argument("--hosts-per-rack", type=int, default=2)
+    tg.add_argument("--grpc-base", type=int, default=50100)
+    tg.add_argument("-o", "--output", required=True)
+    tg.set_defaults(fn=cmd_topology_generate)
+
+    pr = sub.add_parser("routes", help="the routes the controller installs, per slice")
+    g2 = pr.add_mutually_exclusive_group(required=True)
+    g2.add_argument("--schedule")
+    g2.add_argument("--topology")
+    pr.add_argument("--slice", type=int, help="show this slice's routes (default: list slices)")
+    pr.add_argument("--rack", type=int, help="only routes from this rack")
+    pr.add_argument("--epsilon-us", type=float, default=0.0)
+    pr.set_defaults(fn=cmd_routes)
+
     pc = sub.add_parser("control", help="drive rotor switches over P4Runtime")
-    pc.add_argument("--schedule", required=True)
+    pc.add_argument("--schedule", help="a schedule, with --switch for each rotor")
+    pc.add_argument("--topology", help="a topology: drives its rotors and ToRs")
+    pc.add_argument("--only", help="with --topology: comma list of switch names to drive")
+    pc.add_argument("--epsilon-us", type=float, default=0.0,
+                    help="low-latency routes avoid circuits going dark within this after the slice")
     pc.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[@DEVICE_ID]",
                     help="a rotor of the schedule and its P4Runtime address (repeat)")
     pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
@@ -203,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `p4rotor routes ... | head` ends quietly
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -147,29 +147,32 @@ def circuit_entries(rotor: Rotor, port_map: dict[int, int]) -> list[fy.P4TableEn
     return out
 
 
+def phase_entries(spans: Sequence[tuple[int, int]], table: str = dp.T_CLOCK_PHASE,
+                  action: str = dp.A_CLOCK_SLOT) -> list[fy.P4TableEntry]:
+    """Clock mode: one range entry per [start, end) of the cycle -> its index."""
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=(lo, hi - 1)),
+                            action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=hi), priority=1)
+            for i, (lo, hi) in enumerate(spans)]
+
+
 def clock_phase_entries(sched: Schedule, rotor: Rotor) -> list[fy.P4TableEntry]:
-    out = []
-    for mi in range(len(rotor.matchings)):
-        lo, hi = mi * sched.slot_us, (mi + 1) * sched.slot_us
-        out.append(fy.P4TableEntry(
-            dp.T_CLOCK_PHASE,
-            match=fy.P4TableMatch(phase=(lo, hi - 1)),
-            action=fy.P4TableAction(dp.A_CLOCK_SLOT, index=mi, slot_start=lo, slot_end=hi),
-            priority=1,
-        ))
-    return out
+    return phase_entries([(m * sched.slot_us, (m + 1) * sched.slot_us) for m in range(len(rotor.matchings))])
+
+
+def slot_config_entry(mode: int, count: int, cycle_us: int, night_us: int, *, offset_us: int = 0,
+                      epoch_us: int = 0, generation: int = 1, table: str = dp.T_CONFIG,
+                      action: str = dp.A_CONFIGURE) -> fy.P4TableEntry:
+    return fy.P4TableEntry(
+        table, is_default_action=True,
+        action=fy.P4TableAction(action, mode=mode, num_matchings=count, offset=offset_us & TS_MASK,
+                                epoch_us=epoch_us & TS_MASK, cycle=cycle_us, night=night_us,
+                                gen=generation & 0xFFFF))
 
 
 def config_entry(sched: Schedule, rotor: Rotor, mode: int, *, offset_us: int = 0,
                  epoch_us: int = 0, generation: int = 1) -> fy.P4TableEntry:
-    return fy.P4TableEntry(
-        dp.T_CONFIG,
-        is_default_action=True,
-        action=fy.P4TableAction(
-            dp.A_CONFIGURE, mode=mode, num_matchings=len(rotor.matchings),
-            offset=offset_us & TS_MASK, epoch_us=epoch_us & TS_MASK,
-            cycle=sched.cycle_us(rotor), night=sched.reconfig_us, gen=generation & 0xFFFF),
-    )
+    return slot_config_entry(mode, len(rotor.matchings), sched.cycle_us(rotor), sched.reconfig_us,
+                             offset_us=offset_us, epoch_us=epoch_us, generation=generation)
 
 
 def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode: int, *,
@@ -288,65 +291,91 @@ class Trace:
 
 
 @dataclasses.dataclass
-class SwitchRuntime:
+class Role:
+    """One switch the controller drives: what to install and when its slots change."""
+
     spec: SwitchSpec
-    rotor: Rotor
-    port_map: dict[int, int]
+    kind: str                       # "rotor" or "tor"
+    p4info: Path
+    p4blob: Path
+    # (mode, offset_us, epoch_us, generation) -> updates, config last
+    entities: Callable[[int, int, int, int], list[Any]]
+    # (t0_common_us, from_common_us) -> (at, slot k, index, night) boundaries (signal mode / trace)
+    boundaries: Callable[[int, float], Iterable[tuple[int, int, int, bool]]]
+    epoch_offset_us: int = 0        # this switch's slot 0 relative to the schedule's t0
+
+
+@dataclasses.dataclass
+class SwitchRuntime:
+    role: Role
     offset: OffsetEstimate | None = None
     generation: int = 0
     ready: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     waiters: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
-    acks: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (sent wall ns, effect common us)
+    acks: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)  # (sent ns, recv ns, local us)
     error: BaseException | None = None
     install_ms: float | None = None
     entities: int = 0
 
+    @property
+    def spec(self) -> SwitchSpec:
+        return self.role.spec
 
-class RotorController:
-    """Drive one schedule's rotor switches over P4Runtime."""
 
-    def __init__(self, sched: Schedule, specs: Sequence[SwitchSpec], *, mode: str,
-                 p4info: Path, p4blob: Path, trace: Path | None = None,
+def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
+               port_map: dict[int, int] | None = None) -> Role:
+    try:
+        rotor = sched.rotor(spec.name)
+    except ScheduleError as ex:
+        raise ControllerError(str(ex)) from None
+    pm = port_map or default_port_map(sched.racks)
+
+    def ents(mode, offset, epoch, gen):
+        return rotor_entities(sched, rotor, pm, mode, offset_us=offset, epoch_us=epoch, generation=gen)
+
+    return Role(spec=spec, kind="rotor", p4info=p4info, p4blob=p4blob, entities=ents,
+                boundaries=lambda t0, now: boundary_times(sched, rotor, t0, now),
+                epoch_offset_us=rotor.offset_us)
+
+
+class Controller:
+    """Drive switches (rotors, ToRs) over P4Runtime: one finsy Switch task per switch."""
+
+    def __init__(self, roles: Sequence[Role], *, mode: str, trace: Path | None = None,
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
                  ack_every: int = 0, spin_us: int = 300,
-                 port_maps: dict[str, dict[int, int]] | None = None,
                  on_event: Callable[[str], None] | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
-        if not specs:
+        if not roles:
             raise ControllerError("no --switch given")
-        self.sched = sched
         self.mode = mode
         self.mode_code = dp.MODE_SIGNAL if mode == "signal" else dp.MODE_CLOCK
-        self.schema_path = p4info
-        self.p4blob = p4blob
-        if not p4blob.exists():
-            raise ControllerError(f"pipeline {p4blob} not found: run 'make build' first")
-        check_p4info(p4info)
-        self.trace = Trace(trace)
         self.election_id = election_id
         self.probes = probes
         self.ack_every = ack_every
         self.spin_s = spin_us / 1e6
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
+        checked: set[Path] = set()
+        for r in roles:
+            if not r.p4blob.exists():
+                raise ControllerError(f"pipeline {r.p4blob} not found: run 'make build' first")
+            if r.p4info not in checked:
+                contract = dp.ROTOR_CONTRACT if r.kind == "rotor" else dp.TOR_CONTRACT
+                check_p4info(r.p4info, contract)
+                checked.add(r.p4info)
+        self.trace = Trace(trace)
         self.tb = Timebase(ref_ns=time.time_ns())
-        # Slot 0 of every rotor starts lead_s from now (plus its own offset).
+        # Slot 0 of the schedule starts lead_s from now (each switch adds its own offset).
         self.t0_common_us = int(lead_s * 1e6)
         self.runtimes: dict[str, SwitchRuntime] = {}
-        seen = set()
-        for spec in specs:
-            if spec.name in seen:
-                raise ControllerError(f"switch {spec.name!r} given twice")
-            seen.add(spec.name)
-            try:
-                rotor = sched.rotor(spec.name)
-            except ScheduleError as ex:
-                raise ControllerError(str(ex)) from None
-            pm = (port_maps or {}).get(spec.name) or default_port_map(sched.racks)
-            self.runtimes[spec.name] = SwitchRuntime(spec=spec, rotor=rotor, port_map=pm)
+        for r in roles:
+            if r.spec.name in self.runtimes:
+                raise ControllerError(f"switch {r.spec.name!r} given twice")
+            self.runtimes[r.spec.name] = SwitchRuntime(role=r)
         self.switches = [
             fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
-                p4info=p4info, p4blob=p4blob, device_id=rt.spec.device_id,
+                p4info=rt.role.p4info, p4blob=rt.role.p4blob, device_id=rt.spec.device_id,
                 initial_election_id=election_id, ready_handler=self._ready))
             for rt in self.runtimes.values()
         ]
@@ -370,10 +399,8 @@ class RotorController:
                 offset = rt.offset.offset_us
                 self.on_event(f"{sw.name}: clock offset {offset} us (+/- {rt.offset.rtt_us / 2:.0f} us, "
                               f"{rt.offset.probes} probes)")
-            ents = rotor_entities(self.sched, rt.rotor, rt.port_map, self.mode_code,
-                                  offset_us=offset,
-                                  epoch_us=self.t0_common_us + rt.rotor.offset_us,
-                                  generation=rt.generation)
+            ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
+                                    rt.generation)
             t = time.perf_counter()
             await write_batched(sw, ents)
             rt.install_ms = (time.perf_counter() - t) * 1e3
@@ -394,14 +421,16 @@ class RotorController:
 
     async def _packet_reader(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         async for pkt in sw.read_packets():
-            seq = pkt["seq"]
+            try:
+                seq, op = pkt["seq"], pkt["opcode"]
+            except KeyError:
+                LOG.warning("%s: packet-in without p4rotor metadata ignored", sw.name)
+                continue
             recv = time.time_ns()
             fut = rt.waiters.pop(seq, None)
             if fut is not None and not fut.done():
                 fut.set_result((recv, pkt))
-            elif pkt["opcode"] == dp.OP_SET_SLOT:
-                pass  # late ack
-            elif pkt["opcode"] == dp.OP_ERROR:
+            elif op == dp.OP_ERROR:
                 LOG.error("%s refused control packet seq=%d index=%d", sw.name, seq, pkt["index"])
 
     async def _request(self, sw: fy.Switch, rt: SwitchRuntime, pkt: fy.P4PacketOut, seq: int,
@@ -417,10 +446,10 @@ class RotorController:
             return sent, None, None
         return sent, recv, reply
 
-    async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime) -> OffsetEstimate:
+    async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None) -> OffsetEstimate:
         samples = []
-        for i in range(self.probes):
-            seq = 0x70000000 + i
+        for i in range(n or self.probes):
+            seq = 0x70000000 + (rt.generation << 12) + i
             sent, recv, reply = await self._request(sw, rt, time_probe_packet(seq), seq)
             if reply is not None:
                 samples.append((sent, recv, reply["timestamp"]))
@@ -428,14 +457,14 @@ class RotorController:
             raise ControllerError(f"{sw.name}: no time probe answered (is the CPU port 255 set?)")
         return estimate_offset(samples, self.tb)
 
-    async def measure_skew(self, probes: int = 8) -> dict[str, float]:
+    async def measure_skew(self, probes: int = 8) -> dict[str, int]:
         """Residual error of each installed offset, measured with fresh probes (us)."""
         out = {}
         for sw in self.switches:
             rt = self.runtimes[sw.name]
             if rt.offset is None:
                 continue
-            fresh = await self._probe_offset(sw, rt)
+            fresh = await self._probe_offset(sw, rt, probes)
             out[sw.name] = fresh.offset_us - rt.offset.offset_us
         return out
 
@@ -450,7 +479,7 @@ class RotorController:
     async def _rotate(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         now = self.tb.common_us(time.time_ns())
         seq = 0
-        for at, k, idx, night in boundary_times(self.sched, rt.rotor, self.t0_common_us, now):
+        for at, k, idx, night in rt.role.boundaries(self.t0_common_us, now):
             await self._sleep_until(at)
             seq += 1
             ack = bool(self.ack_every) and seq % self.ack_every == 0
@@ -470,14 +499,14 @@ class RotorController:
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         """Clock mode: the switch moves by itself; trace the boundaries it follows."""
         now = self.tb.common_us(time.time_ns())
-        for at, k, idx, night in boundary_times(self.sched, rt.rotor, self.t0_common_us, now):
+        for at, k, idx, night in rt.role.boundaries(self.t0_common_us, now):
             await self._sleep_until(at)
             self.trace.write(t_ns=self.tb.wall_ns(at), switch=sw.name, slot=k, index=idx, night=night,
                              source="clock")
 
     # -- whole run -------------------------------------------------------------
     async def run(self, duration: float | None = None, connect_timeout: float = 10.0,
-                  after_ready: Callable[["RotorController"], Any] | None = None) -> None:
+                  after_ready: Callable[["Controller"], Any] | None = None) -> None:
         """Run until ``duration`` seconds pass (None: forever) or a switch fails."""
         controller = fy.Controller(self.switches)
         task = asyncio.create_task(controller.run())
@@ -507,6 +536,7 @@ class RotorController:
 
     async def _wait_ready(self, task: asyncio.Task, timeout: float) -> None:
         deadline = time.monotonic() + timeout
+        last_report = time.monotonic()
         while True:
             self._raise_switch_errors()
             if task.done():
@@ -518,22 +548,36 @@ class RotorController:
             if time.monotonic() > deadline:
                 names = ", ".join(f"{rt.spec.name} ({rt.spec.address})" for rt in pending)
                 raise ControllerError(f"switch unreachable or not ready after {timeout:.0f} s: {names}")
+            if len(self.runtimes) > 4 and time.monotonic() - last_report > 2:
+                last_report = time.monotonic()
+                self.on_event(f"{len(self.runtimes) - len(pending)}/{len(self.runtimes)} switches ready")
             await asyncio.sleep(0.05)
 
     def ack_delays_us(self) -> list[float]:
-        """Signal mode: delay from sending a slot change to the pipeline applying it.
+        """Signal mode: delay from sending a slot change to the pipeline applying it (us).
 
-        Needs a clock offset: the pipeline's timestamp is local.  Offsets come from
-        time probes made at start (signal mode probes too when acks are asked for).
+        The pipeline's timestamp is local: the offset measured by time probes at start
+        maps it to common time (its uncertainty is half the best probe's round trip).
         """
         out = []
         for rt in self.runtimes.values():
             if rt.offset is None:
                 continue
             for sent, _recv, local in rt.acks:
-                effect = local + rt.offset.offset_us
-                out.append(effect - self.tb.common_us(sent))
+                out.append(local + rt.offset.offset_us - (sent - self.tb.ref_ns) / 1000)
         return out
+
+
+class RotorController(Controller):
+    """Drive one schedule's rotor switches (``--switch NAME=HOST:PORT[@DEV]``)."""
+
+    def __init__(self, sched: Schedule, specs: Sequence[SwitchSpec], *, mode: str, p4info: Path,
+                 p4blob: Path, port_maps: dict[str, dict[int, int]] | None = None, **kw):
+        if not specs:
+            raise ControllerError("no --switch given")
+        self.sched = sched
+        roles = [rotor_role(sched, spec, p4info, p4blob, (port_maps or {}).get(spec.name)) for spec in specs]
+        super().__init__(roles, mode=mode, **kw)
 
 
 def percentile(xs: Sequence[float], p: float) -> float:

@@ -65,3 +65,30 @@ ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
 ROTOR_COUNTERS = (C_DROP, C_RX, C_TX, C_CTRL)
 PACKET_OUT_FIELDS = ("opcode", "flags", "index", "slot", "seq")
 PACKET_IN_FIELDS = ("opcode", "flags", "index", "slot", "seq", "timestamp", "ingress_port")
+
+# ToR program names.
+TOR_T_CONFIG = "TorIngress.slot_state.config"
+TOR_T_CLOCK_PHASE = "TorIngress.slot_state.clock_phase"
+TOR_A_CONFIGURE = "TorIngress.slot_state.configure"
+TOR_A_CLOCK_SLOT = "TorIngress.slot_state.clock_slot"
+T_TOR_CONFIG = "TorIngress.routing.tor_config"
+A_SET_RACK = "TorIngress.routing.set_rack"
+T_SLICE_INFO = "TorIngress.routing.slice_info"
+A_SLICE_LIVE = "TorIngress.routing.slice_live"
+T_RACK_OF = "TorIngress.routing.rack_of"
+A_TO_RACK = "TorIngress.routing.to_rack"
+T_LOCAL_HOST = "TorIngress.routing.local_host"
+A_DELIVER = "TorIngress.routing.deliver"
+T_ROUTE = "TorIngress.routing.route"
+A_VIA = "TorIngress.routing.via"
+A_VIA_VLB = "TorIngress.routing.via_vlb"
+
+TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+    TOR_T_CONFIG: ((), {TOR_A_CONFIGURE: ROTOR_CONTRACT[T_CONFIG][1][A_CONFIGURE]}),
+    TOR_T_CLOCK_PHASE: (("phase",), {TOR_A_CLOCK_SLOT: ("index", "slot_start", "slot_end")}),
+    T_TOR_CONFIG: ((), {A_SET_RACK: ("rack", "hop_limit")}),
+    T_SLICE_INFO: (("slice",), {A_SLICE_LIVE: ("live",)}),
+    T_RACK_OF: (("ipv4_dst",), {A_TO_RACK: ("rack",)}),
+    T_LOCAL_HOST: (("ipv4_dst",), {A_DELIVER: ("port",)}),
+    T_ROUTE: (("slice", "dst_rack", "tclass"), {A_VIA: ("port", "mask"), A_VIA_VLB: ("port", "mask")}),
+}

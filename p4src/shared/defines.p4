@@ -45,6 +45,18 @@ const bit<32> CTRL_SET_SLOT   = 0;
 const bit<32> CTRL_TIME_PROBE = 1;
 #define NUM_CTRL_COUNTERS 4
 
+// ToR.
+const bit<16> ETHERTYPE_IPV4   = 0x0800;
+const bit<16> ETHERTYPE_FABRIC = 0x88B6;  // local experimental: p4rotor fabric header
+const bit<6>  DSCP_LOW_LATENCY = 46;      // EF: Opera low-latency class (docs/addressing.md)
+const bit<8>  TCLASS_BULK         = 0;    // direct, else 2-hop VLB
+const bit<8>  TCLASS_LOW_LATENCY  = 1;    // Opera multi-hop on the slice's expander
+const bit<8>  TCLASS_BULK_TRANSIT = 2;    // VLB second hop: direct only
+#define ROUTE_TABLE_SIZE 262144
+#define HOST_TABLE_SIZE 4096
+#define RACK_TABLE_SIZE 4096
+#define SLICE_TABLE_SIZE 4096
+
 // In clock mode the slot id is (cycle << CLOCK_INDEX_BITS) | matching index: unique
 // and increasing without a run-time multiplication (Tofino has none).
 #define CLOCK_INDEX_BITS 12

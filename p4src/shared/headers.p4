@@ -25,9 +25,46 @@ header packet_in_t {
     bit<16> ingress_port;
 }
 
+// ToR only (the rotor never parses data frames).
+header ethernet_t {
+    bit<48> dst;
+    bit<48> src;
+    bit<16> ether_type;
+}
+
+// Between racks a frame carries where it is going: the final rack (so a transit
+// ToR sends it on), its class, and the hops taken (a limit stops loops).
+// Inserted by the first ToR after Ethernet, removed by the destination ToR.
+header fabric_t {
+    bit<16> dst_rack;
+    bit<16> src_rack;
+    bit<8>  hops;
+    bit<8>  tclass;
+    bit<16> ether_type;   // of what follows (IPv4)
+}
+
+header ipv4_t {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<6>  dscp;
+    bit<2>  ecn;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> frag_offset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdr_checksum;
+    bit<32> src_addr;
+    bit<32> dst_addr;
+}
+
 struct headers_t {
     packet_out_t packet_out;
     packet_in_t  packet_in;
+    ethernet_t   ethernet;
+    fabric_t     fabric;
+    ipv4_t       ipv4;
 }
 
 // The slot a frame was admitted in, computed at ingress and re-checked at egress.
@@ -42,8 +79,18 @@ struct slot_meta_t {
     Timestamp_t slot_end;   // common time at which this slot's day ends (clock mode)
 }
 
+// ToR routing decision.
+struct route_meta_t {
+    bit<16> my_rack;
+    bit<16> dst_rack;
+    bit<8>  tclass;       // TCLASS_* of defines.p4
+    bit<8>  hop_limit;
+    bit<32> live_rotors;  // bit r set: rotor r is live in this slice
+}
+
 struct metadata_t {
     slot_meta_t slot;
+    route_meta_t route;
     bit<8>  ctrl_opcode;    // control packet being answered (PacketIn)
     bit<8>  ctrl_flags;
     bit<16> ctrl_index;

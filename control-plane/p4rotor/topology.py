@@ -1,0 +1,184 @@
+"""Topologies as data: every switch's device id, gRPC port and every port number explicit.
+
+Format (docs/addressing.md):
+
+```json
+{"version": 1, "schedule": "opera8.json",
+ "rotors": [{"name": "rotor0", "device_id": 1, "grpc_port": 50101, "ports": {"0": 1, "1": 2}}],
+ "racks": [{"id": 0, "prefix": "10.0.0.0/24",
+            "tor": {"name": "tor0", "device_id": 101, "grpc_port": 50201,
+                    "uplinks": {"rotor0": 1}, "hop_limit": 8},
+            "hosts": [{"name": "h0x0", "ip": "10.0.0.1", "mac": "02:00:0a:00:00:01", "port": 11}]}]}
+```
+
+Rotor ``ports`` maps rack id -> rotor port; ToR ``uplinks`` maps rotor name -> ToR port; the link
+ToR(rack i).uplinks[r] <-> rotor r port ports[i] is implied by those two numbers, never by order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+from pathlib import Path
+from typing import Any
+
+from . import schedule as S
+
+
+class TopologyError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    name: str
+    ip: str
+    mac: str
+    port: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Tor:
+    name: str
+    device_id: int
+    grpc_port: int
+    uplinks: dict[str, int]
+    hop_limit: int = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Rack:
+    id: int
+    prefix: str
+    tor: Tor
+    hosts: tuple[Host, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RotorSwitch:
+    name: str
+    device_id: int
+    grpc_port: int
+    ports: dict[int, int]
+
+
+@dataclasses.dataclass
+class Topology:
+    schedule: S.Schedule
+    schedule_path: str
+    rotors: list[RotorSwitch]
+    racks: list[Rack]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "schedule": self.schedule_path,
+            "rotors": [{"name": r.name, "device_id": r.device_id, "grpc_port": r.grpc_port,
+                        "ports": {str(k): v for k, v in r.ports.items()}} for r in self.rotors],
+            "racks": [{"id": k.id, "prefix": k.prefix,
+                       "tor": {"name": k.tor.name, "device_id": k.tor.device_id, "grpc_port": k.tor.grpc_port,
+                               "uplinks": k.tor.uplinks, "hop_limit": k.tor.hop_limit},
+                       "hosts": [dataclasses.asdict(h) for h in k.hosts]} for k in self.racks],
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1) + "\n"
+
+    def rotor_switch(self, name: str) -> RotorSwitch:
+        for r in self.rotors:
+            if r.name == name:
+                return r
+        raise TopologyError(f"no rotor switch {name!r}")
+
+
+def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grpc_base: int = 50100,
+             rotor_dev_base: int = 1, tor_dev_base: int = 101) -> Topology:
+    if sched.racks > 250:
+        raise TopologyError("the generated addressing (10.<hi>.<lo>.0/24 per rack) covers up to 250 racks")
+    rotors = []
+    for j, r in enumerate(sched.rotors):
+        rotors.append(RotorSwitch(name=r.name, device_id=rotor_dev_base + j, grpc_port=grpc_base + 1 + j,
+                                  ports={i: i + 1 for i in range(sched.racks)}))
+    racks = []
+    for i in range(sched.racks):
+        # Uplinks on ports 1..K (rotor order), hosts from port 11 on.
+        uplinks = {r.name: j + 1 for j, r in enumerate(sched.rotors)}
+        hosts = tuple(Host(name=f"h{i}x{h}", ip=f"10.0.{i}.{h + 1}", mac=f"02:00:0a:00:{i:02x}:{h + 1:02x}",
+                           port=11 + h) for h in range(hosts_per_rack))
+        tor = Tor(name=f"tor{i}", device_id=tor_dev_base + i, grpc_port=grpc_base + 101 + i, uplinks=uplinks)
+        racks.append(Rack(id=i, prefix=f"10.0.{i}.0/24", tor=tor, hosts=hosts))
+    return Topology(sched, schedule_path, rotors, racks)
+
+
+def load(path: str | Path) -> Topology:
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+    except OSError as ex:
+        raise TopologyError(f"{p}: cannot read: {ex.strerror}") from None
+    except json.JSONDecodeError as ex:
+        raise TopologyError(f"{p}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    try:
+        return from_json(d, base=p.parent)
+    except (KeyError, TypeError, ValueError) as ex:
+        if isinstance(ex, (TopologyError, S.ScheduleError)):
+            raise type(ex)(f"{p}: {ex}") from None
+        raise TopologyError(f"{p}: malformed topology: {ex!r}") from None
+
+
+def from_json(d: dict[str, Any], base: Path = Path(".")) -> Topology:
+    if d.get("version") != 1:
+        raise TopologyError(f"unknown topology version {d.get('version')!r}")
+    spath = d["schedule"]
+    sched = S.load(base / spath)
+    rotors = [RotorSwitch(r["name"], int(r["device_id"]), int(r["grpc_port"]),
+                          {int(k): int(v) for k, v in r["ports"].items()}) for r in d["rotors"]]
+    racks = []
+    for k in d["racks"]:
+        t = k["tor"]
+        tor = Tor(t["name"], int(t["device_id"]), int(t["grpc_port"]), {n: int(p) for n, p in t["uplinks"].items()},
+                  int(t.get("hop_limit", 8)))
+        hosts = tuple(Host(h["name"], h["ip"], h["mac"], int(h["port"])) for h in k["hosts"])
+        racks.append(Rack(int(k["id"]), k["prefix"], tor, hosts))
+    topo = Topology(sched, spath, rotors, racks)
+    validate(topo)
+    return topo
+
+
+def validate(t: Topology) -> None:
+    s = t.schedule
+    names = {r.name for r in s.rotors}
+    if {r.name for r in t.rotors} != names:
+        raise TopologyError(f"rotor switches {sorted(r.name for r in t.rotors)} != schedule rotors {sorted(names)}")
+    if sorted(k.id for k in t.racks) != list(range(s.racks)):
+        raise TopologyError(f"racks must be 0..{s.racks - 1}, one each")
+    seen_dev, seen_grpc = {}, {}
+    for name, dev, grpc in ([(r.name, r.device_id, r.grpc_port) for r in t.rotors]
+                            + [(k.tor.name, k.tor.device_id, k.tor.grpc_port) for k in t.racks]):
+        if dev in seen_dev:
+            raise TopologyError(f"device id {dev} used by {seen_dev[dev]} and {name}")
+        if grpc in seen_grpc:
+            raise TopologyError(f"gRPC port {grpc} used by {seen_grpc[grpc]} and {name}")
+        seen_dev[dev], seen_grpc[grpc] = name, dev
+    for r in t.rotors:
+        if sorted(r.ports) != list(range(s.racks)):
+            raise TopologyError(f"rotor {r.name}: ports must map every rack 0..{s.racks - 1}")
+        if len(set(r.ports.values())) != len(r.ports):
+            raise TopologyError(f"rotor {r.name}: two racks on one port")
+    nets = []
+    for k in t.racks:
+        if set(k.tor.uplinks) != names:
+            raise TopologyError(f"{k.tor.name}: uplinks must name every rotor exactly once")
+        ports = list(k.tor.uplinks.values()) + [h.port for h in k.hosts]
+        if len(set(ports)) != len(ports):
+            raise TopologyError(f"{k.tor.name}: a port is used twice")
+        net = ipaddress.ip_network(k.prefix)
+        for h in k.hosts:
+            if ipaddress.ip_address(h.ip) not in net:
+                raise TopologyError(f"host {h.name} {h.ip} is outside its rack prefix {k.prefix}")
+        nets.append(net)
+    for a in range(len(nets)):
+        for b in range(a + 1, len(nets)):
+            if nets[a].overlaps(nets[b]):
+                raise TopologyError(f"rack prefixes {nets[a]} and {nets[b]} overlap")

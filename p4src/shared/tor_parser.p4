@@ -1,0 +1,47 @@
+// p4rotor ToR: parser and deparser.
+#ifndef P4ROTOR_TOR_PARSER_P4
+#define P4ROTOR_TOR_PARSER_P4
+
+parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                 inout std_meta_t std) {
+    state start {
+        transition select(std.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        transition accept;
+    }
+    state parse_ethernet {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_FABRIC: parse_fabric;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_fabric {
+        packet.extract(hdr.fabric);
+        transition select(hdr.fabric.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition accept;
+    }
+}
+
+control TorDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.packet_in);
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.fabric);
+        packet.emit(hdr.ipv4);
+    }
+}
+
+#endif

@@ -1,0 +1,152 @@
+// p4rotor ToR: local delivery, and routing over the rotors' live circuits.
+//
+// The ToR's "slot" (SlotState) is the topology *slice*: the interval during which
+// the set of live circuits is constant.  Routes are installed for every slice of
+// the hyperperiod, keyed by slice, so the clock mode switches routes to the
+// microsecond with no controller write racing a slice boundary.
+#ifndef P4ROTOR_TOR_ROUTING_P4
+#define P4ROTOR_TOR_ROUTING_P4
+
+control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    bit<32> rotor_mask = 0;
+
+    action drop_for(bit<32> cause) {
+        drop_counter.count(cause);
+        mark_to_drop(std);
+    }
+
+    // Written by the controller (default action): this ToR's rack and hop limit.
+    action set_rack(bit<16> rack, bit<8> hop_limit) {
+        meta.route.my_rack = rack;
+        meta.route.hop_limit = hop_limit;
+    }
+    table tor_config {
+        key = {}
+        actions = { set_rack; }
+        default_action = set_rack(0xFFFF, 0);  // not const: the controller sets it
+        size = 1;
+    }
+
+    // Which rotors are live (not dark) during the slice.
+    action slice_live(bit<32> live) {
+        meta.route.live_rotors = live;
+    }
+    action slice_unknown() {
+        meta.route.live_rotors = 0;
+    }
+    table slice_info {
+        key = { meta.slot.index : exact @name("slice"); }
+        actions = { slice_live; @defaultonly slice_unknown; }
+        const default_action = slice_unknown();
+        size = SLICE_TABLE_SIZE;
+    }
+
+    // Destination rack of a host address (docs/addressing.md: one prefix per rack).
+    action to_rack(bit<16> rack) {
+        meta.route.dst_rack = rack;
+    }
+    action unknown_rack() {
+        meta.route.dst_rack = 0xFFFF;
+    }
+    table rack_of {
+        key = { hdr.ipv4.dst_addr : lpm @name("ipv4_dst"); }
+        actions = { to_rack; @defaultonly unknown_rack; }
+        const default_action = unknown_rack();
+        size = RACK_TABLE_SIZE;
+    }
+
+    // Hosts of this rack.
+    action deliver(PortId_t port) {
+        std.egress_spec = port;
+        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
+        hdr.fabric.setInvalid();
+    }
+    action unknown_host() {
+        drop_for(DROP_NO_ROUTE);
+    }
+    table local_host {
+        key = { hdr.ipv4.dst_addr : exact @name("ipv4_dst"); }
+        actions = { deliver; @defaultonly unknown_host; }
+        const default_action = unknown_host();
+        size = HOST_TABLE_SIZE;
+    }
+
+    // Next hop in the current slice: the uplink to the rotor whose circuit leads on.
+    //   mask: 1 << rotor index, checked against the slice's live rotors
+    action via(PortId_t port, bit<32> mask) {
+        std.egress_spec = port;
+        rotor_mask = mask;
+    }
+    // Bulk, no direct circuit now: first hop of a 2-hop VLB path.  The transit
+    // ToR sees TCLASS_BULK_TRANSIT and may only send it on directly.
+    action via_vlb(PortId_t port, bit<32> mask) {
+        std.egress_spec = port;
+        rotor_mask = mask;
+        hdr.fabric.tclass = TCLASS_BULK_TRANSIT;
+    }
+    action no_route() {
+        drop_for(DROP_NO_ROUTE);
+    }
+    table route {
+        key = {
+            meta.slot.index     : exact @name("slice");
+            meta.route.dst_rack : exact @name("dst_rack");
+            meta.route.tclass   : exact @name("tclass");
+        }
+        actions = { via; via_vlb; @defaultonly no_route; }
+        const default_action = no_route();
+        size = ROUTE_TABLE_SIZE;
+    }
+
+    apply {
+        tor_config.apply();
+        if (std.parser_error != error.NoError || !hdr.ipv4.isValid()) {
+            drop_for(DROP_BAD_HEADER);
+            return;
+        }
+        if (hdr.fabric.isValid()) {
+            meta.route.dst_rack = hdr.fabric.dst_rack;
+            meta.route.tclass = hdr.fabric.tclass;
+        } else {
+            rack_of.apply();
+            meta.route.tclass = hdr.ipv4.dscp == DSCP_LOW_LATENCY ? TCLASS_LOW_LATENCY : TCLASS_BULK;
+        }
+        if (meta.route.dst_rack == meta.route.my_rack) {
+            local_host.apply();
+            return;
+        }
+        if (meta.route.dst_rack == 0xFFFF) {
+            drop_for(DROP_NO_ROUTE);
+            return;
+        }
+        if (!meta.slot.running) {
+            drop_for(DROP_NOT_STARTED);
+            return;
+        }
+        if (hdr.fabric.isValid()) {
+            if (hdr.fabric.hops >= meta.route.hop_limit) {
+                drop_for(DROP_HOP_LIMIT);
+                return;
+            }
+        } else {
+            hdr.fabric.setValid();
+            hdr.fabric.dst_rack = meta.route.dst_rack;
+            hdr.fabric.src_rack = meta.route.my_rack;
+            hdr.fabric.hops = 0;
+            hdr.fabric.tclass = meta.route.tclass;
+            hdr.fabric.ether_type = hdr.ethernet.ether_type;
+            hdr.ethernet.ether_type = ETHERTYPE_FABRIC;
+        }
+        slice_info.apply();
+        if (route.apply().hit) {
+            if ((meta.route.live_rotors & rotor_mask) == 0) {
+                // Never send on an uplink whose rotor is dark.
+                drop_for(DROP_DARK_UPLINK);
+            } else {
+                hdr.fabric.hops = hdr.fabric.hops + 1;
+            }
+        }
+    }
+}
+
+#endif

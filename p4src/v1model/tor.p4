@@ -1,0 +1,42 @@
+// p4rotor top-of-rack switch for v1model (BMv2 simple_switch_grpc).
+// Composition only: the logic lives in ../shared/.
+#include "target.p4"
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
+#include "../shared/state.p4"
+#include "../shared/tor_parser.p4"
+#include "../shared/slot_state.p4"
+#include "../shared/control_packet.p4"
+#include "../shared/tor_routing.p4"
+
+control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control TorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+
+control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    SlotState() slot_state;       // the slot of a ToR is the topology slice
+    ControlPacket() control_packet;
+    TorRouting() routing;
+    apply {
+        slot_state.apply(meta, std);
+        if (hdr.packet_out.isValid()) {
+            control_packet.apply(hdr, meta, std);
+        } else {
+            rx_port_counter.count((bit<32>) std.ingress_port);
+            routing.apply(hdr, meta, std);
+        }
+    }
+}
+
+control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    PacketInHeader() packet_in_header;
+    apply {
+        if (std.egress_port == CPU_PORT) {
+            packet_in_header.apply(hdr, meta, std);
+        } else {
+            tx_port_counter.count((bit<32>) std.egress_port);
+        }
+    }
+}
+
+V1Switch(TorParser(), TorVerifyChecksum(), TorIngress(), TorEgress(),
+         TorComputeChecksum(), TorDeparser()) main;
