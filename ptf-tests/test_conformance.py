@@ -25,6 +25,7 @@ ROOT = HERE.parent
 SUITE = HERE / "conformance"
 BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
 P4INFO, P4BLOB = BUILD / "rotor.p4info.txtpb", BUILD / "rotor.json"
+TOR_P4INFO, TOR_P4BLOB = BUILD / "tor.p4info.txtpb", BUILD / "tor.json"
 
 
 def discover() -> list[tuple[str, int]]:
@@ -48,9 +49,9 @@ TESTS = discover()
 
 def skip_reason() -> str | None:
     miss = missing_tools()
-    if not P4BLOB.exists() or not P4INFO.exists():
-        miss.append(f"{P4BLOB.relative_to(ROOT) if P4BLOB.is_relative_to(ROOT) else P4BLOB} "
-                    "(run 'make build'; needs p4c)")
+    for f in (P4BLOB, P4INFO, TOR_P4BLOB, TOR_P4INFO):
+        if not f.exists():
+            miss.append(f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} (run 'make build'; needs p4c)")
     if not shutil.which("ptf", path=os.path.dirname(sys.executable)) and not shutil.which("ptf"):
         miss.append("ptf (make deps)")
     if miss:
@@ -73,7 +74,7 @@ def ptf_results(tmp_path_factory):
     with ptf_bench(num_switches=nsw, log_dir=logdir) as (ns, switches, ifaces):
         params = (f"grpc_addrs='{','.join(s.address for s in switches)}';"
                   f"thrift_ports='{','.join(str(s.thrift_port) for s in switches)}';"
-                  f"p4info='{P4INFO}';p4blob='{P4BLOB}'")
+                  f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}'")
         cmd = ns.prefix() + [ptf_bin, "--test-dir", str(SUITE), "--pypath", str(SUITE),
                              "--log-file", str(logdir / "ptf.log"), "--test-params", params,
                              "--default-negative-timeout", "0.1"]

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from . import schedule as S
@@ -182,6 +183,62 @@ def cmd_control(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(a: argparse.Namespace) -> int:
+    from . import topology as TP
+    from .emulation import Emulation, dilate, leftovers
+    from .harness import HarnessError
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    try:
+        if a.topology:
+            topo = TP.load(a.topology)
+        else:
+            if a.schedule:
+                sched = S.load(a.schedule)
+            else:
+                sched = S.generate_opera(8, 4, 1000, 100)
+            topo = TP.generate(sched, "schedule.json", hosts_per_rack=a.hosts_per_rack)
+        topo.schedule = dilate(topo.schedule, a.dilation)
+    except (S.ScheduleError, TP.TopologyError) as ex:
+        _die(str(ex))
+    run_dir = Path(a.run_dir or f"results/run-{time.strftime('%Y%m%d-%H%M%S')}")
+    link = a.link_mbps / a.dilation if a.link_mbps else None
+    s = topo.schedule
+    print(f"[run] {s.kind} schedule x{a.dilation:g}: slot {s.slot_us} us, night {s.reconfig_us} us "
+          f"(emulated {s.slot_us / a.dilation:g} / {s.reconfig_us / a.dilation:g} us); logs in {run_dir}",
+          file=sys.stderr)
+    emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation)
+    code = 0
+    try:
+        emu.start()
+        print("[run] fabric ready: hosts " + ", ".join(h.name for k in topo.racks for h in k.hosts), file=sys.stderr)
+        if a.script:
+            from mininet.cli import CLI
+
+            CLI(emu.net, script=a.script)
+        elif a.duration is not None:
+            time.sleep(a.duration)
+        else:
+            from mininet.cli import CLI
+
+            CLI(emu.net)
+    except HarnessError as ex:
+        print(f"p4rotor: error: {ex}", file=sys.stderr)
+        code = EXIT_RUNTIME
+    except KeyboardInterrupt:
+        print("[run] interrupted", file=sys.stderr)
+    finally:
+        print("[run] stopping", file=sys.stderr)
+        emu.stop()
+        left = leftovers(topo)
+        if left:
+            print("[run] warning: left behind: " + ", ".join(left), file=sys.stderr)
+            code = code or EXIT_RUNTIME
+        else:
+            print("[run] stopped cleanly (no switch processes, no interfaces left)", file=sys.stderr)
+    return code
+
+
 def cmd_bench(a: argparse.Namespace) -> int:
     from . import bench
     from .harness import missing_tools
@@ -265,6 +322,21 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--ack-every", type=int, default=0,
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
     pc.set_defaults(fn=cmd_control)
+
+    pn = sub.add_parser("run", help="launch an emulated fabric in Mininet (root)")
+    pn.add_argument("--schedule", help="schedule file (default: opera, 8 racks, 4 rotors, 1 ms slots)")
+    pn.add_argument("--topology", help="topology file (instead of --schedule)")
+    pn.add_argument("--hosts-per-rack", type=int, default=2)
+    pn.add_argument("--dilation", type=float, default=100.0,
+                    help="multiply every schedule time (and divide link rates) by this")
+    pn.add_argument("--mode", choices=["clock", "signal"], default="clock")
+    pn.add_argument("--link-mbps", type=float, default=0, help="emulated link rate (0: unshaped)")
+    pn.add_argument("--epsilon-us", type=float, default=0.0, help="low-latency guard (emulated us)")
+    pn.add_argument("--script", help="run these Mininet CLI commands, then stop")
+    pn.add_argument("--duration", type=float, help="run this many seconds without a CLI, then stop")
+    pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
+    pn.add_argument("--build-dir")
+    pn.set_defaults(fn=cmd_run)
 
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
     pb.add_argument("--only", help="comma list of: slot, throughput, control")

@@ -87,6 +87,7 @@ class RotorTest(BaseTest):
     """Connects to every switch, clears it on setUp and tearDown, offers rotor helpers."""
 
     num_switches = 1
+    program_keys = ("p4info", "p4blob")  # which test params name the program to run
 
     def setUp(self):
         BaseTest.setUp(self)
@@ -97,7 +98,7 @@ class RotorTest(BaseTest):
         self.thrift_ports = [int(x) for x in p.get("thrift_ports", "").split(",") if x]
         self.switches = []
         for d in range(self.num_switches):
-            sw = SyncSwitch(f"rotor{d}", addrs[d], d + 1, p["p4info"], p["p4blob"])
+            sw = SyncSwitch(f"sw{d}", addrs[d], d + 1, p[self.program_keys[0]], p[self.program_keys[1]])
             sw.clear()
             self.switches.append(sw)
         self.sw = self.switches[0]
@@ -195,3 +196,77 @@ class RotorTest(BaseTest):
 def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
     """4 racks, 1 rotor, 3 bidirectional matchings: every pair once per cycle."""
     return S.generate_rotornet(4, 1, slot_us, night_us)
+
+
+# ---------------------------------------------------------------------------
+# ToR
+# ---------------------------------------------------------------------------
+
+from scapy.packet import Raw  # noqa: E402
+
+from p4rotor import fabric as F  # noqa: E402
+from p4rotor import routes as R  # noqa: E402
+from p4rotor import topology as TP  # noqa: E402
+
+ETH_FABRIC = 0x88B6
+
+
+def four_rack_fabric() -> S.Schedule:
+    """4 racks, 2 rotors staggered by half a slot (100 ms slots, 10 ms nights):
+    rotor a pairs 0-1, 2-3; rotor b pairs 0-2, 1-3."""
+    return S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": 100_000, "reconfig_us": 10_000,
+                        "rotors": [{"name": "a", "offset_us": 0, "matchings": [[1, 0, 3, 2]]},
+                                   {"name": "b", "offset_us": 50_000, "matchings": [[2, 3, 0, 1]]}]})
+
+
+def tor_topology(sched: S.Schedule) -> TP.Topology:
+    """Rack 0's ToR under test: uplinks a->port 1, b->port 2; hosts on ports 3 and 4."""
+    t = TP.generate(sched, "inline")
+    racks = list(t.racks)
+    r0 = racks[0]
+    hosts = tuple(TP.Host(h.name, h.ip, h.mac, 3 + i) for i, h in enumerate(r0.hosts))
+    tor = TP.Tor(r0.tor.name, r0.tor.device_id, r0.tor.grpc_port, {"a": 1, "b": 2}, hop_limit=4)
+    racks[0] = TP.Rack(r0.id, r0.prefix, tor, hosts)
+    return TP.Topology(sched, "inline", t.rotors, racks)
+
+
+class TorTest(RotorTest):
+    """A ToR (rack 0) under test; the switch runs the tor program."""
+
+    epsilon_us = 0
+    program_keys = ("tor_p4info", "tor_p4blob")
+
+    def setUp(self):
+        RotorTest.setUp(self)
+        self.sched = four_rack_fabric()
+        self.topo = tor_topology(self.sched)
+        self.routes = R.compute(self.sched, epsilon_us=self.epsilon_us)
+
+    def install_tor(self, mode: int = SIGNAL_MODE, epoch_us: int = 0) -> None:
+        self.sw.write(F.tor_entities(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us))
+
+    def set_slice(self, idx: int) -> None:
+        self.set_slot(idx, idx)
+
+    def slice_where(self, pred) -> int:
+        for sr in self.routes:
+            if pred(sr):
+                return sr.index
+        self.fail("no such slice")
+
+    @staticmethod
+    def host_frame(dst_ip: str, dscp: int = 0, src_ip: str = "10.0.0.1", tag: int = 0) -> bytes:
+        return bytes(Ether(src="02:00:0a:00:00:01", dst="02:00:0a:00:00:99")
+                     / IP(src=src_ip, dst=dst_ip, tos=dscp << 2, ttl=64) / UDP(sport=1000 + tag, dport=7)
+                     / Raw(b"tor-%04d" % tag))
+
+    @staticmethod
+    def with_fabric(frame: bytes, dst_rack: int, src_rack: int, hops: int, tclass: int) -> bytes:
+        """The frame as it travels between racks: fabric header after Ethernet."""
+        import struct
+
+        eth = frame[:12] + struct.pack("!H", ETH_FABRIC)
+        return eth + struct.pack("!HHBBH", dst_rack, src_rack, hops, tclass, 0x0800) + frame[14:]
+
+
+SIGNAL_MODE = dp.MODE_SIGNAL

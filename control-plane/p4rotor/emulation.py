@@ -1,0 +1,190 @@
+"""Launch a whole fabric in Mininet: hosts, ToRs and rotors as simple_switch_grpc, the controller.
+
+Every link is on the explicit ports of the topology (ToR uplink port <-> rotor port of that
+rack; host <-> its ToR port).  Switches run in the root namespace (their gRPC ports on
+127.0.0.1 are what the controller dials); hosts get their own namespaces from Mininet.
+Start-up is polled and shown; whatever happens (normal exit, Ctrl-C, a failure during
+start) every switch process is stopped by PID and Mininet removes its links.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from . import schedule as S
+from . import topology as TP
+from .harness import HarnessError, missing_tools, run
+
+
+def dilate(s: S.Schedule, x: float) -> S.Schedule:
+    """Every schedule time multiplied by x (slot, night, offsets)."""
+    if x <= 0:
+        raise S.ScheduleError(f"--dilation must be > 0, got {x}")
+    rs = tuple(dataclasses.replace(r, offset_us=int(round(r.offset_us * x))) for r in s.rotors)
+    return dataclasses.replace(s, slot_us=int(round(s.slot_us * x)), reconfig_us=int(round(s.reconfig_us * x)),
+                               rotors=rs)
+
+
+def _tcp_listening(port: int) -> bool:
+    r = run(["ss", "-Hltn", f"sport = :{port}"], check=False)
+    return bool(r.stdout.strip())
+
+
+@dataclasses.dataclass
+class Emulation:
+    topo: TP.Topology
+    build: Path
+    run_dir: Path
+    mode: str = "clock"
+    link_mbps: float | None = None
+    epsilon_us: float = 0.0
+    say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)
+    net: object | None = None
+    controller: subprocess.Popen | None = None
+    switches: list = dataclasses.field(default_factory=list)
+
+    def start(self, timeout: float = 120.0) -> "Emulation":
+        from mininet.link import Link, TCLink
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        from .mn_nodes import BMv2Switch
+
+        setLogLevel("warning")
+        miss = missing_tools()
+        if miss:
+            raise HarnessError("emulation needs: " + ", ".join(miss))
+        for prog in ("rotor", "tor"):
+            if not (self.build / f"{prog}.json").exists():
+                raise HarnessError(f"{self.build / prog}.json missing: run 'make build'")
+        t = self.topo
+        busy = [str(p) for p in [r.grpc_port for r in t.rotors] + [k.tor.grpc_port for k in t.racks]
+                if _tcp_listening(p)]
+        if busy:
+            raise HarnessError(f"gRPC ports already in use: {', '.join(busy)} (another emulation running?)")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        link_cls = TCLink if self.link_mbps else Link
+        net = Mininet(topo=None, controller=None, link=link_cls, build=False, autoSetMacs=False)
+        self.net = net
+        self.say(f"[run] building {len(t.racks)} racks x {len(t.racks[0].hosts)} hosts, "
+                 f"{len(t.rotors)} rotors ({len(t.racks) + len(t.rotors)} BMv2 switches)")
+        nodes = {}
+        for r in t.rotors:
+            nodes[r.name] = net.addSwitch(r.name, cls=BMv2Switch, json_path=None, grpc_port=r.grpc_port,
+                                          device_id=r.device_id, log_file=str(self.run_dir / f"{r.name}.log"))
+        for k in t.racks:
+            nodes[k.tor.name] = net.addSwitch(k.tor.name, cls=BMv2Switch, json_path=None,
+                                              grpc_port=k.tor.grpc_port, device_id=k.tor.device_id,
+                                              log_file=str(self.run_dir / f"{k.tor.name}.log"))
+            for h in k.hosts:
+                nodes[h.name] = net.addHost(h.name, ip=f"{h.ip}/16", mac=h.mac)
+        opts = {"bw": self.link_mbps} if self.link_mbps else {}
+        for k in t.racks:
+            for h in k.hosts:
+                net.addLink(nodes[h.name], nodes[k.tor.name], port2=h.port, **opts)
+            for r in t.rotors:
+                net.addLink(nodes[k.tor.name], nodes[r.name], port1=k.tor.uplinks[r.name], port2=r.ports[k.id],
+                            **opts)
+        net.build()
+        for h in net.hosts:
+            # BMv2 does not complete checksums the kernel left to the NIC; no IPv6 chatter.
+            for intf in h.intfList():
+                h.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
+            h.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        for sw in net.switches:
+            for intf in sw.intfList():
+                if intf.name != "lo":
+                    sw.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1; "
+                           f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
+        net.staticArp()
+        self.say("[run] starting switches")
+        for sw in net.switches:
+            sw.start([])
+        self.switches = list(net.switches)
+        deadline = time.monotonic() + timeout
+        pending = {sw.name: sw for sw in net.switches}
+        while pending:
+            for name, sw in list(pending.items()):
+                if sw.proc.poll() is not None:
+                    raise HarnessError(f"{name} exited during start:\n{sw.log_tail()}")
+                if _tcp_listening(sw.grpc_port):
+                    del pending[name]
+            if time.monotonic() > deadline:
+                raise HarnessError(f"switches not listening after {timeout:.0f} s: {', '.join(pending)}")
+            self.say(f"[run]   {len(net.switches) - len(pending)}/{len(net.switches)} switches listening")
+            if pending:
+                time.sleep(0.25)
+        self._start_controller(deadline)
+        return self
+
+    def _start_controller(self, deadline: float) -> None:
+        topo_path = self.run_dir / "topology.json"
+        sched_path = self.run_dir / "schedule.json"
+        sched_path.write_text(self.topo.schedule.dumps())
+        d = self.topo.to_json()
+        d["schedule"] = "schedule.json"
+        topo_path.write_text(json.dumps(d, indent=1))
+        log = open(self.run_dir / "controller.log", "w")
+        cmd = [sys.executable, "-m", "p4rotor.cli", "control", "--topology", str(topo_path),
+               "--mode", self.mode, "--build-dir", str(self.build), "--trace", str(self.run_dir / "trace.jsonl"),
+               "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
+               str(max(10, int(deadline - time.monotonic())))]
+        self.say("[run] starting controller: " + " ".join(cmd[2:]))
+        self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        n = len(self.topo.racks) + len(self.topo.rotors)
+        seen = 0
+        while True:
+            text = (self.run_dir / "controller.log").read_text(errors="replace")
+            done = text.count(" installed ")
+            if done != seen:
+                seen = done
+                self.say(f"[run]   controller: {done}/{n} switches installed")
+            if done >= n and "running" in text:
+                return
+            if self.controller.poll() is not None:
+                raise HarnessError("controller exited: " + (text.strip().splitlines() or ["?"])[-1])
+            if time.monotonic() > deadline:
+                raise HarnessError("controller not ready in time: " + (text.strip().splitlines() or ["?"])[-1])
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.controller and self.controller.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.controller.pid, signal.SIGINT)
+            try:
+                self.controller.wait(5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.controller.pid, signal.SIGKILL)
+                self.controller.wait(5)
+        if self.net is not None:
+            with contextlib.suppress(Exception):
+                self.net.stop()  # stops switches (by PID) and deletes every link
+            for sw in self.switches:
+                sw.kill_process()
+
+    def host(self, name: str):
+        return self.net.get(name)
+
+
+def leftovers(topo: TP.Topology) -> list[str]:
+    """Anything of this topology still on the machine: interfaces, switch processes."""
+    names = [r.name for r in topo.rotors] + [k.tor.name for k in topo.racks]
+    out = []
+    links = run(["ip", "-o", "link"], check=False).stdout
+    for line in links.splitlines():
+        ifname = line.split(":")[1].strip().split("@")[0]
+        if any(ifname.startswith(n + "-eth") for n in names):
+            out.append(f"interface {ifname}")
+    ports = [r.grpc_port for r in topo.rotors] + [k.tor.grpc_port for k in topo.racks]
+    out += [f"listener on {p}" for p in ports if _tcp_listening(p)]
+    return out

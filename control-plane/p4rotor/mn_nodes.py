@@ -1,0 +1,56 @@
+"""Mininet node classes (imported only where Mininet is installed)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from mininet.node import Switch
+
+from .dataplane import CPU_PORT
+
+
+class BMv2Switch(Switch):
+    """simple_switch_grpc bound to this node's interfaces by their port numbers."""
+
+    def __init__(self, name, json_path=None, grpc_port=50051, device_id=1, log_file=None, **kw):
+        kw.setdefault("inNamespace", False)
+        Switch.__init__(self, name, **kw)
+        self.grpc_port = grpc_port
+        self.device_id = device_id
+        self.log_file = log_file or f"/tmp/{name}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, controllers):
+        args = ["simple_switch_grpc", "--device-id", str(self.device_id), "--no-p4",
+                "--thrift-port", str(self.grpc_port + 10000)]
+        for port, intf in sorted(self.intfs.items()):
+            if intf.name != "lo" and port > 0:
+                args += ["-i", f"{port}@{intf.name}"]
+        args += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
+        self._log = open(self.log_file, "w")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill_process(self):
+        if self.proc and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+
+    def stop(self, deleteIntfs=True):
+        self.kill_process()
+        Switch.stop(self, deleteIntfs)
+
+    def log_tail(self, n=40) -> str:
+        try:
+            return "\n".join(Path(self.log_file).read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"

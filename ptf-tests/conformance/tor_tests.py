@@ -1,0 +1,208 @@
+"""ToR conformance: one behaviour per class (rack 0's ToR; uplinks a=1, b=2; hosts on 3, 4)."""
+
+from __future__ import annotations
+
+import ptf.testutils as tu
+
+from p4rotor import dataplane as dp
+from p4rotor import routes as R
+from rotor_base import TorTest
+
+UP = {0: 1, 1: 2}  # rotor index -> uplink port
+H0, H1 = 3, 4
+
+
+class TorLocalDelivery(TorTest):
+    """A frame for a host of the same rack is delivered on that host's port, unchanged."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(1)
+        f = self.host_frame("10.0.0.2")
+        tu.send_packet(self, H0, f)
+        tu.verify_packet(self, f, H1)
+        tu.verify_no_other_packets(self)
+
+
+class TorDirectUplinkPerSlice(TorTest):
+    """Bulk to a rack with a live direct circuit leaves on that rotor's uplink, carrying the
+    final rack; which uplink follows the slice."""
+
+    def runTest(self):
+        self.install_tor()
+        for sr in self.routes:
+            self.set_slice(sr.index)
+            for dst in (1, 2):
+                hop = sr.hops.get((0, dst, R.TCLASS_BULK))
+                f = self.host_frame(f"10.0.{dst}.1", tag=sr.index)
+                tu.send_packet(self, H0, f)
+                if hop is not None and not hop.vlb:
+                    tu.verify_packet(self, self.with_fabric(f, dst, 0, 1, R.TCLASS_BULK), UP[hop.rotor])
+                tu.verify_no_other_packets(self)
+
+
+class TorBulkVlbFirstHop(TorTest):
+    """Bulk with no direct circuit takes a 2-hop VLB path: the first hop carries the final rack
+    and is marked bulk-transit."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: (0, 3, R.TCLASS_BULK) in sr.hops)
+        hop = self.routes[k].hops[(0, 3, R.TCLASS_BULK)]
+        self.assertTrue(hop.vlb)
+        self.set_slice(k)
+        f = self.host_frame("10.0.3.1")
+        tu.send_packet(self, H0, f)
+        tu.verify_packet(self, self.with_fabric(f, 3, 0, 1, R.TCLASS_BULK_TRANSIT), UP[hop.rotor])
+        tu.verify_no_other_packets(self)
+
+
+class TorTransitForwardsDirect(TorTest):
+    """A transit ToR sends a bulk-transit frame on directly (hops + 1), and drops it (counted,
+    no route) when its direct circuit is not live."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: (0, 2, R.TCLASS_BULK_TRANSIT) in sr.hops
+                             and (0, 3, R.TCLASS_BULK_TRANSIT) not in sr.hops)
+        self.set_slice(k)
+        inner = self.host_frame("10.0.2.1", src_ip="10.0.1.1")
+        f = self.with_fabric(inner, 2, 1, 1, R.TCLASS_BULK_TRANSIT)
+        tu.send_packet(self, UP[0], f)
+        hop = self.routes[k].hops[(0, 2, R.TCLASS_BULK_TRANSIT)]
+        tu.verify_packet(self, self.with_fabric(inner, 2, 1, 2, R.TCLASS_BULK_TRANSIT), UP[hop.rotor])
+        before = self.drops(dp.DropCause.NO_ROUTE)
+        tu.send_packet(self, UP[0], self.with_fabric(self.host_frame("10.0.3.1"), 3, 1, 1, R.TCLASS_BULK_TRANSIT))
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - before, 1)
+
+
+class TorLowLatencyNextHop(TorTest):
+    """Low-latency (DSCP 46) frames take the next hop of the slice's shortest path, in every slice."""
+
+    def runTest(self):
+        self.install_tor()
+        for sr in self.routes:
+            self.set_slice(sr.index)
+            for dst in (1, 2, 3):
+                hop = sr.hops.get((0, dst, R.TCLASS_LOW_LATENCY))
+                f = self.host_frame(f"10.0.{dst}.1", dscp=46, tag=dst)
+                tu.send_packet(self, H0, f)
+                if hop is not None:
+                    tu.verify_packet(self, self.with_fabric(f, dst, 0, 1, R.TCLASS_LOW_LATENCY), UP[hop.rotor])
+                tu.verify_no_other_packets(self)
+
+
+class TorLowLatencyAvoidsCircuitAboutToGoDark(TorTest):
+    """With epsilon, low-latency traffic never uses a rotor that goes dark within epsilon of
+    the slice end, even though that rotor is live now (bulk still uses it)."""
+
+    epsilon_us = 5_000
+
+    def runTest(self):
+        self.install_tor()
+        # a slice where rotor b (index 1) is live but goes dark at the slice end
+        k = self.slice_where(lambda sr: sr.live_mask == 0b11 and 1 not in sr.ll_rotors)
+        self.set_slice(k)
+        f = self.host_frame("10.0.2.1", dscp=46)
+        tu.send_packet(self, H0, f)
+        hop = self.routes[k].hops[(0, 2, R.TCLASS_LOW_LATENCY)]
+        self.assertEqual(hop.rotor, 0)
+        tu.verify_packet(self, self.with_fabric(f, 2, 0, 1, R.TCLASS_LOW_LATENCY), UP[0])
+        g = self.host_frame("10.0.2.1", dscp=0)
+        tu.send_packet(self, H0, g)
+        tu.verify_packet(self, self.with_fabric(g, 2, 0, 1, R.TCLASS_BULK), UP[1])
+        tu.verify_no_other_packets(self)
+
+
+class TorClassSeparation(TorTest):
+    """The same destination in the same slice: bulk takes VLB, low-latency its shortest path;
+    the class is the DSCP marking (46 = low latency)."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: (0, 3, R.TCLASS_BULK) in sr.hops)
+        self.set_slice(k)
+        for dscp, tclass in ((0, R.TCLASS_BULK), (46, R.TCLASS_LOW_LATENCY)):
+            hop = self.routes[k].hops[(0, 3, tclass)]
+            f = self.host_frame("10.0.3.1", dscp=dscp)
+            tu.send_packet(self, H0, f)
+            mark = R.TCLASS_BULK_TRANSIT if hop.vlb else tclass
+            tu.verify_packet(self, self.with_fabric(f, 3, 0, 1, mark), UP[hop.rotor])
+        tu.verify_no_other_packets(self)
+
+
+class TorDarkUplinkNeverUsed(TorTest):
+    """While rotor a is dark, nothing leaves on its uplink: routes that would need it drop
+    (counted as no route)."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: sr.live_mask == 0b10)
+        self.set_slice(k)
+        before = self.drops(dp.DropCause.NO_ROUTE)
+        sent_no_route = 0
+        for dst in (1, 2, 3):
+            for dscp in (0, 46):
+                f = self.host_frame(f"10.0.{dst}.1", dscp=dscp)
+                tu.send_packet(self, H0, f)
+                tclass = R.TCLASS_LOW_LATENCY if dscp else R.TCLASS_BULK
+                hop = self.routes[k].hops.get((0, dst, tclass))
+                if hop is None:
+                    sent_no_route += 1
+                else:
+                    self.assertEqual(hop.rotor, 1)
+                    mark = R.TCLASS_BULK_TRANSIT if hop.vlb else tclass
+                    tu.verify_packet(self, self.with_fabric(f, dst, 0, 1, mark), UP[1])
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - before, sent_no_route)
+
+
+class TorHopLimit(TorTest):
+    """A frame that has already taken hop_limit hops is dropped and counted."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(1)
+        before = self.drops(dp.DropCause.HOP_LIMIT)
+        f = self.with_fabric(self.host_frame("10.0.2.1"), 2, 3, 4, R.TCLASS_LOW_LATENCY)
+        tu.send_packet(self, UP[0], f)
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.HOP_LIMIT) - before, 1)
+
+
+class TorDestinationStripsFabric(TorTest):
+    """At the destination rack the fabric header is removed and the host gets the original frame."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(1)
+        inner = self.host_frame("10.0.0.2", src_ip="10.0.3.1")
+        tu.send_packet(self, UP[1], self.with_fabric(inner, 0, 3, 2, R.TCLASS_LOW_LATENCY))
+        tu.verify_packet(self, inner, H1)
+        tu.verify_no_other_packets(self)
+
+
+class TorBadHeaderCounted(TorTest):
+    """Frames the ToR cannot route (not IPv4, truncated) are dropped under 'bad header'."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(1)
+        before = self.drops(dp.DropCause.BAD_HEADER)
+        tu.send_packet(self, H0, bytes(Ether(type=0x88B5) / Raw(b"x" * 40)))
+        tu.send_packet(self, H0, bytes(Ether(type=0x0800)) + b"\x45\x00")
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.BAD_HEADER) - before, 2)
+
+
+class TorUnknownDestinationCounted(TorTest):
+    """An address outside every rack prefix is dropped as no route."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(1)
+        before = self.drops(dp.DropCause.NO_ROUTE)
+        tu.send_packet(self, H0, self.host_frame("192.0.2.1"))
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - before, 1)
