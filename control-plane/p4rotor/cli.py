@@ -161,7 +161,9 @@ def cmd_control(a: argparse.Namespace) -> int:
     except ControllerError as ex:
         _die(str(ex))
 
-    async def report(c: RotorController) -> None:
+    async def report(c) -> None:
+        if a.epoch_file:
+            Path(a.epoch_file).write_text(json.dumps({"t0_ns": c.tb.wall_ns(c.t0_common_us)}))
         print(f"running {a.mode} mode; slot 0 starts in {a.lead:.1f} s"
               + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"), file=sys.stderr)
         if a.mode == "clock":
@@ -237,6 +239,31 @@ def cmd_run(a: argparse.Namespace) -> int:
         else:
             print("[run] stopped cleanly (no switch processes, no interfaces left)", file=sys.stderr)
     return code
+
+
+def cmd_experiment(a: argparse.Namespace) -> int:
+    from . import experiments as E
+    from .harness import HarnessError
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    kw = {}
+    if a.schedule:
+        try:
+            kw["sched"] = S.load(a.schedule)
+        except S.ScheduleError as ex:
+            _die(str(ex))
+    if a.dilation:
+        kw["dilation"] = a.dilation
+    out = Path(a.output or f"results/{a.name}")
+    try:
+        res = E.EXPERIMENTS[a.name](build, out, **kw)
+    except HarnessError as ex:
+        _die(str(ex), EXIT_RUNTIME)
+    except TypeError as ex:
+        _die(f"{a.name}: {ex}")
+    print(res["verdict"])
+    print(f"results in {out}/", file=sys.stderr)
+    return 0
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
@@ -319,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--election-id", type=int, default=10)
     pc.add_argument("--lead", type=float, default=1.0, help="seconds from start to slot 0")
     pc.add_argument("--connect-timeout", type=float, default=10.0)
+    pc.add_argument("--epoch-file", help="write {\"t0_ns\": wall time of schedule slot 0} here")
     pc.add_argument("--ack-every", type=int, default=0,
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
     pc.set_defaults(fn=cmd_control)
@@ -337,6 +365,14 @@ def build_parser() -> argparse.ArgumentParser:
     pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
     pn.add_argument("--build-dir")
     pn.set_defaults(fn=cmd_run)
+
+    pe = sub.add_parser("experiment", help="run an experiment on an emulated fabric (root)")
+    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency"])
+    pe.add_argument("--schedule", help="schedule to use (connectivity, low-latency)")
+    pe.add_argument("--dilation", type=float)
+    pe.add_argument("--output", help="results directory (default results/NAME)")
+    pe.add_argument("--build-dir")
+    pe.set_defaults(fn=cmd_experiment)
 
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
     pb.add_argument("--only", help="comma list of: slot, throughput, control")

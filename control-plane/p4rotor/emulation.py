@@ -51,6 +51,7 @@ class Emulation:
     net: object | None = None
     controller: subprocess.Popen | None = None
     switches: list = dataclasses.field(default_factory=list)
+    t0_ns: int = 0
 
     def start(self, timeout: float = 120.0) -> "Emulation":
         from mininet.link import Link, TCLink
@@ -136,6 +137,7 @@ class Emulation:
         log = open(self.run_dir / "controller.log", "w")
         cmd = [sys.executable, "-m", "p4rotor.cli", "control", "--topology", str(topo_path),
                "--mode", self.mode, "--build-dir", str(self.build), "--trace", str(self.run_dir / "trace.jsonl"),
+               "--epoch-file", str(self.run_dir / "epoch.json"),
                "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
                str(max(10, int(deadline - time.monotonic())))]
         self.say("[run] starting controller: " + " ".join(cmd[2:]))
@@ -148,7 +150,8 @@ class Emulation:
             if done != seen:
                 seen = done
                 self.say(f"[run]   controller: {done}/{n} switches installed")
-            if done >= n and "running" in text:
+            if done >= n and "running" in text and (self.run_dir / "epoch.json").exists():
+                self.t0_ns = json.loads((self.run_dir / "epoch.json").read_text())["t0_ns"]
                 return
             if self.controller.poll() is not None:
                 raise HarnessError("controller exited: " + (text.strip().splitlines() or ["?"])[-1])

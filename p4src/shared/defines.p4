@@ -49,6 +49,7 @@ const bit<32> CTRL_TIME_PROBE = 1;
 const bit<16> ETHERTYPE_IPV4   = 0x0800;
 const bit<16> ETHERTYPE_FABRIC = 0x88B6;  // local experimental: p4rotor fabric header
 const bit<6>  DSCP_LOW_LATENCY = 46;      // EF: Opera low-latency class (docs/addressing.md)
+const bit<6>  DSCP_DIRECT_ONLY = 8;       // CS1: probes that may only take a live direct circuit
 const bit<8>  TCLASS_BULK         = 0;    // direct, else 2-hop VLB
 const bit<8>  TCLASS_LOW_LATENCY  = 1;    // Opera multi-hop on the slice's expander
 const bit<8>  TCLASS_BULK_TRANSIT = 2;    // VLB second hop: direct only

@@ -109,7 +109,13 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
             meta.route.tclass = hdr.fabric.tclass;
         } else {
             rack_of.apply();
-            meta.route.tclass = hdr.ipv4.dscp == DSCP_LOW_LATENCY ? TCLASS_LOW_LATENCY : TCLASS_BULK;
+            if (hdr.ipv4.dscp == DSCP_LOW_LATENCY) {
+                meta.route.tclass = TCLASS_LOW_LATENCY;
+            } else if (hdr.ipv4.dscp == DSCP_DIRECT_ONLY) {
+                meta.route.tclass = TCLASS_BULK_TRANSIT;  // direct circuit or nothing
+            } else {
+                meta.route.tclass = TCLASS_BULK;
+            }
         }
         if (meta.route.dst_rack == meta.route.my_rack) {
             local_host.apply();
