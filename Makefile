@@ -49,8 +49,8 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 	@command -v $(P4C) >/dev/null || { echo "p4c not found: see docs/toolchain.md"; exit 2; }
 	@mkdir -p $(BUILD)
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(BUILD)/$*.out \
-	  --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
-	@mv $(BUILD)/$*.out/$*.json $@ && rm -rf $(BUILD)/$*.out
+	  --p4runtime-files $(BUILD)/$*.out/$*.p4info.txt $<
+	@mv $(BUILD)/$*.out/$*.json $@ && mv $(BUILD)/$*.out/$*.p4info.txt $(BUILD)/$*.p4info.txtpb && rm -rf $(BUILD)/$*.out
 
 # Build what can be built, then run every test; ptf tests skip (saying why) without p4c/BMv2.
 test:

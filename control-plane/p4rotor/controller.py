@@ -532,7 +532,7 @@ class Controller:
     def _raise_switch_errors(self) -> None:
         errs = [rt.error for rt in self.runtimes.values() if rt.error is not None]
         if errs:
-            raise ControllerError(str(errs[0]))
+            raise errs[0]
 
     async def _wait_ready(self, task: asyncio.Task, timeout: float) -> None:
         deadline = time.monotonic() + timeout

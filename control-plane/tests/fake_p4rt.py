@@ -21,11 +21,13 @@ from p4rotor import dataplane as dp
 
 
 class FakeSwitch(p4r_grpc.P4RuntimeServicer):
-    def __init__(self, p4info: Path, addr: str = "127.0.0.1:0", clock_offset_us: int = 5_000_000,
+    def __init__(self, p4info: Path, addr: str = "127.0.0.1:0", boot_us: int = 5_000_000,
                  fail_updates: set[int] | None = None, primary_election_id: int | None = None):
         self.schema = P4Schema(p4info)
         self.addr = addr
-        self.clock_offset_us = clock_offset_us  # switch local clock = wall us - this
+        # Like BMv2: the switch clock counts microseconds from the process start (+ boot_us).
+        self.boot_us = boot_us
+        self.started_us = time.time_ns() // 1000
         self.fail_updates = fail_updates or set()
         self.primary_election_id = primary_election_id
         self.writes: list[p4r.Update] = []
@@ -58,7 +60,7 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
 
     # ---- helpers ----------------------------------------------------------
     def local_us(self) -> int:
-        return time.time_ns() // 1000 - self.clock_offset_us
+        return time.time_ns() // 1000 - self.started_us + self.boot_us
 
     def _packet_in(self, **vals) -> p4r.StreamMessageResponse:
         md = []
@@ -109,8 +111,9 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
 
     async def Write(self, request, context):
         self.write_requests += 1
-        base = len(self.writes)
-        bad = {i for i in range(len(request.updates)) if base + i in self.fail_updates}
+        # fail_updates are indices within a request big enough to hold them
+        n = len(request.updates)
+        bad = {i for i in self.fail_updates if i < n} if n > max(self.fail_updates, default=-1) else set()
         if bad:
             details = []
             for i in range(len(request.updates)):

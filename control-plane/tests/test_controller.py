@@ -52,9 +52,9 @@ def test_rotor_entities_shape():
     assert len(phases) == len(r.matchings)
     cfg = ents[-1]
     assert cfg.table_id == dp.T_CONFIG and cfg.is_default_action
-    assert cfg.action["mode"] == dp.MODE_CLOCK
-    assert cfg.action["offset"] == (-5) & C.TS_MASK  # two's complement in 48 bits
-    assert cfg.action["cycle"] == s.cycle_us(r)
+    assert cfg.action.args["mode"] == dp.MODE_CLOCK
+    assert cfg.action.args["offset"] == (-5) & C.TS_MASK  # two's complement in 48 bits
+    assert cfg.action.args["cycle"] == s.cycle_us(r)
     # phase ranges tile the cycle exactly
     spans = sorted(e.match["phase"] for e in phases)
     assert spans[0][0] == 0 and spans[-1][1] == s.cycle_us(r) - 1
@@ -157,7 +157,7 @@ def test_signal_mode_installs_then_rotates(blob, tmp_path):
 
 def test_clock_mode_measures_offset_and_installs_once(blob):
     async def main():
-        fake = await FakeSwitch(P4INFO, clock_offset_us=7_654_321).start()
+        fake = await FakeSwitch(P4INFO, boot_us=7_654_321).start()
         ctl = make_ctl(fake, blob, mode="clock")
         try:
             await ctl.run(duration=0.3)
@@ -166,12 +166,14 @@ def test_clock_mode_measures_offset_and_installs_once(blob):
         return fake, ctl
 
     fake, ctl = run(main())
+    assert fake.started_us
     probes = [v for _, v in fake.packet_outs if v["opcode"] == dp.OP_TIME_PROBE]
     assert len(probes) == 16
     assert not [v for _, v in fake.packet_outs if v["opcode"] == dp.OP_SET_SLOT], "clock mode sends no slots"
     est = ctl.runtimes["rotor0"].offset
-    # local + offset = common = wall - ref  =>  offset = 7_654_321 - ref/1000 (within the probe RTT)
-    expect = 7_654_321 - ctl.tb.ref_ns // 1000
+    # local = wall - started + boot; local + offset = common = wall - ref
+    #   =>  offset = started - boot - ref   (within half the probe round trip)
+    expect = fake.started_us - 7_654_321 - ctl.tb.ref_ns // 1000
     assert abs(est.offset_us - expect) <= est.rtt_us / 2 + 1000
     assert len(fake.updates_for(dp.T_CLOCK_PHASE)) == 3
 

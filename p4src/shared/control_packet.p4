@@ -25,25 +25,25 @@ control ControlPacket(inout headers_t hdr, inout metadata_t meta, inout std_meta
         meta.ctrl_slot = hdr.packet_out.slot;
         meta.ctrl_seq = hdr.packet_out.seq;
         meta.ctrl_ts = std.ingress_global_timestamp;
-        hdr.packet_out.setInvalid();
+        hdr.packet_out.setInvalid();  // never emitted: the reply is a packet_in
 
-        if (hdr.packet_out.opcode == OP_SET_SLOT) {
+        if (meta.ctrl_opcode == OP_SET_SLOT) {
             // A bad value never reaches the state register: the switch keeps
             // forwarding on the previous matching (or on none).
-            if (meta.slot.mode != MODE_SIGNAL || hdr.packet_out.index >= meta.slot.matchings) {
+            if (meta.slot.mode != MODE_SIGNAL || meta.ctrl_index >= meta.slot.matchings) {
                 refuse();
             } else {
-                rotor_slot.write(0, hdr.packet_out.slot);
-                rotor_index.write(0, hdr.packet_out.index);
-                rotor_flags.write(0, RF_VALID | (hdr.packet_out.flags & FLAG_NIGHT));
+                rotor_slot.write(0, meta.ctrl_slot);
+                rotor_index.write(0, meta.ctrl_index);
+                rotor_flags.write(0, RF_VALID | (meta.ctrl_flags & FLAG_NIGHT));
                 ctrl_counter.count(CTRL_SET_SLOT);
-                if ((hdr.packet_out.flags & FLAG_ACK) != 0) {
+                if ((meta.ctrl_flags & FLAG_ACK) != 0) {
                     reply();
                 } else {
                     consume();
                 }
             }
-        } else if (hdr.packet_out.opcode == OP_TIME_PROBE) {
+        } else if (meta.ctrl_opcode == OP_TIME_PROBE) {
             ctrl_counter.count(CTRL_TIME_PROBE);
             reply();
         } else {
