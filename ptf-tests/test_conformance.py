@@ -59,7 +59,26 @@ def skip_reason() -> str | None:
     return None
 
 
-_LINE = re.compile(r"^(?P<name>\S+\.\S+) \.\.\. (?P<res>ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
+_START = re.compile(r"^(?P<name>\w+\.\w+) \.\.\. ?(?P<rest>.*)$")
+_RES = re.compile(r"(?:^|\s)(ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)\s*$")
+
+
+def parse_results(output: str, names: set[str]) -> dict[str, str]:
+    """unittest's 'name ... result' lines, tolerating output printed between the two."""
+    results: dict[str, str] = {}
+    current = None
+    for line in output.splitlines():
+        m = _START.match(line.strip())
+        if m and m["name"] in names:
+            current = m["name"]
+            line = m["rest"]
+        if current is None:
+            continue
+        r = _RES.search(line.strip())
+        if r:
+            results[current] = r.group(1)
+            current = None
+    return results
 
 
 @pytest.fixture(scope="session")
@@ -80,14 +99,14 @@ def ptf_results(tmp_path_factory):
                              "--default-negative-timeout", "0.1"]
         for (d, p), ifc in sorted(ifaces.items()):
             cmd += ["-i", f"{d}-{p}@{ifc}"]
+        # P4ROTOR_PTF_ONLY="rotor_tests.NightDropsAndCounts,..." runs a subset (development).
+        only = [x for x in os.environ.get("P4ROTOR_PTF_ONLY", "").split(",") if x]
+        cmd += only
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        results = {}
-        for line in (r.stdout + "\n" + r.stderr).splitlines():
-            m = _LINE.match(line.strip())
-            if m:
-                results[m["name"]] = m["res"]
         output = r.stdout + r.stderr
+        (logdir / "ptf-output.txt").write_text(output)
+        results = parse_results(output, {t for t, _ in TESTS})
         logs = {f"switch{i}": s.log_tail(80) for i, s in enumerate(switches)}
     return results, output, logs
 
@@ -96,11 +115,14 @@ def ptf_results(tmp_path_factory):
 def test_ptf(name, ptf_results):
     results, output, logs = ptf_results
     res = results.get(name)
+    only = [x for x in os.environ.get("P4ROTOR_PTF_ONLY", "").split(",") if x]
+    if only and name not in only:
+        pytest.skip("not selected by P4ROTOR_PTF_ONLY")
     if res == "ok":
         return
     # Failure: show ptf's own report for this test and the switch logs.
     chunk = _failure_section(output, name)
-    msg = f"ptf {name}: {res or 'did not run'}\n{chunk}\n" + "\n".join(
+    msg = f"ptf {name}: {res or 'no result line found'}\n{chunk}\n" + "\n".join(
         f"--- {k} log (tail) ---\n{v}" for k, v in logs.items())
     if res and res.startswith("skipped"):
         pytest.skip(msg)

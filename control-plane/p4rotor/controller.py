@@ -372,7 +372,8 @@ class Controller:
         for r in roles:
             if r.spec.name in self.runtimes:
                 raise ControllerError(f"switch {r.spec.name!r} given twice")
-            self.runtimes[r.spec.name] = SwitchRuntime(role=r)
+            # Fresh generation per run: state a previous run left in registers is void.
+            self.runtimes[r.spec.name] = SwitchRuntime(role=r, generation=(time.time_ns() >> 20) & 0x7FFF)
         self.switches = [
             fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
                 p4info=rt.role.p4info, p4blob=rt.role.p4blob, device_id=rt.spec.device_id,
@@ -388,7 +389,7 @@ class Controller:
                 raise ControllerError(
                     f"{sw.name}: another controller is primary (election id {sw.primary_id} "
                     f"> ours {self.election_id}); refusing to run as backup")
-            rt.generation += 1
+            rt.generation = (rt.generation + 1) & 0xFFFF or 1
             sw.create_task(self._packet_reader(sw, rt))
             # Clear, then write everything: safe to run again after a restart.
             await sw.delete_all()

@@ -36,6 +36,7 @@ control ControlPacket(inout headers_t hdr, inout metadata_t meta, inout std_meta
                 rotor_slot.write(0, meta.ctrl_slot);
                 rotor_index.write(0, meta.ctrl_index);
                 rotor_flags.write(0, RF_VALID | (meta.ctrl_flags & FLAG_NIGHT));
+                rotor_generation.write(0, meta.slot.generation);
                 ctrl_counter.count(CTRL_SET_SLOT);
                 if ((meta.ctrl_flags & FLAG_ACK) != 0) {
                     reply();

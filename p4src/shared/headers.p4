@@ -71,6 +71,7 @@ struct headers_t {
 struct slot_meta_t {
     bit<8>      mode;
     bit<16>     matchings;  // matchings in this rotor's cycle
+    bit<16>     generation; // config generation (signal state set under another is void)
     bool        running;    // a slot exists (configured, past the epoch, clock in sync)
     bool        night;
     bit<16>     index;      // live matching index

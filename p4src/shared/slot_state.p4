@@ -31,6 +31,7 @@ control SlotState(inout metadata_t meta, in std_meta_t std) {
         cycle_us = cycle;
         night_us = night;
         generation = gen;
+        meta.slot.generation = gen;
     }
 
     table config {
@@ -65,10 +66,12 @@ control SlotState(inout metadata_t meta, in std_meta_t std) {
         config.apply();
         if (meta.slot.mode == MODE_SIGNAL) {
             bit<8> flags;
+            bit<16> g;
             rotor_flags.read(flags, 0);
+            rotor_generation.read(g, 0);
             rotor_slot.read(meta.slot.slot_id, 0);
             rotor_index.read(meta.slot.index, 0);
-            meta.slot.running = (flags & RF_VALID) != 0;
+            meta.slot.running = (flags & RF_VALID) != 0 && g == generation;
             meta.slot.night = (flags & RF_NIGHT) != 0;
         } else if (meta.slot.mode == MODE_CLOCK) {
             Timestamp_t now = std.ingress_global_timestamp + meta.slot.offset;

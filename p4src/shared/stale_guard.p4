@@ -14,9 +14,11 @@ control StaleGuard(inout metadata_t meta, inout std_meta_t std) {
         } else {
             bit<32> slot;
             bit<8> flags;
+            bit<16> g;
             rotor_slot.read(slot, 0);
             rotor_flags.read(flags, 0);
-            stale = slot != meta.slot.slot_id || (flags & RF_NIGHT) != 0;
+            rotor_generation.read(g, 0);
+            stale = slot != meta.slot.slot_id || (flags & RF_NIGHT) != 0 || g != meta.slot.generation;
         }
         if (stale) {
             drop_counter.count(DROP_STALE);

@@ -12,6 +12,9 @@
 register<bit<32>>(1) rotor_slot;
 register<bit<16>>(1) rotor_index;
 register<bit<8>>(1)  rotor_flags;
+// Registers outlive table writes: a slot set under an older config must not count.
+// rotor_generation holds the config generation the signal-mode slot was set under.
+register<bit<16>>(1) rotor_generation;
 const bit<8> RF_NIGHT = 0x01;
 const bit<8> RF_VALID = 0x02;
 

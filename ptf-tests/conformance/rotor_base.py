@@ -117,8 +117,17 @@ class RotorTest(BaseTest):
     def port_map(racks: int = 4) -> dict[int, int]:
         return {i: PORTS[i] for i in range(racks)}
 
+    _generation = (int(time.time()) & 0x3FFF) << 2
+
+    @classmethod
+    def next_generation(cls) -> int:
+        """Every install gets a new config generation: register state of earlier tests is void."""
+        RotorTest._generation = (RotorTest._generation + 1) & 0xFFFF or 1
+        return RotorTest._generation
+
     def install(self, sched: S.Schedule, rotor: S.Rotor, mode: int, sw=None, *, offset_us: int = 0,
-                epoch_us: int = 0, generation: int = 1) -> None:
+                epoch_us: int = 0, generation: int | None = None) -> None:
+        generation = generation or self.next_generation()
         (sw or self.sw).write(C.rotor_entities(sched, rotor, self.port_map(sched.racks), mode,
                                                offset_us=offset_us, epoch_us=epoch_us,
                                                generation=generation))
@@ -184,11 +193,35 @@ class RotorTest(BaseTest):
             tu.send_packet(self, (device, in_port), self.frame(in_port, tag))
         tu.verify_no_other_packets(self, device_number=device)
 
+    def wait_all_left(self, n: int, stale0: int, port: int, tx0: int, timeout: float = 15) -> None:
+        """Until all n held frames left the queue (dropped stale or sent): BMv2 fixes each frame's
+        departure time when it is queued, so restoring the rate does not release them sooner."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            done = (self.drops(dp.DropCause.STALE) - stale0) + (self.sw.counter(dp.C_TX, port)[0] - tx0)
+            if done >= n:
+                return
+            time.sleep(0.1)
+        self.fail(f"held frames did not leave the queue within {timeout} s")
+
     # ---- BMv2 queue control (thrift) ---------------------------------------
     def set_queue_rate(self, pps: int, port: int, device: int = 0) -> None:
+        """BMv2's egress queue rate (thrift runtime CLI), to hold frames between ingress and egress."""
+        import glob
+        import os
+        import shutil
+        import sys
+
+        cli = shutil.which("simple_switch_CLI")
+        if not cli:
+            self.skipTest("simple_switch_CLI (BMv2 thrift CLI) not found")
+        # BMv2 installs its Python modules under the /usr/local prefix, which Debian's Python
+        # does not search; run the CLI with this interpreter (thrift from PyPI) and that path.
+        extra = glob.glob("/usr/local/lib/python3*/site-packages")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(extra + [os.environ.get("PYTHONPATH", "")])}
         cmd = f"set_queue_rate {pps} {port}\n"
-        r = subprocess.run(["simple_switch_CLI", "--thrift-port", str(self.thrift_ports[device])],
-                           input=cmd, capture_output=True, text=True, timeout=20)
+        r = subprocess.run([sys.executable, cli, "--thrift-port", str(self.thrift_ports[device])],
+                           input=cmd, capture_output=True, text=True, timeout=20, env=env)
         if r.returncode != 0 or "Error" in r.stdout:
             self.fail(f"simple_switch_CLI failed: {r.stdout} {r.stderr}")
 
@@ -209,6 +242,7 @@ from p4rotor import routes as R  # noqa: E402
 from p4rotor import topology as TP  # noqa: E402
 
 ETH_FABRIC = 0x88B6
+SIGNAL_MODE = dp.MODE_SIGNAL
 
 
 def four_rack_fabric() -> S.Schedule:
@@ -243,7 +277,8 @@ class TorTest(RotorTest):
         self.routes = R.compute(self.sched, epsilon_us=self.epsilon_us)
 
     def install_tor(self, mode: int = SIGNAL_MODE, epoch_us: int = 0) -> None:
-        self.sw.write(F.tor_entities(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us))
+        self.sw.write(F.tor_entities(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us,
+                                     generation=self.next_generation()))
 
     def set_slice(self, idx: int) -> None:
         self.set_slot(idx, idx)
@@ -268,5 +303,3 @@ class TorTest(RotorTest):
         eth = frame[:12] + struct.pack("!H", ETH_FABRIC)
         return eth + struct.pack("!HHBBH", dst_rack, src_rack, hops, tclass, 0x0800) + frame[14:]
 
-
-SIGNAL_MODE = dp.MODE_SIGNAL

@@ -205,21 +205,20 @@ class StaleFrameDroppedSignal(RotorTest):
             {"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})  # one matching: every slot alike
         self.install(s, s.rotors[0], SIGNAL)
         self.set_slot(10, 0)
-        self.set_queue_rate(2, PORTS[1])  # egress port 2 drains 2 frames/s
+        n = 6
+        before = self.drops(dp.DropCause.STALE)
+        tx0 = self.sw.counter(dp.C_TX, PORTS[1])[0]
+        self.set_queue_rate(5, PORTS[1])  # egress port 2 drains 5 frames/s
         try:
-            before = self.drops(dp.DropCause.STALE)
-            n = 6
             for t in range(n):
                 tu.send_packet(self, PORTS[0], self.frame(PORTS[0], t))
-            time.sleep(0.2)
+            time.sleep(0.1)
             self.set_slot(11, 0)  # same matching, new slot: held frames are stale
-            deadline = time.time() + 10
-            while self.drops(dp.DropCause.STALE) - before < n - 2 and time.time() < deadline:
-                time.sleep(0.2)
-            stale = self.drops(dp.DropCause.STALE) - before
-            self.assertGreaterEqual(stale, n - 2, "held frames must be dropped as stale")
+            self.wait_all_left(n, before, PORTS[1], tx0)
         finally:
             self.set_queue_rate(100000, PORTS[1])
+        stale = self.drops(dp.DropCause.STALE) - before
+        self.assertGreaterEqual(stale, n - 2, "held frames must be dropped as stale")
         self.dataplane.flush()
 
 
@@ -233,33 +232,49 @@ class StaleFrameDroppedClock(RotorTest):
             {"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})  # cycle = 1 slot
         _, local_us = self.local_now_us()
         self.install(s, s.rotors[0], CLOCK, epoch_us=local_us)
-        self.set_queue_rate(2, PORTS[1])
+        n = 6
+        before = self.drops(dp.DropCause.STALE)
+        tx0 = self.sw.counter(dp.C_TX, PORTS[1])[0]
+        self.set_queue_rate(5, PORTS[1])
         try:
-            before = self.drops(dp.DropCause.STALE)
-            n = 6
             for t in range(n):
                 tu.send_packet(self, PORTS[0], self.frame(PORTS[0], t))
-            deadline = time.time() + 10
-            while self.drops(dp.DropCause.STALE) - before < n - 2 and time.time() < deadline:
-                time.sleep(0.2)
-            self.assertGreaterEqual(self.drops(dp.DropCause.STALE) - before, n - 2)
+            self.wait_all_left(n, before, PORTS[1], tx0)
         finally:
             self.set_queue_rate(100000, PORTS[1])
+        self.assertGreaterEqual(self.drops(dp.DropCause.STALE) - before, n - 2)
         self.dataplane.flush()
 
 
 class ReinstallRestartsClock(RotorTest):
-    """Installing a new config generation restarts the clock from its new epoch."""
+    """Installing a new config generation restarts the clock from its new epoch (it does not
+    carry on counting cycles of the old one)."""
 
     def runTest(self):
-        s = four_rack_rotornet(1_000_000, 0)
+        slot = 300_000
+        s = four_rack_rotornet(slot, 0)
         r = s.rotors[0]
-        _, local_us = self.local_now_us()
-        self.install(s, r, CLOCK, epoch_us=local_us - 1_500_000, generation=1)  # in slot 1
-        self.expect_circuit(r.matchings[1])
+        wall, local = self.local_now_us()
+        self.install(s, r, CLOCK, epoch_us=local + 50_000)
+
+        def at_local(t):
+            target = wall + (t - local) * 1000
+            while time.time_ns() < target:
+                time.sleep(0.0005)
+
+        at_local(local + 50_000 + slot + 100_000)  # old clock: slot 1
+        try:
+            self.expect_circuit(r.matchings[1])
+        except AssertionError:
+            print("drops", {c.name: self.drops(c) for c in dp.DropCause}, "tx",
+                  [self.sw.counter(dp.C_TX, p)[0] for p in PORTS])
+            raise
+        wall2, local2 = self.local_now_us()
         self.sw.clear()
-        self.install(s, r, CLOCK, epoch_us=local_us - 2_500_000, generation=2)  # in slot 2
-        self.expect_circuit(r.matchings[2])
+        self.install(s, r, CLOCK, epoch_us=local2 + 50_000)
+        wall, local = wall2, local2
+        at_local(local2 + 150_000)  # new clock: slot 0 again
+        self.expect_circuit(r.matchings[0])
 
 
 class OperaStaggerTwoRotors(RotorTest):

@@ -95,24 +95,29 @@ class TorLowLatencyNextHop(TorTest):
 
 class TorLowLatencyAvoidsCircuitAboutToGoDark(TorTest):
     """With epsilon, low-latency traffic never uses a rotor that goes dark within epsilon of
-    the slice end, even though that rotor is live now (bulk still uses it)."""
+    the slice end, even though that rotor is live now: bulk to rack 2 takes rotor b's direct
+    circuit, low latency to rack 2 (reachable only through b in this slice) is dropped as no
+    route rather than sent on b; low latency to rack 1 still goes on a."""
 
     epsilon_us = 5_000
 
     def runTest(self):
         self.install_tor()
-        # a slice where rotor b (index 1) is live but goes dark at the slice end
         k = self.slice_where(lambda sr: sr.live_mask == 0b11 and 1 not in sr.ll_rotors)
+        sr = self.routes[k]
+        self.assertNotIn((0, 2, R.TCLASS_LOW_LATENCY), sr.hops)
         self.set_slice(k)
-        f = self.host_frame("10.0.2.1", dscp=46)
-        tu.send_packet(self, H0, f)
-        hop = self.routes[k].hops[(0, 2, R.TCLASS_LOW_LATENCY)]
-        self.assertEqual(hop.rotor, 0)
-        tu.verify_packet(self, self.with_fabric(f, 2, 0, 1, R.TCLASS_LOW_LATENCY), UP[0])
-        g = self.host_frame("10.0.2.1", dscp=0)
-        tu.send_packet(self, H0, g)
-        tu.verify_packet(self, self.with_fabric(g, 2, 0, 1, R.TCLASS_BULK), UP[1])
+        before = self.drops(dp.DropCause.NO_ROUTE)
+        ll = self.host_frame("10.0.2.1", dscp=46)
+        tu.send_packet(self, H0, ll)
+        bulk = self.host_frame("10.0.2.1", dscp=0, tag=1)
+        tu.send_packet(self, H0, bulk)
+        tu.verify_packet(self, self.with_fabric(bulk, 2, 0, 1, R.TCLASS_BULK), UP[1])
+        ll1 = self.host_frame("10.0.1.1", dscp=46, tag=2)
+        tu.send_packet(self, H0, ll1)
+        tu.verify_packet(self, self.with_fabric(ll1, 1, 0, 1, R.TCLASS_LOW_LATENCY), UP[0])
         tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - before, 1)
 
 
 class TorClassSeparation(TorTest):
