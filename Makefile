@@ -9,7 +9,8 @@ P4C      ?= p4c
 BUILD    ?= build
 PROGRAMS := rotor tor passthrough
 P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/v1model/*.p4)
-APT_PKGS := mininet iproute2 iperf3 ethtool tcpdump python3-venv python3-pip python3-dev build-essential
+APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps python3-venv python3-pip python3-dev build-essential
+APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help deps venv build test test-unit test-ptf run bench clean check-tools
@@ -24,7 +25,8 @@ help:
 deps: venv check-tools
 
 venv:
-	@if ! command -v mnexec >/dev/null || ! $(PY_SYS) -c 'import venv, ensurepip' 2>/dev/null; then \
+	@missing=""; for c in $(APT_CMDS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ] || ! $(PY_SYS) -c 'import venv, ensurepip, mininet' 2>/dev/null; then \
 	  echo "== installing Debian packages: $(APT_PKGS)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PKGS); \
 	fi

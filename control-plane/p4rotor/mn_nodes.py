@@ -18,6 +18,7 @@ class BMv2Switch(Switch):
 
     def __init__(self, name, json_path=None, grpc_port=50051, device_id=1, log_file=None, **kw):
         kw.setdefault("inNamespace", False)
+        kw.setdefault("dpid", f"{device_id:x}")  # names need not end in a number
         Switch.__init__(self, name, **kw)
         self.grpc_port = grpc_port
         self.device_id = device_id
