@@ -58,7 +58,7 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 test:
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; \
 	 else echo "!! p4c not found: P4 programs not built; switch tests will be skipped (docs/toolchain.md)"; fi
-	$(PY) -m pytest control-plane/tests ptf-tests mininet -ra
+	$(PY) -m pytest
 
 test-unit:
 	$(PY) -m pytest control-plane/tests -ra

@@ -57,7 +57,8 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
     pm = C.default_port_map(4)
     ctl = C.RotorController(sched, [C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port)], mode=a.mode,
                             p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
-                            ack_every=1 if a.mode == "signal" else 0, on_event=lambda m: None)
+                            ack_every=(max(1, 2000 // a.slot_us) if a.mode == "signal" else 0),
+                            on_event=lambda m: None)
     out: dict = {}
 
     async def measure(c: C.RotorController) -> None:
@@ -67,7 +68,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         before = await _drops(sw)
         rcv = T.Receiver({p: i for p, i in _ifaces().items() if p != 1}).start()
         start = max(time.time_ns() + 200_000_000, t0_ns)
-        proc = multiprocessing.get_context("fork").Process(
+        proc = multiprocessing.get_context("spawn").Process(
             target=T.send_paced, args=(_ifaces(), a.rate, a.duration, start, [1]))
         proc.start()
         await loop.run_in_executor(None, proc.join)
@@ -75,6 +76,10 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         after = await _drops(sw)
         sent = int(a.duration * a.rate)
         chk = M.check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
+        dchk = None
+        if a.pcap_dir:
+            st = M.switch_times(a.pcap_dir, {f"s0p{p}": p for p in PORTS})
+            dchk = M.check_departures(st, sched, rotor, pm, t0_ns)
         transit = [(r.rx_ns - r.send_ns) / 1000 for r in rx]
         day_frac = sched.day_us / sched.slot_us
         delta = {k: after[k] - before[k] for k in after}
@@ -83,8 +88,13 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         out.update({
             "mode": a.mode, "slot_us": a.slot_us, "night_us": a.night_us, "rate_pps": a.rate,
             "duration_s": a.duration, "sent": sent, "received": len(rx), "drops": delta,
-            "stale_frames_out": chk.stale, "wrong_port": chk.wrong_port,
-            "worst_late_us": chk.worst_late_us,
+            "late_at_receiver": chk.stale, "wrong_port": chk.wrong_port,
+            "worst_late_at_receiver_us": chk.worst_late_us,
+            "departed": dchk.departed if dchk else None,
+            "stale_frames_out": dchk.stale if dchk else None,
+            "worst_departure_vs_day_end_us": dchk.worst_late_us if dchk else None,
+            "misswitched": dchk.misswitched if dchk else None,
+            "misswitch_us": M.percentiles(dchk.miss_us) if dchk else None,
             "reconfig_loss": delta["STALE"] / admitted if admitted > 0 else None,
             "expected_day_fraction": day_frac,
             "transit_us": M.percentiles(transit),
@@ -169,9 +179,13 @@ def inside_main(argv: list[str]) -> int:
     p.add_argument("--rate", type=float, default=1000)
     p.add_argument("--duration", type=float, default=2.0)
     p.add_argument("--tolerance-us", type=float, default=0.0)
+    p.add_argument("--pcap-dir", help="BMv2 --pcap directory: exact switch arrival/departure times")
     p.add_argument("--program", default="rotor")
     p.add_argument("--count", type=int, default=20000)
     a = p.parse_args(argv)
+    import faulthandler
+
+    faulthandler.dump_traceback_later(a.duration + 60, exit=True)  # a hang reports where it hung
     res = {"slot": inside_slot_run, "throughput": inside_throughput, "install": inside_install}[a.what](a)
     print(json.dumps(res))
     return 0
@@ -182,24 +196,35 @@ def inside_main(argv: list[str]) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _inside(ns, sp, build: Path, program: str, *args: str, timeout: float = 300) -> dict:
+def _inside(ns, sp, build: Path, program: str, *args: str, timeout: float = 120) -> dict:
     cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench", "inside", *args,
                          "--grpc-port", str(sp.grpc_port),
                          "--p4info", str(build / f"{program}.p4info.txtpb"),
                          "--p4blob", str(build / f"{program}.json")]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s", "switch_log_tail": sp.log_tail(20)}
     if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1], "stderr_tail": r.stderr[-2000:],
+        return {"error": " | ".join(r.stderr.strip().splitlines()[-3:]) or "?", "stderr_tail": r.stderr[-2000:],
                 "switch_log_tail": sp.log_tail(20)}
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, duration: float,
              tolerance_us: float = 0.0) -> dict:
-    with ptf_bench(1) as (ns, sws, _):
-        return _inside(ns, sws[0], build, "rotor", "slot", "--mode", mode, "--slot-us", str(slot_us),
-                       "--night-us", str(night_us), "--rate", str(rate), "--duration", str(duration),
-                       "--tolerance-us", str(tolerance_us))
+    import tempfile
+
+    pcap = tempfile.mkdtemp(prefix="p4rotor-pcap-")
+    try:
+        with ptf_bench(1, extra_args=["--pcap", pcap]) as (ns, sws, _):
+            return _inside(ns, sws[0], build, "rotor", "slot", "--mode", mode, "--slot-us", str(slot_us),
+                           "--night-us", str(night_us), "--rate", str(rate), "--duration", str(duration),
+                           "--tolerance-us", str(tolerance_us), "--pcap-dir", pcap, timeout=duration + 90)
+    finally:
+        import shutil
+
+        shutil.rmtree(pcap, ignore_errors=True)
 
 
 def run_throughput(build: Path, program: str, count: int, mode: str = "clock") -> dict:
@@ -260,9 +285,11 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
                 if "error" in r:
                     _say(f"[bench]   error: {r['error']}")
                 else:
-                    _say(f"[bench]   out-of-slot frames {r['stale_frames_out']}, reconfig loss "
-                         f"{_pct(r['reconfig_loss'])}, bound {_pct(r['loss_bound'])}, boundary error p50/p99 "
-                         f"{_f(r['boundary_error_us'].get('p50'))}/{_f(r['boundary_error_us'].get('p99'))} us")
+                    _say(f"[bench]   left after its day ended {r['stale_frames_out']} of {r['departed']} departed "
+                         f"(worst {_f(r['worst_departure_vs_day_end_us'], 0)} us), switched outside its day "
+                         f"{r['misswitched']}, reconfig loss {_pct(r['reconfig_loss'])} (bound {_pct(r['loss_bound'])})"
+                         + (f", slot-change delay p50/p99 {_f(r['signal_delay_us'].get('p50'), 0)}/"
+                            f"{_f(r['signal_delay_us'].get('p99'), 0)} us" if mode == "signal" else ""))
             res[f"slot_{mode}"] = rows
     if "throughput" in only:
         count = 20000 if quick else 60000
@@ -303,21 +330,25 @@ def markdown(res: dict) -> str:
         rows = res.get(f"slot_{mode}")
         if not rows:
             continue
+        extra = " slot-change delay p50 / p99 us |" if mode == "signal" else " clock residual us |"
         lines += [f"### Slot precision and reconfiguration loss, {mode} mode", "",
-                  "| slot us | night us | sent | received | frames out of slot | reconfig loss | bound (mean transit / slot) | boundary error p50 / p99 / max us | transit p50 / p99 us |"
-                  + (" signal delay p50 / p99 us |" if mode == "signal" else ""),
-                  "|---|---|---|---|---|---|---|---|---|" + ("---|" if mode == "signal" else "")]
+                  "| slot us | night us | sent | departed | left after its day ended | worst (departure - day end) us "
+                  "| switched outside its day | how far outside p50 / p99 / max us | reconfig loss | bound |" + extra,
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r.get('slot_us', '?')} | | | | error: {r['error']} | | | | |")
+                lines.append(f"| {r.get('slot_us', '?')} | | | | error: {r['error'][:80]} | | | | | | |")
                 continue
-            be, tr = r["boundary_error_us"], r["transit_us"]
-            row = (f"| {r['slot_us']} | {r['night_us']} | {r['sent']} | {r['received']} | {r['stale_frames_out']} | "
-                   f"{_pct(r['reconfig_loss'])} | {_pct(r['loss_bound'])} | {_f(be.get('p50'))} / {_f(be.get('p99'))} / "
-                   f"{_f(be.get('max'))} | {_f(tr.get('p50'))} / {_f(tr.get('p99'))} |")
+            ms = r.get("misswitch_us") or {}
+            row = (f"| {r['slot_us']} | {r['night_us']} | {r['sent']} | {r['departed']} | {r['stale_frames_out']} | "
+                   f"{_f(r['worst_departure_vs_day_end_us'], 0)} | {r['misswitched']} | "
+                   f"{_f(ms.get('p50'), 0)} / {_f(ms.get('p99'), 0)} / {_f(ms.get('max'), 0)} | "
+                   f"{_pct(r['reconfig_loss'])} | {_pct(r['loss_bound'])} |")
             if mode == "signal":
                 sd = r.get("signal_delay_us", {})
-                row += f" {_f(sd.get('p50'))} / {_f(sd.get('p99'))} |"
+                row += f" {_f(sd.get('p50'), 0)} / {_f(sd.get('p99'), 0)} |"
+            else:
+                row += " " + (", ".join(f"{v:+d}" for v in r.get("clock_residual_us", {}).values()) or "n/a") + " |"
             lines.append(row)
         lines.append("")
     tp = res.get("throughput")

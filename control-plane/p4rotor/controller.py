@@ -147,12 +147,23 @@ def circuit_entries(rotor: Rotor, port_map: dict[int, int]) -> list[fy.P4TableEn
     return out
 
 
+def _range_pieces(lo: int, hi: int) -> list[tuple[int, int]]:
+    """[lo, hi] as P4Runtime ranges BMv2's server accepts.
+
+    PI refuses a range whose low is 0 and whose high is all-ones in its bytes (255, 65535, ...)
+    as a badly written "don't care"; split such a range so neither piece looks like one.
+    """
+    if lo == 0 and hi > 0 and (hi + 1) & hi == 0:
+        return [(0, 0), (1, hi)]
+    return [(lo, hi)]
+
+
 def phase_entries(spans: Sequence[tuple[int, int]], table: str = dp.T_CLOCK_PHASE,
                   action: str = dp.A_CLOCK_SLOT) -> list[fy.P4TableEntry]:
-    """Clock mode: one range entry per [start, end) of the cycle -> its index."""
-    return [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=(lo, hi - 1)),
+    """Clock mode: range entries covering each [start, end) of the cycle -> its index."""
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=piece),
                             action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=hi), priority=1)
-            for i, (lo, hi) in enumerate(spans)]
+            for i, (lo, hi) in enumerate(spans) for piece in _range_pieces(lo, hi - 1)]
 
 
 def clock_phase_entries(sched: Schedule, rotor: Rotor) -> list[fy.P4TableEntry]:
@@ -281,6 +292,10 @@ class Trace:
     def __init__(self, path: Path | None):
         self._f = open(path, "w", buffering=1) if path else None
 
+    @property
+    def enabled(self) -> bool:
+        return self._f is not None
+
     def write(self, **rec: Any) -> None:
         if self._f:
             self._f.write(json.dumps(rec) + "\n")
@@ -316,6 +331,12 @@ class SwitchRuntime:
     error: BaseException | None = None
     install_ms: float | None = None
     entities: int = 0
+    # gRPC allows one write at a time on the P4Runtime stream; finsy does not serialise them.
+    send_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+
+    async def send(self, sw: fy.Switch, pkt: fy.P4PacketOut) -> None:
+        async with self.send_lock:
+            await sw.write([pkt])
 
     @property
     def spec(self) -> SwitchSpec:
@@ -439,7 +460,7 @@ class Controller:
         fut = asyncio.get_running_loop().create_future()
         rt.waiters[seq] = fut
         sent = time.time_ns()
-        await sw.write([pkt])
+        await rt.send(sw, pkt)
         try:
             recv, reply = await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
@@ -469,18 +490,26 @@ class Controller:
             out[sw.name] = fresh.offset_us - rt.offset.offset_us
         return out
 
-    async def _sleep_until(self, common_us: float) -> None:
+    async def _sleep_until(self, common_us: float, spin: bool = True) -> None:
         target = self.tb.wall_ns(common_us)
         delay = (target - time.time_ns()) / 1e9
-        if delay > self.spin_s:
-            await asyncio.sleep(delay - self.spin_s)
-        while time.time_ns() < target:  # short spin for sub-ms precision
+        if delay > self.spin_s or not spin:
+            await asyncio.sleep(max(0.0, delay - (self.spin_s if spin else 0)))
+        while spin and time.time_ns() < target:  # short spin for sub-ms precision
             pass
+        await asyncio.sleep(0)  # always let the other switches' tasks run
 
     async def _rotate(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         now = self.tb.common_us(time.time_ns())
         seq = 0
-        for at, k, idx, night in rt.role.boundaries(self.t0_common_us, now):
+        pending = None
+        for nxt in rt.role.boundaries(self.t0_common_us, now):
+            # Fallen behind (tiny slots, busy machine): send only the newest state, never replay.
+            if pending is None or nxt[0] <= self.tb.common_us(time.time_ns()):
+                pending = nxt
+                continue
+            at, k, idx, night = pending
+            pending = nxt
             await self._sleep_until(at)
             seq += 1
             ack = bool(self.ack_every) and seq % self.ack_every == 0
@@ -488,7 +517,7 @@ class Controller:
             if ack:
                 asyncio.get_running_loop().create_task(self._acked(sw, rt, k, idx, night, seq))
             else:
-                await sw.write([set_slot_packet(k, idx, night, seq=seq)])
+                await rt.send(sw, set_slot_packet(k, idx, night, seq=seq))
             self.trace.write(t_ns=sent, switch=sw.name, slot=k, index=idx, night=night,
                              scheduled_ns=self.tb.wall_ns(at), source="signal")
 
@@ -498,10 +527,12 @@ class Controller:
             rt.acks.append((sent, recv, reply["timestamp"]))
 
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
-        """Clock mode: the switch moves by itself; trace the boundaries it follows."""
+        """Clock mode: the switch moves by itself; trace the boundaries it follows (no spinning)."""
+        if not self.trace.enabled:
+            return
         now = self.tb.common_us(time.time_ns())
         for at, k, idx, night in rt.role.boundaries(self.t0_common_us, now):
-            await self._sleep_until(at)
+            await self._sleep_until(at, spin=False)
             self.trace.write(t_ns=self.tb.wall_ns(at), switch=sw.name, slot=k, index=idx, night=night,
                              source="clock")
 

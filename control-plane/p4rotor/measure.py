@@ -111,3 +111,113 @@ def percentiles(xs: Iterable[float]) -> dict[str, float]:
 
     return {"n": len(s), "p50": pct(50), "p99": pct(99), "max": s[-1], "min": s[0],
             "mean": statistics.fmean(s)}
+
+
+# ---------------------------------------------------------------------------
+# Exact switch-side times from BMv2's --pcap files
+# ---------------------------------------------------------------------------
+
+
+def read_pcap(path) -> list[tuple[int, bytes]]:
+    """(timestamp ns, frame) of a classic pcap file (us or ns resolution)."""
+    import struct as st
+
+    data = open(path, "rb").read()
+    if len(data) < 24:
+        return []
+    magic = st.unpack_from("<I", data)[0]
+    if magic in (0xA1B2C3D4, 0xA1B23C4D):
+        e = "<"
+    else:
+        e = ">"
+        magic = st.unpack_from(">I", data)[0]
+    nano = magic == 0xA1B23C4D
+    out, off = [], 24
+    while off + 16 <= len(data):
+        sec, frac, incl, _ = st.unpack_from(e + "IIII", data, off)
+        off += 16
+        out.append((sec * 1_000_000_000 + (frac if nano else frac * 1000), data[off:off + incl]))
+        off += incl
+    return out
+
+
+@dataclasses.dataclass
+class SwitchTimes:
+    """Per probe (in_port, seq): when it entered the switch and when/where it left."""
+
+    arrivals: dict[tuple[int, int], int]
+    departures: dict[tuple[int, int], tuple[int, int]]  # -> (ns, out port)
+
+
+def switch_times(pcap_dir, ports: dict[str, int]) -> SwitchTimes:
+    """Parse ``<iface>_in.pcap`` / ``<iface>_out.pcap`` written by BMv2 (ports: iface -> port)."""
+    from pathlib import Path
+
+    from .traffic import parse_frame
+
+    arr, dep = {}, {}
+    for ifc, port in ports.items():
+        for kind, sink in (("in", arr), ("out", dep)):
+            f = Path(pcap_dir) / f"{ifc}_{kind}.pcap"
+            if not f.exists():
+                continue
+            for ts, frame in read_pcap(f):
+                p = parse_frame(frame)
+                if p is None:
+                    continue
+                key = (p[0], p[1])
+                sink[key] = ts if kind == "in" else (ts, port)
+    return SwitchTimes(arr, dep)
+
+
+@dataclasses.dataclass
+class DepartureCheck:
+    departed: int
+    stale: int                 # left after the day of its matching had ended
+    worst_late_us: float       # max (departure - day end); negative: always inside
+    misswitched: int           # arrived outside every day of the matching it left on
+    miss_us: list[float]       # for those: distance from arrival to that matching's day
+
+
+def _day_bounds(sched: Schedule, rotor: Rotor, m: int, t_us: float) -> tuple[float, float]:
+    """The day of matching m that contains t, or the latest one starting before t."""
+    M = len(rotor.matchings)
+    k = math.floor(t_us / sched.slot_us)
+    k = k - ((k - m) % M)
+    start = k * sched.slot_us + sched.reconfig_us
+    if start > t_us:
+        k -= M
+        start = k * sched.slot_us + sched.reconfig_us
+    return start, (k + 1) * sched.slot_us
+
+
+def check_departures(st: SwitchTimes, sched: Schedule, rotor: Rotor, port_map: dict[int, int],
+                     t0_ns: int) -> DepartureCheck:
+    conn = matchings_for(rotor, port_map)
+    stale = mis = 0
+    worst = -math.inf
+    miss: list[float] = []
+    for key, (dep_ns, out_port) in st.departures.items():
+        ms = conn.get((key[0], out_port))
+        if not ms:
+            mis += 1
+            continue
+        t_dep = (dep_ns - t0_ns) / 1000 - rotor.offset_us
+        late = min(t_dep - _day_bounds(sched, rotor, m, t_dep)[1] for m in ms)
+        worst = max(worst, late)
+        stale += late > 0
+        if key in st.arrivals:
+            t_arr = (st.arrivals[key] - t0_ns) / 1000 - rotor.offset_us
+            dist = []
+            for m in ms:
+                a, b = _day_bounds(sched, rotor, m, t_arr)
+                if a <= t_arr < b:
+                    dist.append(0.0)
+                else:  # before the next day of m starts, or after the previous one ended
+                    nxt = a + len(rotor.matchings) * sched.slot_us
+                    dist.append(min(t_arr - b if t_arr >= b else math.inf, nxt - t_arr))
+            d = min(dist)
+            if d > 0:
+                mis += 1
+                miss.append(d)
+    return DepartureCheck(len(st.departures), stale, worst, mis, miss)

@@ -61,6 +61,18 @@ def test_rotor_entities_shape():
     assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))
 
 
+@pytest.mark.parametrize("slot", [256, 65536, 1000])
+def test_phase_entries_never_look_like_dont_care(slot):
+    s = S.generate_rotornet(4, 1, slot, 0)
+    ents = C.clock_phase_entries(s, s.rotors[0])
+    for e in ents:
+        lo, hi = e.match["phase"]
+        assert not (lo == 0 and (hi + 1) & hi == 0 and hi > 0), (lo, hi)
+    covered = sorted(e.match["phase"] for e in ents)
+    assert covered[0][0] == 0 and covered[-1][1] == 3 * slot - 1
+    assert all(a[1] + 1 == b[0] for a, b in zip(covered, covered[1:]))
+
+
 def test_rotor_entities_missing_port():
     s = sched4()
     with pytest.raises(C.ControllerError, match="no port for racks"):
