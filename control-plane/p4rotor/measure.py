@@ -173,51 +173,53 @@ def switch_times(pcap_dir, ports: dict[str, int]) -> SwitchTimes:
 @dataclasses.dataclass
 class DepartureCheck:
     departed: int
-    stale: int                 # left after the day of its matching had ended
-    worst_late_us: float       # max (departure - day end); negative: always inside
-    misswitched: int           # arrived outside every day of the matching it left on
-    miss_us: list[float]       # for those: distance from arrival to that matching's day
+    outside: int               # left while its matching was not live (night or another matching)
+    outside_us: list[float]    # for those: how far outside the nearest day of that matching
+    misswitched: int           # arrived while its matching was not live
+    miss_us: list[float]       # for those: distance from arrival to the nearest day of that matching
+
+    @property
+    def worst_outside_us(self) -> float:
+        return max(self.outside_us, default=0.0)
 
 
-def _day_bounds(sched: Schedule, rotor: Rotor, m: int, t_us: float) -> tuple[float, float]:
-    """The day of matching m that contains t, or the latest one starting before t."""
+def outside_day_us(sched: Schedule, rotor: Rotor, m: int, t_us: float) -> float:
+    """0 if matching m is live (in its day) at t, else the distance to its nearest day."""
     M = len(rotor.matchings)
+    cyc = M * sched.slot_us
+    best = math.inf
     k = math.floor(t_us / sched.slot_us)
-    k = k - ((k - m) % M)
-    start = k * sched.slot_us + sched.reconfig_us
-    if start > t_us:
-        k -= M
-        start = k * sched.slot_us + sched.reconfig_us
-    return start, (k + 1) * sched.slot_us
+    k -= (k - m) % M  # latest slot of matching m at or before t
+    for kk in (k - M, k, k + M):
+        a, b = kk * sched.slot_us + sched.reconfig_us, (kk + 1) * sched.slot_us
+        if a <= t_us < b:
+            return 0.0
+        best = min(best, a - t_us if t_us < a else t_us - b)
+    return best if best < cyc else best
 
 
 def check_departures(st: SwitchTimes, sched: Schedule, rotor: Rotor, port_map: dict[int, int],
                      t0_ns: int) -> DepartureCheck:
+    """Was every frame switched, and did it leave, while its matching was live?"""
     conn = matchings_for(rotor, port_map)
-    stale = mis = 0
-    worst = -math.inf
+    out_n = mis = 0
+    out_us: list[float] = []
     miss: list[float] = []
     for key, (dep_ns, out_port) in st.departures.items():
         ms = conn.get((key[0], out_port))
         if not ms:
-            mis += 1
+            out_n += 1
+            out_us.append(math.inf)
             continue
         t_dep = (dep_ns - t0_ns) / 1000 - rotor.offset_us
-        late = min(t_dep - _day_bounds(sched, rotor, m, t_dep)[1] for m in ms)
-        worst = max(worst, late)
-        stale += late > 0
+        d = min(outside_day_us(sched, rotor, m, t_dep) for m in ms)
+        if d > 0:
+            out_n += 1
+            out_us.append(d)
         if key in st.arrivals:
             t_arr = (st.arrivals[key] - t0_ns) / 1000 - rotor.offset_us
-            dist = []
-            for m in ms:
-                a, b = _day_bounds(sched, rotor, m, t_arr)
-                if a <= t_arr < b:
-                    dist.append(0.0)
-                else:  # before the next day of m starts, or after the previous one ended
-                    nxt = a + len(rotor.matchings) * sched.slot_us
-                    dist.append(min(t_arr - b if t_arr >= b else math.inf, nxt - t_arr))
-            d = min(dist)
+            d = min(outside_day_us(sched, rotor, m, t_arr) for m in ms)
             if d > 0:
                 mis += 1
                 miss.append(d)
-    return DepartureCheck(len(st.departures), stale, worst, mis, miss)
+    return DepartureCheck(len(st.departures), out_n, out_us, mis, miss)

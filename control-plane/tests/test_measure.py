@@ -76,3 +76,21 @@ def test_one_way_and_percentiles():
     assert M.percentiles([]) == {"n": 0}
     p = M.percentiles(range(101))
     assert p["p50"] == 50 and p["p99"] == 99 and p["max"] == 100
+
+
+def test_departures_exact():
+    s = sched()
+    r = s.rotors[0]
+    # matching 0 days: [100, 1000), [3100, 4000); matching 1: [1100, 2000)
+    def key(i):
+        return (1, i)
+    j0 = PM[s.rotors[0].matchings[0][0]]
+    st = M.SwitchTimes(arrivals={key(0): T0 + 500_000, key(1): T0 + 3_095_000, key(2): T0 + 990_000},
+                       departures={key(0): (T0 + 600_000, j0), key(1): (T0 + 3_097_000, j0),
+                                   key(2): (T0 + 1_004_000, j0)})
+    c = M.check_departures(st, s, r, PM, T0)
+    assert c.departed == 3
+    # key 1 left 3 us before matching 0's next day (early); key 2 left 4 us after its day ended
+    assert c.outside == 2 and sorted(c.outside_us) == pytest.approx([3, 4])
+    assert c.misswitched == 1 and c.miss_us == pytest.approx([5])
+    assert M.outside_day_us(s, r, 0, 500) == 0 and M.outside_day_us(s, r, 0, 1050) == pytest.approx(50)
