@@ -367,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     pn.set_defaults(fn=cmd_run)
 
     pe = sub.add_parser("experiment", help="run an experiment on an emulated fabric (root)")
-    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency"])
+    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle"])
     pe.add_argument("--schedule", help="schedule to use (connectivity, low-latency)")
     pe.add_argument("--dilation", type=float)
     pe.add_argument("--output", help="results directory (default results/NAME)")

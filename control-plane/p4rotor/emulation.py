@@ -60,7 +60,10 @@ class Emulation:
 
         from .mn_nodes import BMv2Switch
 
-        setLogLevel("warning")
+        setLogLevel("output")  # CLI command output shows; Mininet's info chatter does not
+        import logging
+
+        logging.getLogger("mininet").propagate = False  # printed once, by Mininet
         miss = missing_tools()
         if miss:
             raise HarnessError("emulation needs: " + ", ".join(miss))

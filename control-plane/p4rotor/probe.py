@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     p.add_argument("--rx", help="log received probes here")
     p.add_argument("--tx", help="log sent probes here")
     p.add_argument("--linger", type=float, default=1.0, help="keep receiving this long after sending")
+    p.add_argument("--count", type=int, default=0,
+                   help="shuffle: send this many to every --dst, each only while its gate is open")
     p.add_argument("--gate", help="JSON: {\"t0_ns\":…, \"slot_ns\":…, \"open\": [[rack, [[a,b],…]],…]} windows mod period")
     a = p.parse_args(argv)
     stop = threading.Event()
@@ -67,6 +69,9 @@ def main(argv=None) -> int:
         gap = 1.0 / a.rate
         n = int(a.duration * a.rate)
         pad = b"\0" * max(0, a.size - _P.size)
+        if a.count:
+            _shuffle(a, s, gate, start, gap, n, pad, sent_log)
+            n = 0
         for i in range(n):
             target = start + int(i * gap * 1e9)
             while time.time_ns() < target:
@@ -85,11 +90,37 @@ def main(argv=None) -> int:
                 sent_log.write(f'{{"tx": {now}, "dst": "{dst}", "seq": {i}}}\n')
     if sent_log:
         sent_log.close()
-    time.sleep(a.linger)
+    # A receive-only host stays up as long as the senders: until start + duration + linger.
+    end = (a.start_ns or time.time_ns()) + int(a.duration * 1e9)
+    time.sleep(max(0.0, (end - time.time_ns()) / 1e9) + a.linger)
     stop.set()
     if rt:
         rt.join(2)
     return 0
+
+
+def _shuffle(a, s, gate, start, gap, n, pad, sent_log) -> None:
+    """Every send opportunity goes to a destination whose gate is open and that still needs frames."""
+    left = {d: a.count for d in a.dst}
+    i = 0
+    while any(left.values()) and i < n:
+        target = start + int(i * gap * 1e9)
+        i += 1
+        while time.time_ns() < target:
+            d = (target - time.time_ns()) / 1e9
+            if d > 0.002:
+                time.sleep(d - 0.001)
+        now = time.time_ns()
+        for dst in a.dst:
+            if left[dst] and (not gate or _open(gate, dst, now)):
+                try:
+                    s.sendto(_P.pack(a.me, i, now) + pad, (dst, PORT))
+                except OSError:
+                    break
+                left[dst] -= 1
+                if sent_log:
+                    sent_log.write(f'{{"tx": {now}, "dst": "{dst}", "seq": {i}}}\n')
+                break
 
 
 def _open(gate: dict, dst: str, now: int) -> bool:
