@@ -22,7 +22,7 @@ from typing import Callable
 
 from . import schedule as S
 from . import topology as TP
-from .harness import HarnessError, missing_tools, run
+from .harness import HarnessError, missing_tools, run, stop_process_group
 
 
 def dilate(s: S.Schedule, x: float) -> S.Schedule:
@@ -163,15 +163,7 @@ class Emulation:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.controller and self.controller.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.controller.pid, signal.SIGINT)
-            try:
-                self.controller.wait(5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.controller.pid, signal.SIGKILL)
-                self.controller.wait(5)
+        stop_process_group(self.controller, signal.SIGINT)
         if self.net is not None:
             with contextlib.suppress(Exception):
                 self.net.stop()  # stops switches (by PID) and deletes every link

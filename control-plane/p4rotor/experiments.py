@@ -61,10 +61,15 @@ def _probe_cmd(me: int, dsts: list[str], rate: float, start_ns: int, duration: f
 
 
 def _run_probes(emu: Emulation, topo: TP.Topology, plan: Callable[[int, TP.Host, int], dict | None],
-                duration: float, out: Path) -> dict[str, list[dict]]:
-    """Start a probe process in every host (plan(i, host, start_ns) -> kwargs or None), wait, collect."""
+                duration: float, out: Path, align_ns: int = 0) -> dict[str, list[dict]]:
+    """Start a probe process in every host (plan(i, host, start_ns) -> kwargs or None), wait, collect.
+
+    Probes start after slot 0 of the schedule, at a multiple of ``align_ns`` after it if given.
+    """
     hosts = [h for k in topo.racks for h in k.hosts]
-    start_ns = max(time.time_ns(), emu.t0_ns) + 500_000_000  # after slot 0 of the schedule
+    start_ns = max(time.time_ns(), emu.t0_ns) + 500_000_000
+    if align_ns:
+        start_ns = emu.t0_ns + -(-(start_ns - emu.t0_ns) // align_ns) * align_ns
     procs = []
     for i, h in enumerate(hosts):
         kw = plan(i, h, start_ns)
@@ -327,7 +332,7 @@ def _pcts(xs):
 
 
 def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 100.0,
-            guards: tuple[int, ...] = (0, 100, 300), count: int = 150, rate: float = 500.0) -> dict:
+            guards: tuple[int, ...] = (0, 100, 300), count: int = 600, rate: float = 500.0) -> dict:
     """All-to-all shuffle with TDMA host gating (seed 002): each host sends ``count`` frames to
     every other rack, to each only while its direct circuit is live and more than a guard time
     from its end.  Transfer time vs the ideal x slot / (slot - night - guard)."""
@@ -385,7 +390,7 @@ def _shuffle_point(build, out, sched, dilation, guard_us, count, rate) -> dict:
         duration = predicted * 3 + 2
         logs = _run_probes(emu, topo, lambda i, h, s0: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
                                                         "dscp": 8, "gate": gate_for(i), "count": count},
-                           duration, out)
+                           duration, out, align_ns=cyc)
     finally:
         emu.stop()
     txs = [r["tx"] for k in topo.racks for r in logs[f"{k.hosts[0].name}.tx"]]

@@ -49,6 +49,20 @@ def run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedPro
     return r
 
 
+def stop_process_group(proc: subprocess.Popen | None, sig: int = signal.SIGTERM, timeout: float = 5.0) -> None:
+    """Stop a process we started (in its own session) and its children, by PID; escalate to SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout)
+
+
 class Netns:
     """A network namespace that is deleted (with its veths) when closed."""
 
@@ -141,15 +155,7 @@ class SwitchProcess:
             return "(no log)"
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        stop_process_group(self.proc)
         if getattr(self, "_log", None):
             self._log.close()
 

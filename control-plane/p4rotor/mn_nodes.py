@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 from pathlib import Path
 
 from mininet.node import Switch
 
 from .dataplane import CPU_PORT
+from .harness import stop_process_group
 
 
 class BMv2Switch(Switch):
@@ -36,15 +34,7 @@ class BMv2Switch(Switch):
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def kill_process(self):
-        if self.proc and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        stop_process_group(self.proc)
 
     def stop(self, deleteIntfs=True):
         self.kill_process()
