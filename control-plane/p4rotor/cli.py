@@ -389,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     import signal
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `p4rotor routes ... | head` ends quietly
+
+    def _terminate(signum, frame):  # SIGTERM cleans up like Ctrl-C: no switch or link left behind
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
