@@ -238,12 +238,14 @@ def test_switch_restart_reinstalls_everything(blob):
         fake = await FakeSwitch(P4INFO, addr="127.0.0.1:0").start()
         port = fake.port
         ctl = make_ctl(fake, blob)
-        task = asyncio.create_task(ctl.run(duration=15))
+        task = asyncio.create_task(ctl.run(duration=40))
         await wait_for(lambda: fake.updates_for(dp.T_CONFIG))
+        # finsy waits 10 s before reconnecting to a switch that failed within 2 s: stay past that.
+        await asyncio.sleep(2.2)
         await fake.stop()  # the switch goes away ...
         await asyncio.sleep(0.3)
         fake2 = await FakeSwitch(P4INFO, addr=f"127.0.0.1:{port}").start()  # ... and comes back empty
-        await wait_for(lambda: fake2.updates_for(dp.T_CONFIG), timeout=14)
+        await wait_for(lambda: fake2.updates_for(dp.T_CONFIG), timeout=30)
         await wait_for(lambda: any(v["opcode"] == dp.OP_SET_SLOT for _, v in fake2.packet_outs), timeout=5)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
