@@ -262,6 +262,45 @@ def machine() -> dict:
     return {"cores": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()}
 
 
+def run_scale(build: Path, sizes=(16, 32, 64), rotors: int = 4, out: Path = Path("results/scale")) -> list[dict]:
+    """The largest RotorNet fabric (racks x rotors) that launches and passes the connectivity check."""
+    from . import experiments as E
+
+    rows = []
+    for n in sizes:
+        sched = S.generate_rotornet(n, rotors, 1000, 100)
+        mem = {}
+
+        def sample(emu) -> None:
+            rss = 0
+            for sw in emu.switches:
+                try:
+                    for line in open(f"/proc/{sw.proc.pid}/status"):
+                        if line.startswith("VmRSS:"):
+                            rss += int(line.split()[1])
+                except OSError:
+                    pass
+            mem["bmv2_rss_mib"] = rss / 1024
+            mem["switches"] = len(emu.switches)
+
+        t = time.monotonic()
+        _say(f"[bench] scale: {n} racks x {rotors} rotors ({n + rotors} BMv2 switches)")
+        try:
+            res = E.connectivity(build, out / f"{n}x{rotors}", sched, dilation=2000.0, cycles=1,
+                                 probes_per_cell=2, on_running=sample)
+            row = {"racks": n, "rotors": rotors, "cells": res["cells"], "agree": res["agree"],
+                   "passed": res["agree"] == res["cells"] and res["cells"] > 0, "wall_s": time.monotonic() - t,
+                   **mem}
+        except Exception as ex:  # a benchmark reports, it does not fail
+            row = {"racks": n, "rotors": rotors, "passed": False, "error": str(ex)[:300],
+                   "wall_s": time.monotonic() - t, **mem}
+        rows.append(row)
+        _say(f"[bench]   {row}")
+        if not row["passed"]:
+            break
+    return rows
+
+
 SLOTS_US = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -308,6 +347,8 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         if "error" not in cp:
             _say(f"[bench]   generate {cp['generate_s']:.2f} s, validate {cp['validate_s']:.2f} s, "
                  f"install max {cp['install_max_ms']:.0f} ms per switch")
+    if "scale" in only:
+        res["scale"] = run_scale(build)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1, default=str))
     _say(f"[bench] wrote {out}")
@@ -366,6 +407,16 @@ def markdown(res: dict) -> str:
                   f"{cp['validate_s']:.2f} s, install on {cp['switches']} switches concurrently: max "
                   f"**{cp['install_max_ms']:.0f} ms** per switch ({max(cp['entities'].values())} entities each)"
                   f"; whole run incl. pipeline push {cp['wall_s_incl_pipeline_push']:.1f} s.", ""]
+    sc = res.get("scale")
+    if sc:
+        lines += ["### Scale (RotorNet, connectivity check in Mininet, dilation 2000)", "",
+                  "| racks x rotors | BMv2 switches | connectivity cells agree | passed | BMv2 RSS total MiB | wall s |",
+                  "|---|---|---|---|---|---|"]
+        for r in sc:
+            lines.append(f"| {r['racks']} x {r['rotors']} | {r.get('switches', '?')} | {r.get('agree', '-')}/"
+                         f"{r.get('cells', '-')} | {'yes' if r['passed'] else 'no: ' + r.get('error', 'mismatch')[:60]} | "
+                         f"{_f(r.get('bmv2_rss_mib'), 0)} | {r['wall_s']:.0f} |")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -277,7 +277,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
             miss.append(f"{build / prog}.json (make build)")
     if miss:
         _die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
-    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "control"}
+    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "control", "scale"}
     res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate)
     if a.doc:
         bench.update_doc(Path(a.doc), res, "p4rotor bench " + " ".join(sys.argv[2:]))
@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     pe.set_defaults(fn=cmd_experiment)
 
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
-    pb.add_argument("--only", help="comma list of: slot, throughput, control")
+    pb.add_argument("--only", help="comma list of: slot, throughput, control, scale")
     pb.add_argument("--quick", action="store_true", help="fewer slot lengths, shorter runs")
     pb.add_argument("--rate", type=float, default=1000, help="offered probe load, frames/s")
     pb.add_argument("--output", default="results/bench.json")

@@ -99,7 +99,8 @@ def _run_probes(emu: Emulation, topo: TP.Topology, plan: Callable[[int, TP.Host,
 
 
 def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 200.0,
-                 cycles: int = 2) -> dict:
+                 cycles: int = 2, probes_per_cell: float = 20, on_running: Callable[[Emulation], None] | None = None
+                 ) -> dict:
     """Which rack pairs are directly reachable in each slot, measured with direct-only probes."""
     sched = sched or S.generate_rotornet(6, 1, 1000, 100)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,9 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     emu, topo = _launch(sched, dilation, 1, build, out / "run")
     ips = [k.hosts[0].ip for k in topo.racks]
     try:
-        rate = max(50.0, 20 * (sched.racks - 1) / (sched.day_us * dilation / 1e6))
+        rate = max(50.0, probes_per_cell * (sched.racks - 1) / (sched.day_us * dilation / 1e6))
+        if on_running:
+            on_running(emu)
         logs = _run_probes(emu, topo, lambda i, h, s0: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
                                                         "dscp": 8}, duration, out)
         t0 = emu.t0_ns
