@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from p4rotor.dataplane import CLOCK_PORT
 from p4rotor.harness import missing_tools, ptf_bench
 
 HERE = Path(__file__).resolve().parent
@@ -90,7 +91,7 @@ def ptf_results(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("ptf")
     nsw = max(n for _, n in TESTS)
     ptf_bin = shutil.which("ptf", path=os.path.dirname(sys.executable)) or shutil.which("ptf")
-    with ptf_bench(num_switches=nsw, log_dir=logdir) as (ns, switches, ifaces):
+    with ptf_bench(num_switches=nsw, ports=(1, 2, 3, 4, CLOCK_PORT), log_dir=logdir) as (ns, switches, ifaces):
         params = (f"grpc_addrs='{','.join(s.address for s in switches)}';"
                   f"thrift_ports='{','.join(str(s.thrift_port) for s in switches)}';"
                   f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}'")

@@ -135,6 +135,23 @@ def cmd_routes(a: argparse.Namespace) -> int:
     return 0
 
 
+def _with_clock_ifaces(specs, items: list[str]):
+    """Apply ``--clock-iface NAME=IFACE`` to the matching --switch specs."""
+    import dataclasses
+
+    from .controller import ControllerError
+
+    by_name = {sp.name: sp for sp in specs}
+    for it in items:
+        name, sep, iface = it.partition("=")
+        if not sep or not iface:
+            raise ControllerError(f"bad --clock-iface {it!r}: expected NAME=IFACE")
+        if name not in by_name:
+            raise ControllerError(f"--clock-iface {it!r}: no --switch named {name!r}")
+        by_name[name] = dataclasses.replace(by_name[name], clock_iface=iface)
+    return [by_name[sp.name] for sp in specs]
+
+
 def cmd_control(a: argparse.Namespace) -> int:
     from .controller import Controller, ControllerError, RotorController, SwitchSpec, summarize
 
@@ -154,6 +171,7 @@ def cmd_control(a: argparse.Namespace) -> int:
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]
+            specs = _with_clock_ifaces(specs, a.clock_iface)
             ctl = RotorController(s, specs, p4info=build / f"{a.program}.p4info.txtpb",
                                   p4blob=build / f"{a.program}.json", **common)
     except S.ScheduleError as ex:
@@ -338,6 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="low-latency routes avoid circuits going dark within this after the slice")
     pc.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[@DEVICE_ID]",
                     help="a rotor of the schedule and its P4Runtime address (repeat)")
+    pc.add_argument("--clock-iface", action="append", default=[], metavar="NAME=IFACE",
+                    help="time probes for switch NAME through host interface IFACE, wired to the "
+                         "switch's clock port 254 (precise offsets; docs/dataplane.md)")
     pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
     pc.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
     pc.add_argument("--trace", metavar="FILE", help="write one JSON line per slot change")

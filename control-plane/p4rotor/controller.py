@@ -64,6 +64,7 @@ class SwitchSpec:
     host: str
     port: int
     device_id: int = 1
+    clock_iface: str | None = None   # host interface wired to the switch's clock port, if any
 
     @property
     def address(self) -> str:
@@ -245,8 +246,20 @@ class Timebase:
 @dataclasses.dataclass
 class OffsetEstimate:
     offset_us: int      # local timestamp + offset = common time
-    rtt_us: float       # round trip of the best probe: the estimate's uncertainty is rtt/2
+    rtt_us: float       # packet-out probes: round trip of the best probe (uncertainty rtt/2)
     probes: int
+    method: str = "packet-out"   # or "clock-port" (one-way, data path)
+    jitter_us: float = 0.0       # clock-port: median distance of a probe from the best
+
+    @property
+    def uncertainty_us(self) -> float:
+        """Half the best round trip (packet-out); the median probe's distance (clock-port)."""
+        return self.rtt_us / 2 if self.method == "packet-out" else self.jitter_us
+
+    def describe(self) -> str:
+        if self.method == "packet-out":
+            return f"+/- {self.rtt_us / 2:.0f} us, {self.probes} packet-out probes"
+        return f"clock port, {self.probes} probes, median probe {self.jitter_us:.1f} us from the best"
 
 
 def estimate_offset(samples: Iterable[tuple[int, int, int]], tb: Timebase) -> OffsetEstimate:
@@ -419,8 +432,7 @@ class Controller:
                 # Clock mode needs the offset; signal mode uses it to time acks.
                 rt.offset = await self._probe_offset(sw, rt)
                 offset = rt.offset.offset_us
-                self.on_event(f"{sw.name}: clock offset {offset} us (+/- {rt.offset.rtt_us / 2:.0f} us, "
-                              f"{rt.offset.probes} probes)")
+                self.on_event(f"{sw.name}: clock offset {offset} us ({rt.offset.describe()})")
             ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
                                     rt.generation)
             t = time.perf_counter()
@@ -469,6 +481,8 @@ class Controller:
         return sent, recv, reply
 
     async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None) -> OffsetEstimate:
+        if rt.spec.clock_iface:
+            return await self._probe_clock_port(sw, rt, n)
         samples = []
         for i in range(n or self.probes):
             seq = 0x70000000 + (rt.generation << 12) + i
@@ -478,6 +492,37 @@ class Controller:
         if not samples:
             raise ControllerError(f"{sw.name}: no time probe answered (is the CPU port 255 set?)")
         return estimate_offset(samples, self.tb)
+
+    async def _probe_clock_port(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None) -> OffsetEstimate:
+        """One-way probes through the switch's clock port (clockport.py); answers come as PacketIns."""
+        from . import clockport as CP
+
+        try:
+            sender = CP.ClockPortSender(rt.spec.clock_iface)
+        except CP.ClockPortError as ex:
+            raise ControllerError(f"{sw.name}: {ex}") from None
+        loop = asyncio.get_running_loop()
+        samples = []
+        with sender:
+            for i in range(n or self.probes):
+                seq = 0x60000000 + (rt.generation << 12) + i
+                fut = loop.create_future()
+                rt.waiters[seq] = fut
+                sent = sender.send(seq)
+                try:
+                    _, reply = await asyncio.wait_for(fut, 1.0)
+                except asyncio.TimeoutError:
+                    rt.waiters.pop(seq, None)
+                    continue
+                if reply["opcode"] == dp.OP_TIME_PROBE and reply["flags"] & dp.FLAG_CLOCK_PORT:
+                    samples.append((sent, reply["timestamp"]))
+                # Let the switch go idle between probes: each one then meets an idle receive thread.
+                await asyncio.sleep(0.002)
+        if not samples:
+            raise ControllerError(f"{sw.name}: no time probe answered on clock port {rt.spec.clock_iface} "
+                                  f"(is it wired to port {dp.CLOCK_PORT} of this switch?)")
+        offset, jitter, count = CP.one_way_offset(samples, self.tb.ref_ns)
+        return OffsetEstimate(offset_us=offset, rtt_us=0.0, probes=count, method="clock-port", jitter_us=jitter)
 
     async def measure_skew(self, probes: int = 8) -> dict[str, int]:
         """Residual error of each installed offset, measured with fresh probes (us)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 
 CPU_PORT = 255
+CLOCK_PORT = 254  # time probes on the data path (docs/dataplane.md)
+ETHERTYPE_CLOCK_PROBE = 0x88B7
 
 MODE_UNCONFIGURED = 0
 MODE_SIGNAL = 1
@@ -20,6 +22,7 @@ OP_ERROR = 255
 
 FLAG_NIGHT = 0x01
 FLAG_ACK = 0x02
+FLAG_CLOCK_PORT = 0x04
 
 CLOCK_INDEX_BITS = 12
 TIMESTAMP_BITS = 48
@@ -42,6 +45,7 @@ class DropCause(enum.IntEnum):
 class CtrlCounter(enum.IntEnum):
     SET_SLOT = 0
     TIME_PROBE = 1
+    CLOCK_PORT_PROBE = 2
 
 
 # Fully qualified P4Info names the controller relies on.

@@ -68,3 +68,16 @@ def test_control_bad_switch_spec(tmp_path):
 def test_parser_has_commands():
     p = cli.build_parser()
     assert p.parse_args(["schedule", "check", "x"]).cmd == "schedule"
+
+
+def test_control_clock_iface_must_name_a_switch(tmp_path):
+    s = tmp_path / "s.json"
+    assert run("schedule", "generate", "rotornet", "--racks", "4", "--rotors", "1", "--slot-us", "1000",
+               "-o", str(s)).returncode == 0
+    r = run("control", "--schedule", str(s), "--switch", "rotor0=127.0.0.1:50051",
+            "--clock-iface", "rotorX=veth0", "--build-dir", str(tmp_path))
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "no --switch named 'rotorX'" in r.stderr
+    r = run("control", "--schedule", str(s), "--switch", "rotor0=127.0.0.1:50051",
+            "--clock-iface", "rotor0", "--build-dir", str(tmp_path))
+    assert r.returncode == 2 and "NAME=IFACE" in r.stderr

@@ -7,6 +7,14 @@
 // of front-panel ports the topologies use (1..254).
 const PortId_t CPU_PORT = 255;
 
+// The clock port: a host interface wired to this port sends time probes on the
+// data path (docs/dataplane.md, "Clock port").  Each probe is answered with a
+// PacketIn carrying its ingress timestamp.  Unlike a PacketOut probe, it does not
+// ride gRPC and PI on the way in, so the offset it gives is off by BMv2's
+// receive latency (a few us) instead of the gRPC/PI path asymmetry (tens of us).
+// Reserved: topologies use 1..253 for racks, uplinks and hosts.
+const PortId_t CLOCK_PORT = 254;
+
 // Sizes.  A rotor with N racks and M matchings needs N*M circuit entries:
 // 108 racks x 18 matchings (opera-sim's 6-rotor fabric) = 1944.
 #define CIRCUIT_TABLE_SIZE 65536
@@ -26,6 +34,7 @@ const bit<8> OP_ERROR      = 255; // PacketIn only: the control packet was refus
 // PacketOut flags.
 const bit<8> FLAG_NIGHT = 0x01;  // OP_SET_SLOT: the slot is in its night
 const bit<8> FLAG_ACK   = 0x02;  // reply with a PacketIn carrying the timestamp
+const bit<8> FLAG_CLOCK_PORT = 0x04;  // PacketIn only: a time probe that came in on CLOCK_PORT
 
 // Drop causes: index into the drop counter.  Every frame the pipeline discards
 // is counted under exactly one of these.
@@ -43,11 +52,13 @@ const bit<32> DROP_BAD_HEADER  = 8;  // ToR: header the ToR cannot route
 // Control-packet counter indices.
 const bit<32> CTRL_SET_SLOT   = 0;
 const bit<32> CTRL_TIME_PROBE = 1;
+const bit<32> CTRL_CLOCK_PORT_PROBE = 2;
 #define NUM_CTRL_COUNTERS 4
 
 // ToR.
 const bit<16> ETHERTYPE_IPV4   = 0x0800;
 const bit<16> ETHERTYPE_FABRIC = 0x88B6;  // local experimental: p4rotor fabric header
+const bit<16> ETHERTYPE_CLOCK_PROBE = 0x88B7;  // local experimental: time probe on CLOCK_PORT
 const bit<6>  DSCP_LOW_LATENCY = 46;      // EF: Opera low-latency class (docs/addressing.md)
 const bit<6>  DSCP_DIRECT_ONLY = 8;       // CS1: probes that may only take a live direct circuit
 const bit<8>  TCLASS_BULK         = 0;    // direct, else 2-hop VLB

@@ -25,7 +25,7 @@ header packet_in_t {
     bit<16> ingress_port;
 }
 
-// ToR only (the rotor never parses data frames).
+// Ethernet: parsed by the ToR on every port, by the rotor only on CLOCK_PORT.
 header ethernet_t {
     bit<48> dst;
     bit<48> src;
@@ -41,6 +41,11 @@ header fabric_t {
     bit<8>  hops;
     bit<8>  tclass;
     bit<16> ether_type;   // of what follows (IPv4)
+}
+
+// A time probe on CLOCK_PORT (after Ethernet, ethertype ETHERTYPE_CLOCK_PROBE).
+header clock_probe_t {
+    bit<32> seq;   // echoed in the PacketIn so the sender can match its send time
 }
 
 header ipv4_t {
@@ -63,6 +68,7 @@ struct headers_t {
     packet_out_t packet_out;
     packet_in_t  packet_in;
     ethernet_t   ethernet;
+    clock_probe_t clock_probe;
     fabric_t     fabric;
     ipv4_t       ipv4;
 }

@@ -7,8 +7,20 @@ parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     state start {
         transition select(std.ingress_port) {
             CPU_PORT: parse_packet_out;
+            CLOCK_PORT: parse_clock_ethernet;
             default: parse_ethernet;
         }
+    }
+    state parse_clock_ethernet {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_CLOCK_PROBE: parse_clock_probe;
+            default: accept;   // not a probe: ClockProbe counts and drops it
+        }
+    }
+    state parse_clock_probe {
+        packet.extract(hdr.clock_probe);
+        transition accept;
     }
     state parse_packet_out {
         packet.extract(hdr.packet_out);

@@ -7,6 +7,7 @@
 #include "../shared/parser.p4"
 #include "../shared/slot_state.p4"
 #include "../shared/control_packet.p4"
+#include "../shared/clock_probe.p4"
 #include "../shared/circuit.p4"
 #include "../shared/stale_guard.p4"
 
@@ -16,11 +17,14 @@ control RotorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply
 control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
     SlotState() slot_state;
     ControlPacket() control_packet;
+    ClockProbe() clock_probe;
     Circuit() circuit;
     apply {
         slot_state.apply(meta, std);
         if (hdr.packet_out.isValid()) {
             control_packet.apply(hdr, meta, std);
+        } else if (std.ingress_port == CLOCK_PORT) {
+            clock_probe.apply(hdr, meta, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
             circuit.apply(meta, std);

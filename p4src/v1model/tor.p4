@@ -7,6 +7,7 @@
 #include "../shared/tor_parser.p4"
 #include "../shared/slot_state.p4"
 #include "../shared/control_packet.p4"
+#include "../shared/clock_probe.p4"
 #include "../shared/tor_routing.p4"
 
 control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -15,11 +16,14 @@ control TorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply {
 control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
     SlotState() slot_state;       // the slot of a ToR is the topology slice
     ControlPacket() control_packet;
+    ClockProbe() clock_probe;
     TorRouting() routing;
     apply {
         slot_state.apply(meta, std);
         if (hdr.packet_out.isValid()) {
             control_packet.apply(hdr, meta, std);
+        } else if (std.ingress_port == CLOCK_PORT) {
+            clock_probe.apply(hdr, meta, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
             routing.apply(hdr, meta, std);

@@ -162,6 +162,14 @@ class RotorTest(BaseTest):
                 best = (t1 - t0, (t0 + t1) // 2, pkt["timestamp"])
         return best[1], best[2]
 
+    def clock_port_probe(self, seq: int, device: int = 0, sw=None):
+        """Send a time probe into the clock port; (wall ns just before sending, its PacketIn)."""
+        from p4rotor import clockport as CP
+
+        t = time.time_ns()
+        tu.send_packet(self, (device, dp.CLOCK_PORT), CP.probe_frame(seq))
+        return t, (sw or self.sw).packet_in()[1]
+
     def drops(self, cause: dp.DropCause, sw=None) -> int:
         return (sw or self.sw).counter(dp.C_DROP, int(cause))[0]
 

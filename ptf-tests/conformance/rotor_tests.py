@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import time
 
 import ptf.testutils as tu
@@ -9,6 +10,7 @@ from scapy.layers.l2 import Ether
 
 from p4rotor import dataplane as dp
 from p4rotor import schedule as S
+from p4rotor import controller as C
 from rotor_base import PORTS, RotorTest, four_rack_rotornet
 
 SIGNAL, CLOCK = dp.MODE_SIGNAL, dp.MODE_CLOCK
@@ -313,3 +315,61 @@ class OperaStaggerTwoRotors(RotorTest):
             at(base + slot // 2 + night // 2)  # rotor1 dark, rotor0 live in slot k
             self.expect_dark(device=1, tag=10 * k + 1)
             self.expect_circuit(s.rotors[0].matchings[k % 2], device=0, tag=10 * k + 1)
+
+
+class ClockPortProbeAnswered(RotorTest):
+    """A time probe on the clock port (254) comes back as a PacketIn with the switch's
+    ingress timestamp, its sequence number, the clock-port flag and port 254; it is
+    counted and never forwarded, with or without a configuration installed."""
+
+    def runTest(self):
+        n0 = self.sw.counter(dp.C_CTRL, int(dp.CtrlCounter.CLOCK_PORT_PROBE))[0]
+        wall_ns, local_us = self.local_now_us()
+        for seq in (0x60000001, 0x60000002, 7):
+            t, pkt = self.clock_port_probe(seq)
+            self.assertEqual(pkt["opcode"], dp.OP_TIME_PROBE)
+            self.assertEqual(pkt["seq"], seq)
+            self.assertTrue(pkt["flags"] & dp.FLAG_CLOCK_PORT)
+            self.assertEqual(pkt["ingress_port"], dp.CLOCK_PORT)
+            # Stamped after it was sent (within 1 s), on the same clock as PacketOut probes.
+            expect_local = local_us + (t - wall_ns) // 1000
+            self.assertLess(abs(pkt["timestamp"] - expect_local), 1_000_000)
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.sw.counter(dp.C_CTRL, int(dp.CtrlCounter.CLOCK_PORT_PROBE))[0] - n0, 3)
+
+
+class ClockPortOffsetInsidePacketOutBracket(RotorTest):
+    """The clock-port offset (one-way, data path) lies inside the bracket a PacketOut
+    probe's round trip proves, and is no coarser than the PacketOut midpoint estimate."""
+
+    def runTest(self):
+        from p4rotor import clockport as CP
+
+        ref = time.time_ns()
+        samples = [(t, pkt["timestamp"]) for t, pkt in (self.clock_port_probe(0x61000000 + i) for i in range(8))]
+        offset, jitter, count = CP.one_way_offset(samples, ref)
+        self.assertEqual(count, 8)
+        lo = hi = None
+        for _ in range(8):
+            self.seq += 1
+            t0 = time.time_ns()
+            self.sw.write([C.time_probe_packet(self.seq)])
+            t1, pkt = self.sw.packet_in()
+            # The switch stamped it between t0 and t1: offset within [t0 - local, t1 - local].
+            a, b = (t0 - ref) / 1000 - pkt["timestamp"], (t1 - ref) / 1000 - pkt["timestamp"]
+            lo, hi = (a, b) if lo is None else (max(lo, a), min(hi, b))
+        self.assertLessEqual(lo - 1, offset, f"clock-port offset {offset} below bracket [{lo:.0f}, {hi:.0f}]")
+        self.assertLessEqual(offset, hi + 1, f"clock-port offset {offset} above bracket [{lo:.0f}, {hi:.0f}]")
+
+
+class ClockPortOtherFramesDropped(RotorTest):
+    """Anything on the clock port that is not a time probe is dropped and counted as a bad
+    header: no PacketIn, nothing on any port."""
+
+    def runTest(self):
+        before = self.drops(dp.DropCause.BAD_HEADER)
+        tu.send_packet(self, (0, dp.CLOCK_PORT), self.frame(1))
+        tu.verify_no_other_packets(self)
+        with self.assertRaises(queue.Empty):
+            self.sw.packet_in(timeout=0.3)
+        self.assertEqual(self.drops(dp.DropCause.BAD_HEADER) - before, 1)

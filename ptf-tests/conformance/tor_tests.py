@@ -211,3 +211,14 @@ class TorUnknownDestinationCounted(TorTest):
         tu.send_packet(self, H0, self.host_frame("192.0.2.1"))
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - before, 1)
+
+
+class TorClockPortProbeAnswered(TorTest):
+    """The ToR answers clock-port time probes like the rotor (shared ClockProbe control)."""
+
+    def runTest(self):
+        t, pkt = self.clock_port_probe(0x60000042)
+        self.assertEqual(pkt["opcode"], dp.OP_TIME_PROBE)
+        self.assertEqual(pkt["seq"], 0x60000042)
+        self.assertTrue(pkt["flags"] & dp.FLAG_CLOCK_PORT)
+        tu.verify_no_other_packets(self)
