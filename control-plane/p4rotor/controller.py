@@ -480,8 +480,9 @@ class Controller:
             return sent, None, None
         return sent, recv, reply
 
-    async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None) -> OffsetEstimate:
-        if rt.spec.clock_iface:
+    async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None,
+                            packet_out: bool = False) -> OffsetEstimate:
+        if rt.spec.clock_iface and not packet_out:
             return await self._probe_clock_port(sw, rt, n)
         samples = []
         for i in range(n or self.probes):
@@ -524,14 +525,17 @@ class Controller:
         offset, jitter, count = CP.one_way_offset(samples, self.tb.ref_ns)
         return OffsetEstimate(offset_us=offset, rtt_us=0.0, probes=count, method="clock-port", jitter_us=jitter)
 
-    async def measure_skew(self, probes: int = 8) -> dict[str, int]:
-        """Residual error of each installed offset, measured with fresh probes (us)."""
+    async def measure_skew(self, probes: int = 8, packet_out: bool = False) -> dict[str, int]:
+        """Residual error of each installed offset, measured with fresh probes (us).
+
+        ``packet_out``: measure with PacketOut probes even where a clock port is set
+        (to compare the two time bases)."""
         out = {}
         for sw in self.switches:
             rt = self.runtimes[sw.name]
             if rt.offset is None:
                 continue
-            fresh = await self._probe_offset(sw, rt, probes)
+            fresh = await self._probe_offset(sw, rt, probes, packet_out=packet_out)
             out[sw.name] = fresh.offset_us - rt.offset.offset_us
         return out
 

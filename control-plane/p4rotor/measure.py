@@ -223,3 +223,57 @@ def check_departures(st: SwitchTimes, sched: Schedule, rotor: Rotor, port_map: d
                 mis += 1
                 miss.append(d)
     return DepartureCheck(len(st.departures), out_n, out_us, mis, miss)
+
+
+# ---------------------------------------------------------------------------
+# Boundary error from probe trains (exact switch arrival times)
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class TrainBoundary:
+    slot: int                  # absolute slot k whose day start is the boundary
+    error_us: float | None     # arrival of the first frame carried by the new matching - boundary
+    resolution_us: float       # gap between that frame and the train frame before it
+    frames: int                # train frames seen arriving at the switch
+
+
+def train_boundary_errors(st: SwitchTimes, sched: Schedule, rotor: Rotor, port_map: dict[int, int],
+                          t0_ns: int, in_port: int, trains: Sequence[tuple[int, int]],
+                          seq_base: int) -> list[TrainBoundary]:
+    """For each (train i, slot k): when did the switch start carrying frames on slot k's matching?
+
+    The boundary is the scheduled start of slot k's day.  Among train i's frames (seq
+    ``seq_base + (i << 16) + j``), take the earliest *arrival at the switch* (BMv2's
+    input pcap: kernel time) of a frame that left on the port slot k's matching
+    connects ``in_port`` to; the error is that arrival minus the boundary: negative if
+    the switch moved early, positive if late.  Its resolution is the gap to the train
+    frame that arrived just before it.  ``error_us`` is None when no frame of the train
+    left on the new matching (all dropped, e.g. stale at tiny slots).
+    """
+    M = len(rotor.matchings)
+    rack = {p: r for r, p in port_map.items()}
+    by_train: dict[int, list[tuple[int, int]]] = {}
+    for (port, seq), a in st.arrivals.items():
+        if port == in_port and seq >= seq_base:
+            by_train.setdefault((seq - seq_base) >> 16, []).append((a, seq))
+    out: list[TrainBoundary] = []
+    for i, k in trains:
+        m = rotor.matchings[k % M]
+        dst = m[rack[in_port]]
+        new_port = port_map[dst] if dst is not None else None
+        boundary_ns = t0_ns + (rotor.offset_us + k * sched.slot_us + sched.reconfig_us) * 1000
+        frames = by_train.get(i, [])
+        arrivals = [a for a, _ in frames]
+        first_new = None
+        for a, seq in frames:
+            dep = st.departures.get((in_port, seq))
+            if dep is not None and dep[1] == new_port and (first_new is None or a < first_new):
+                first_new = a
+        if first_new is None:
+            out.append(TrainBoundary(k, None, math.nan, len(arrivals)))
+            continue
+        before = [a for a in arrivals if a < first_new]
+        res = (first_new - max(before)) / 1000 if before else math.nan
+        out.append(TrainBoundary(k, (first_new - boundary_ns) / 1000, res, len(arrivals)))
+    return out

@@ -25,6 +25,8 @@ from typing import Any
 
 from . import schedule as S
 
+MAX_DATA_PORT = 253  # 254: clock port, 255: CPU port (p4src/shared/defines.p4)
+
 
 class TopologyError(ValueError):
     pass
@@ -161,7 +163,14 @@ def validate(t: Topology) -> None:
         if grpc in seen_grpc:
             raise TopologyError(f"gRPC port {grpc} used by {seen_grpc[grpc]} and {name}")
         seen_dev[dev], seen_grpc[grpc] = name, dev
+    def check_ports(who: str, ports) -> None:
+        for p in ports:
+            if not 1 <= p <= MAX_DATA_PORT:
+                raise TopologyError(f"{who}: port {p} outside 1..{MAX_DATA_PORT} (254 is the clock port, "
+                                    f"255 the CPU port)")
+
     for r in t.rotors:
+        check_ports(f"rotor {r.name}", r.ports.values())
         if sorted(r.ports) != list(range(s.racks)):
             raise TopologyError(f"rotor {r.name}: ports must map every rack 0..{s.racks - 1}")
         if len(set(r.ports.values())) != len(r.ports):
@@ -171,6 +180,7 @@ def validate(t: Topology) -> None:
         if set(k.tor.uplinks) != names:
             raise TopologyError(f"{k.tor.name}: uplinks must name every rotor exactly once")
         ports = list(k.tor.uplinks.values()) + [h.port for h in k.hosts]
+        check_ports(k.tor.name, ports)
         if len(set(ports)) != len(ports):
             raise TopologyError(f"{k.tor.name}: a port is used twice")
         net = ipaddress.ip_network(k.prefix)

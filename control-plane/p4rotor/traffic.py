@@ -129,6 +129,42 @@ def send_paced(ifaces: dict[int, str], rate_pps: float, duration_s: float, start
     return sent
 
 
+TRAIN_SEQ_BASE = 1 << 40  # train frames' sequence numbers: (train << 16 | frame), above paced ones
+
+
+def send_trains(ifname: str, in_port: int, boundaries_ns: Sequence[int], before_us: float, after_us: float,
+                gap_us: float, warmup_us: float = 100.0) -> int:
+    """Around each boundary, a train of frames every ``gap_us`` from ``before_us`` ahead of it
+    to ``after_us`` past it (busy-waiting for each send time).  Returns frames sent.
+
+    A warm-up frame goes ``warmup_us`` before the train: the first send after idle takes
+    ~20 us longer (the switch's receive thread wakes up) and would open a hole in the train.
+    Train ``i``'s frames have seq ``TRAIN_SEQ_BASE + (i << 16) + j`` (j = 0: the warm-up).
+    """
+    s = open_socket(ifname)
+    sent = 0
+    n = int((before_us + after_us) / gap_us) + 1
+    try:
+        for i, b in enumerate(boundaries_ns):
+            base = TRAIN_SEQ_BASE + (i << 16)
+            frames = [make_frame(in_port, base + j, 0) for j in range(n + 1)]
+            t_first = b - int(before_us * 1000)
+            times = [t_first - int(warmup_us * 1000)] + [t_first + int(j * gap_us * 1000) for j in range(n)]
+            now = time.time_ns()
+            if times[0] - now > 4_000_000:
+                time.sleep((times[0] - now - 3_000_000) / 1e9)
+            if time.time_ns() > times[0]:
+                continue  # fell behind (or overslept): skip this boundary, never send a shifted train
+            for f, target in zip(frames, times):
+                while time.time_ns() < target:
+                    pass
+                s.send(f)
+                sent += 1
+    finally:
+        s.close()
+    return sent
+
+
 def blast(ifname: str, in_port: int, count: int) -> float:
     """Send ``count`` frames as fast as possible; returns seconds taken."""
     s = open_socket(ifname)

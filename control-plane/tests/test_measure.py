@@ -94,3 +94,50 @@ def test_departures_exact():
     assert c.outside == 2 and sorted(c.outside_us) == pytest.approx([3, 4])
     assert c.misswitched == 1 and c.miss_us == pytest.approx([5])
     assert M.outside_day_us(s, r, 0, 500) == 0 and M.outside_day_us(s, r, 0, 1050) == pytest.approx(50)
+
+
+def _train_times(trains):
+    """SwitchTimes from {train: [(arrival us, matching index or None if dropped)]} on in-port 1."""
+    from p4rotor.traffic import TRAIN_SEQ_BASE
+
+    s = sched()
+    arr, dep = {}, {}
+    for i, frames in trains.items():
+        for j, (t_us, m) in enumerate(frames):
+            key = (1, TRAIN_SEQ_BASE + (i << 16) + j)
+            arr[key] = T0 + int(t_us * 1000)
+            if m is not None:
+                dep[key] = (T0 + int((t_us + 30) * 1000), PM[s.rotors[0].matchings[m][0]])
+    return M.SwitchTimes(arr, dep)
+
+
+def test_train_boundary_error_late_early_and_unresolved():
+    from p4rotor.traffic import TRAIN_SEQ_BASE
+
+    s = sched()
+    b5, b8 = 5 * 1000 + 100, 8 * 1000 + 100  # day starts of slots 5 (matching 2) and 8 (matching 2)
+    st = _train_times({
+        # late by ~3 us: frames before and at the boundary dropped (night), B+4 on the new matching
+        0: [(b5 - 200, 1), (b5 - 8, None), (b5 - 4, None), (b5, None), (b5 + 4, 2), (b5 + 8, 2)],
+        # early: the frame 4 us before the boundary already on the new matching
+        1: [(b8 - 8, None), (b8 - 4, 2), (b8, 2)],
+        # nothing left on the new matching (e.g. all stale at a tiny slot)
+        2: [(b8 + 3000 - 4, None), (b8 + 3000, None)],
+    })
+    res = M.train_boundary_errors(st, s, s.rotors[0], PM, T0, 1, [(0, 5), (1, 8), (2, 11)], TRAIN_SEQ_BASE)
+    assert [r.slot for r in res] == [5, 8, 11]
+    assert res[0].error_us == pytest.approx(4) and res[0].resolution_us == pytest.approx(4)
+    assert res[0].frames == 6
+    assert res[1].error_us == pytest.approx(-4) and res[1].resolution_us == pytest.approx(4)
+    assert res[2].error_us is None and res[2].frames == 2
+
+
+def test_train_frame_on_old_matching_is_not_the_new_one():
+    """A frame forwarded on the previous matching after the boundary does not count as switched."""
+    from p4rotor.traffic import TRAIN_SEQ_BASE
+
+    s = sched()
+    b = 4 * 1000 + 100  # slot 4: matching 1; slot 3's matching is 0
+    st = _train_times({0: [(b - 2, 0), (b + 2, 0), (b + 6, 1)]})
+    (r,) = M.train_boundary_errors(st, s, s.rotors[0], PM, T0, 1, [(0, 4)], TRAIN_SEQ_BASE)
+    assert r.error_us == pytest.approx(6)

@@ -110,6 +110,8 @@ def test_topology_generate_roundtrip(tmp_path):
     (lambda d: d["rotors"][0]["ports"].pop("3"), "ports must map every rack"),
     (lambda d: d["racks"][0]["tor"]["uplinks"].pop("rotor1"), "uplinks must name every rotor"),
     (lambda d: d.update(version=3), "unknown topology version"),
+    (lambda d: d["racks"][0]["hosts"][0].update(port=254), "254 is the clock port"),
+    (lambda d: d["rotors"][0]["ports"].update({"0": 255}), "outside 1..253"),
 ])
 def test_topology_bad(tmp_path, mutate, msg):
     s = S.generate_opera(8, 4, 1000, 100)
