@@ -4,12 +4,17 @@ Each probe carries (src host index, seq, send wall ns); the receiver logs (recv 
 seq, send ns) as JSON lines.  Sending can be gated on the schedule: a destination rack is only
 sent to while a direct circuit to it is live and more than ``guard`` from its end (TDMA-style
 host gating, seed 002 / seed 000 §2.2.1).
+
+Many hosts start together: with ``--ready`` and ``--go`` a probe reports once its receiver is
+bound and waits for the start time to be written into the go file, so the caller starts sending
+only after every receiver is listening (Python start-up of 64+ processes on 2 cores takes seconds).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import struct
 import sys
@@ -20,11 +25,15 @@ PORT = 9999
 _P = struct.Struct("!IIQ")
 
 
-def receiver(out_path: str, stop: threading.Event, port: int = PORT) -> None:
+def bind_receiver(port: int = PORT) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.bind(("0.0.0.0", port))
     s.settimeout(0.1)
+    return s
+
+
+def receiver(out_path: str, stop: threading.Event, s: socket.socket) -> None:
     with open(out_path, "w") as f:
         while not stop.is_set():
             try:
@@ -51,18 +60,34 @@ def main(argv=None) -> int:
     p.add_argument("--linger", type=float, default=1.0, help="keep receiving this long after sending")
     p.add_argument("--count", type=int, default=0,
                    help="shuffle: send this many to every --dst, each only while its gate is open")
-    p.add_argument("--gate", help="JSON: {\"t0_ns\":…, \"slot_ns\":…, \"open\": [[rack, [[a,b],…]],…]} windows mod period")
+    p.add_argument("--gate", help="JSON (or @file with it): {\"t0_ns\":…, \"period_ns\":…, "
+                   "\"open\": {dst_ip: [[a, b],…]}}: send to dst only while (now - t0) mod period is in a window; "
+                   "each send opportunity goes to the next destination whose gate is open")
+    p.add_argument("--ready", help="write this file once the receiver is bound and the sender is set up")
+    p.add_argument("--go", help="wait for this file and take the start time (wall ns) from it; "
+                   "overrides --start-ns")
+    p.add_argument("--go-timeout", type=float, default=300.0, help="give up waiting for --go after this many s")
     a = p.parse_args(argv)
     stop = threading.Event()
     rt = None
     if a.rx:
-        rt = threading.Thread(target=receiver, args=(a.rx, stop), daemon=True)
+        rt = threading.Thread(target=receiver, args=(a.rx, stop, bind_receiver()), daemon=True)
         rt.start()
     sent_log = open(a.tx, "w") if a.tx else None
+    gate = None
+    if a.gate:
+        gate = json.loads(open(a.gate[1:]).read() if a.gate.startswith("@") else a.gate)
     if a.dst:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, a.dscp << 2)
-        gate = json.loads(a.gate) if a.gate else None
+    if a.ready:
+        tmp = a.ready + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(os.getpid()))
+        os.replace(tmp, a.ready)
+    if a.go:
+        a.start_ns = _wait_go(a.go, a.go_timeout)
+    if a.dst:
         start = a.start_ns or time.time_ns()
         while time.time_ns() < start:
             time.sleep(min(0.01, max(0, (start - time.time_ns()) / 1e9)))
@@ -72,16 +97,21 @@ def main(argv=None) -> int:
         if a.count:
             _shuffle(a, s, gate, start, gap, n, pad, sent_log)
             n = 0
+        nxt = 0  # gated: round-robin position among the destinations
         for i in range(n):
             target = start + int(i * gap * 1e9)
             while time.time_ns() < target:
                 d = (target - time.time_ns()) / 1e9
                 if d > 0.002:
                     time.sleep(d - 0.001)
-            dst = a.dst[i % len(a.dst)]
             now = time.time_ns()
-            if gate and not _open(gate, dst, now):
-                continue
+            if gate:
+                k = _next_open(gate, a.dst, nxt, now)
+                if k is None:
+                    continue
+                dst, nxt = a.dst[k], k + 1
+            else:
+                dst = a.dst[i % len(a.dst)]
             try:
                 s.sendto(_P.pack(a.me, i, now) + pad, (dst, PORT))
             except OSError:
@@ -121,6 +151,29 @@ def _shuffle(a, s, gate, start, gap, n, pad, sent_log) -> None:
                 if sent_log:
                     sent_log.write(f'{{"tx": {now}, "dst": "{dst}", "seq": {i}}}\n')
                 break
+
+
+def _wait_go(path: str, timeout: float) -> int:
+    """Poll for the go file (written atomically by the caller) and return the start time in it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(path) as f:
+                return int(f.read().strip())
+        except (FileNotFoundError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"p4rotor.probe: no start time in {path} after {timeout:.0f} s")
+        time.sleep(0.01)
+
+
+def _next_open(gate: dict, dsts: list[str], first: int, now: int) -> int | None:
+    """Index of the first destination at or after ``first`` (cyclically) whose gate is open."""
+    for d in range(len(dsts)):
+        k = (first + d) % len(dsts)
+        if _open(gate, dsts[k], now):
+            return k
+    return None
 
 
 def _open(gate: dict, dst: str, now: int) -> bool:

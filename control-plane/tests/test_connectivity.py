@@ -1,0 +1,161 @@
+"""The connectivity check's judging and re-probe planning, on synthetic probe counts and logs (no switch)."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from p4rotor import experiments as E
+from p4rotor import probe as P
+from p4rotor import schedule as S
+from p4rotor.emulation import dilate
+
+T0 = 1_000_000_000_000_000
+
+
+def grid(slots, n, cells=()):
+    g = [[[0] * n for _ in range(n)] for _ in range(slots)]
+    for k, i, j, v in cells:
+        g[k][i][j] = v
+    return g
+
+
+def pred(slots, n, live):
+    p = [[[False] * n for _ in range(n)] for _ in range(slots)]
+    for k, i, j in live:
+        p[k][i][j] = True
+    return p
+
+
+def test_judge_cells_every_kind():
+    live = [(0, 0, 1), (0, 1, 0), (1, 0, 2)]
+    predicted = pred(2, 3, live)
+    sent = grid(2, 3, [(k, i, j, 2) for k in range(2) for i in range(3) for j in range(3) if i != j])
+    sent[1][2][1] = 0  # nothing sent: not judged
+    got = grid(2, 3, [(0, 0, 1, 2),   # live, received: agree
+                      (1, 0, 2, 1),   # live, one of two received: agree
+                      (0, 2, 0, 1)])  # dark, received: a false positive
+    # (0, 1, 0) is live but every probe was lost: undecided
+    j = E.judge_cells(sent, got, predicted)
+    assert j.false_positive == [(0, 2, 0)]
+    assert j.undecided == [(0, 1, 0)]
+    assert j.unprobed == [(1, 2, 1)]
+    assert (0, 0, 1) in j.agree and (1, 0, 2) in j.agree and (0, 1, 2) in j.agree  # dark, nothing received
+    assert j.cells == 2 * 3 * 2 - 1
+    assert len(j.agree) == j.cells - 2
+    assert not any(i == k for _, i, k in j.agree + j.false_positive + j.undecided + j.unprobed)
+
+
+def test_a_received_probe_counts_even_if_its_send_was_not_logged():
+    j = E.judge_cells(grid(1, 2), grid(1, 2, [(0, 0, 1, 1)]), pred(1, 2, []))
+    assert j.false_positive == [(0, 0, 1)] and j.unprobed == [(0, 1, 0)]
+
+
+def test_reprobe_evidence_resolves_lost_cells_but_never_a_false_positive():
+    predicted = pred(1, 3, [(0, 0, 1), (0, 1, 0)])
+    sent = grid(1, 3, [(0, i, j, 1) for i in range(3) for j in range(3) if i != j])
+    got = grid(1, 3, [(0, 2, 1, 1)])  # dark circuit crossed
+    first = E.judge_cells(sent, got, predicted)
+    assert sorted(first.undecided) == [(0, 0, 1), (0, 1, 0)] and first.false_positive == [(0, 2, 1)]
+    # a re-probe round: (0, 0, 1) gets through, (0, 1, 0) is lost again
+    E._add(sent, grid(1, 3, [(0, 0, 1, 4), (0, 1, 0, 4)]))
+    E._add(got, grid(1, 3, [(0, 0, 1, 3)]))
+    after = E.judge_cells(sent, got, predicted)
+    assert after.undecided == [(0, 1, 0)]  # still nothing: a failure if this was the last round
+    assert after.false_positive == [(0, 2, 1)]  # stays a failure whatever more rounds show
+    assert len(after.agree) == after.cells - 2
+    assert E._total(sent) == 6 + 8 and E._total(got) == 1 + 3
+
+
+def test_predicted_circuits_rotornet():
+    s = S.generate_rotornet(8, 2, 1000, 100)
+    slots = s.hyperperiod_us // s.slot_us
+    p = E.predicted_circuits(s, slots)
+    assert slots == 4  # 7 matchings dealt to 2 rotors, one padded with an idle matching
+    for i in range(8):
+        assert not any(p[k][i][i] for k in range(slots))
+        for j in range(8):
+            if i != j:  # RotorNet: every pair has exactly one direct slot per cycle
+                assert sum(p[k][i][j] for k in range(slots)) == 1
+
+
+def _ds():
+    # 4 racks, 1 rotor, 3 matchings; dilated x1000: slot 1 s, night 0.1 s, margin 0.135 s
+    s = S.generate_rotornet(4, 1, 1000, 100)
+    return s, dilate(s, 1000.0)
+
+
+def test_tally_counts_by_send_slot_inside_the_judged_window():
+    s, ds = _ds()
+    margin = 0.15 * ds.day_us
+    ips = ["10.0.0.1", "10.0.1.1", "10.0.2.1", "10.0.3.1"]
+    names = ["h0", "h1", "h2", "h3"]
+    us = 1000
+    logs = {
+        "h0.tx": [{"tx": T0 + 500_000 * us, "dst": ips[1]},              # slot 0, mid-day
+                  {"tx": T0 + 3_500_000 * us, "dst": ips[1]},            # slot 3 = slot 0 of the next cycle
+                  {"tx": T0 + 1_050_000 * us, "dst": ips[2]},            # night of slot 1: not judged
+                  {"tx": T0 + 1_200_000 * us, "dst": ips[2]},            # day but within the margin: not judged
+                  {"tx": T0 + 1_990_000 * us, "dst": ips[2]},            # just before the end of slot 1: not judged
+                  {"tx": T0 + 1_500_000 * us, "dst": ips[3]}],           # slot 1
+        "h1.rx": [{"rx": T0 + 2_600_000 * us, "src": 0, "tx": T0 + 500_000 * us}],  # counted in its send slot
+    }
+    sent, got = E.tally(ds, logs, names, ips, T0, margin)
+    assert sent[0][0][1] == 2 and sent[1][0][3] == 1 and sent[1][0][2] == 0
+    assert got[0][0][1] == 1 and E._total(got) == 1 and E._total(sent) == 3
+
+
+def test_reprobe_plan_windows_are_the_judged_part_of_the_slot():
+    s, ds = _ds()
+    margin = 0.15 * ds.day_us
+    cells = [(0, 0, 1), (2, 0, 1), (2, 0, 3), (1, 2, 3)]
+    plan = E.reprobe_plan(cells, ds, margin, per_cell=4)
+    assert set(plan) == {0, 2}
+    assert sorted(plan[0]["open"]) == [1, 3] and list(plan[2]["open"]) == [3]
+    period = ds.hyperperiod_us * 1000
+    for i, p in plan.items():
+        for j, ws in p["open"].items():
+            for a, b in ws:
+                assert 0 <= a < b <= period
+                k = (a // 1000) // ds.slot_us
+                assert (k, i, j) in cells
+                # every gated send time falls in the judged window of that slot (what tally counts)
+                for t in (a, (a + b) // 2, b - 1):
+                    assert E._slot_of(ds, t / 1000, margin) == k
+                assert E._slot_of(ds, (a - 1000) / 1000, margin) is None
+                assert E._slot_of(ds, (b + 1000) / 1000, margin) is None
+    window_s = (ds.day_us - 2 * margin) / 1e6
+    assert plan[0]["rate"] == pytest.approx(4 * 2 / window_s)  # two destinations share slot 2
+    assert plan[2]["rate"] == pytest.approx(4 * 1 / window_s)
+
+
+def test_gated_sends_go_round_robin_to_open_destinations():
+    gate = {"t0_ns": 0, "period_ns": 100, "open": {"a": [[0, 50]], "b": [[0, 100]], "c": [[50, 100]]}}
+    assert P._next_open(gate, ["a", "b", "c"], 0, 10) == 0
+    assert P._next_open(gate, ["a", "b", "c"], 1, 10) == 1
+    assert P._next_open(gate, ["a", "b", "c"], 2, 10) == 0  # c closed: wraps to a
+    assert P._next_open(gate, ["a", "c"], 1, 110) == 0      # period wraps: phase 10
+    assert P._next_open(gate, ["c"], 0, 20) is None
+
+
+def test_probe_waits_for_go_after_reporting_ready(tmp_path):
+    ready, go = tmp_path / "r", tmp_path / "go"
+    p = subprocess.Popen([sys.executable, "-m", "p4rotor.probe", "--me", "0", "--duration", "0.2", "--linger", "0",
+                          "--ready", str(ready), "--go", str(go), "--go-timeout", "20"])
+    try:
+        deadline = time.monotonic() + 20
+        while not ready.exists():
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.3)
+        assert p.poll() is None  # waits for the start time
+        start = time.time_ns() + 200_000_000
+        (tmp_path / "go.tmp").write_text(str(start))
+        (tmp_path / "go.tmp").rename(go)
+        assert p.wait(10) == 0
+        assert time.time_ns() >= start + 200_000_000  # ran until start + duration
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
