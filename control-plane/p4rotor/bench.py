@@ -262,12 +262,27 @@ def machine() -> dict:
     return {"cores": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()}
 
 
-def run_scale(build: Path, sizes=(16, 32, 64), rotors: int = 4, out: Path = Path("results/scale")) -> list[dict]:
-    """The largest RotorNet fabric (racks x rotors) that launches and passes the connectivity check."""
+SCALE_SIZES = (16, 32, 64)
+BMV2_MIB_GUESS = 115.0  # RSS of one BMv2 with its tables, before any measurement (64x4: 7577 MiB / 68)
+
+
+def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path("results/scale"),
+              mem_limit_mib: float = 20 * 1024, reprobe_rounds: int = 2) -> list[dict]:
+    """The largest RotorNet fabric (racks x rotors) that launches and passes the connectivity check.
+
+    Stops at the first size that fails, and before a size whose switches would need more than
+    ``mem_limit_mib`` (estimated from the last size's BMv2 RSS per switch)."""
     from . import experiments as E
 
     rows = []
+    per_switch = BMV2_MIB_GUESS
     for n in sizes:
+        need = per_switch * (n + rotors)
+        if need > mem_limit_mib:
+            rows.append({"racks": n, "rotors": rotors, "passed": False, "wall_s": 0.0,
+                         "error": f"skipped: ~{need / 1024:.1f} GiB of BMv2 RSS > limit {mem_limit_mib / 1024:.0f} GiB"})
+            _say(f"[bench]   {rows[-1]}")
+            break
         sched = S.generate_rotornet(n, rotors, 1000, 100)
         mem = {}
 
@@ -287,18 +302,50 @@ def run_scale(build: Path, sizes=(16, 32, 64), rotors: int = 4, out: Path = Path
         _say(f"[bench] scale: {n} racks x {rotors} rotors ({n + rotors} BMv2 switches)")
         try:
             res = E.connectivity(build, out / f"{n}x{rotors}", sched, dilation=2000.0, cycles=1,
-                                 probes_per_cell=2, on_running=sample)
+                                 probes_per_cell=2, on_running=sample, reprobe_rounds=reprobe_rounds)
+            rp = res["reprobe"]
             row = {"racks": n, "rotors": rotors, "cells": res["cells"], "agree": res["agree"],
-                   "passed": res["agree"] == res["cells"] and res["cells"] > 0, "wall_s": time.monotonic() - t,
-                   **mem}
+                   "cells_total": res["cells_total"], "passed": res["agree"] == res["cells"] and res["cells"] > 0,
+                   "false_positive": res["false_positive"], "missed": res["missed"], "unjudged": res["unjudged"],
+                   "first_pass_agree": res["first_pass"]["agree"], "first_pass_cells": res["first_pass"]["cells"],
+                   "first_pass_rate_pps": res["first_pass"]["rate_pps"],
+                   "rounds": rp["rounds_run"], "reprobed": rp["reprobed"],
+                   "reprobed_per_round": [r["cells"] for r in rp["rounds"]],
+                   "resolved_by_reprobe": rp["resolved"], "newly_judged_by_reprobe": rp["newly_judged"],
+                   "probes_sent": res["probes_sent"], "probes_received": res["probes_received"],
+                   "wall_s": time.monotonic() - t, **mem}
         except Exception as ex:  # a benchmark reports, it does not fail
             row = {"racks": n, "rotors": rotors, "passed": False, "error": str(ex)[:300],
                    "wall_s": time.monotonic() - t, **mem}
         rows.append(row)
         _say(f"[bench]   {row}")
+        if mem.get("switches"):
+            per_switch = max(per_switch if rows[:-1] else 0, mem["bmv2_rss_mib"] / mem["switches"])
         if not row["passed"]:
             break
     return rows
+
+
+def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
+    """A partial run (``--only``) merged into the previous results: its sections replace the old
+    ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
+    sections = {"slot": ("slot_clock", "slot_signal"), "throughput": ("throughput",),
+                "control": ("control_plane",), "scale": ("scale",)}
+    res = dict(old)
+    for what in sorted(only):
+        for key in sections.get(what, ()):
+            if key not in new:
+                continue
+            if key == "scale" and old.get("scale"):
+                rows = {(r["racks"], r["rotors"]): r for r in old["scale"]}
+                rows.update({(r["racks"], r["rotors"]): r for r in new["scale"]})
+                res[key] = [rows[k] for k in sorted(rows)]
+            else:
+                res[key] = new[key]
+    res["command"] = old.get("command", "p4rotor bench")
+    res["merged"] = [m for m in old.get("merged", []) if m["command"] != command] + [
+        {"only": sorted(only), "started": new["started"], "machine": new["machine"], "command": command}]
+    return res
 
 
 SLOTS_US = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -308,7 +355,8 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: float = 1000) -> dict:
+def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: float = 1000,
+            scale_sizes=SCALE_SIZES, merge: bool = False, command: str = "p4rotor bench") -> dict:
     """Every benchmark, side by side in one run; progress on stderr; never raises for a bad number."""
     res: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_pps": rate}
     slots = SLOTS_US[::2] if quick else SLOTS_US
@@ -348,7 +396,11 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
             _say(f"[bench]   generate {cp['generate_s']:.2f} s, validate {cp['validate_s']:.2f} s, "
                  f"install max {cp['install_max_ms']:.0f} ms per switch")
     if "scale" in only:
-        res["scale"] = run_scale(build)
+        res["scale"] = run_scale(build, scale_sizes)
+    res["command"] = command
+    if merge and out.exists():
+        res = merge_results(json.loads(out.read_text()), res, only, command)
+        _say(f"[bench] merged {', '.join(sorted(only))} into the results already in {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1, default=str))
     _say(f"[bench] wrote {out}")
@@ -410,11 +462,29 @@ def markdown(res: dict) -> str:
     sc = res.get("scale")
     if sc:
         lines += ["### Scale (RotorNet, connectivity check in Mininet, dilation 2000)", "",
-                  "| racks x rotors | BMv2 switches | connectivity cells agree | passed | BMv2 RSS total MiB | wall s |",
-                  "|---|---|---|---|---|---|"]
+                  "*cells agree*: (slot, src, dst) cells measured as the schedule predicts, of those probed "
+                  "(of all). *re-probe*: rounds run, cells re-probed per round (live cells whose every probe "
+                  "was lost, plus cells no probe fell in), live cells resolved by a re-probe.", "",
+                  "| racks x rotors | BMv2 switches | connectivity cells agree | first pass | passed "
+                  "| re-probe: rounds; cells per round; resolved | BMv2 RSS total MiB | wall s |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in sc:
+            total = f" (of {r['cells_total']})" if r.get("cells_total") else ""
+            first = (f"{r['first_pass_agree']}/{r['first_pass_cells']}" if "first_pass_agree" in r else "-")
+            if "rounds" in r:
+                rp = (f"{r['rounds']}; {', '.join(str(x) for x in r.get('reprobed_per_round', [])) or '-'}; "
+                      f"{r.get('resolved_by_reprobe', 0)}")
+            else:
+                rp = "- (no re-probe)"
+            if r["passed"]:
+                ok = "yes"
+            elif "error" in r:
+                ok = "no: " + r["error"][:60]
+            else:
+                ok = (f"no: {r.get('false_positive', '?')} across a dark circuit, "
+                      f"{r.get('missed', '?')} live with every probe lost" if "missed" in r else "no: mismatch")
             lines.append(f"| {r['racks']} x {r['rotors']} | {r.get('switches', '?')} | {r.get('agree', '-')}/"
-                         f"{r.get('cells', '-')} | {'yes' if r['passed'] else 'no: ' + r.get('error', 'mismatch')[:60]} | "
+                         f"{r.get('cells', '-')}{total} | {first} | {ok} | {rp} | "
                          f"{_f(r.get('bmv2_rss_mib'), 0)} | {r['wall_s']:.0f} |")
         lines.append("")
     return "\n".join(lines)
@@ -424,7 +494,8 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
 def update_doc(doc: Path, res: dict, command: str) -> None:
-    body = f"{BEGIN}\nCommand: `{command}`\n\n{markdown(res)}\n{END}"
+    note = "".join(f"; then `{m['command']}` (started {m['started']}), merged" for m in res.get("merged", []))
+    body = f"{BEGIN}\nCommand: `{res.get('command', command)}`{note}\n\n{markdown(res)}\n{END}"
     text = doc.read_text() if doc.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
     if BEGIN in text and END in text:
         text = text[:text.index(BEGIN)] + body + text[text.index(END) + len(END):]
