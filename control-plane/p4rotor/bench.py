@@ -29,6 +29,7 @@ from . import traffic as T
 from .harness import ptf_bench
 
 PORTS = (1, 2, 3, 4)
+CLOCK_IFACE = "t0p254"  # host side of switch 0's clock port (harness: veth s0p254 <-> t0p254)
 
 
 def _ifaces(dev: int = 0) -> dict[int, str]:
@@ -55,7 +56,8 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
     sched = S.generate_rotornet(4, 1, a.slot_us, a.night_us)
     rotor = sched.rotors[0]
     pm = C.default_port_map(4)
-    ctl = C.RotorController(sched, [C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port)], mode=a.mode,
+    spec = C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port, clock_iface=a.clock_iface or None)
+    ctl = C.RotorController(sched, [spec], mode=a.mode,
                             p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
                             ack_every=(max(1, 2000 // a.slot_us) if a.mode == "signal" else 0),
                             on_event=lambda m: None)
@@ -74,17 +76,53 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         await loop.run_in_executor(None, proc.join)
         rx = await loop.run_in_executor(None, rcv.stop, 0.3)
         after = await _drops(sw)
+        # Probe trains around day starts: the boundary error at the resolution of the train.
+        trains = []
+        if a.trains:
+            every = max(1, -(-a.train_period_us // a.slot_us))
+            k0 = int((time.time_ns() + 300_000_000 - t0_ns) / 1000 // a.slot_us) + 1
+            trains = [(i, k0 + i * every) for i in range(a.trains)]
+            bnds = [t0_ns + (k * a.slot_us + a.night_us) * 1000 for _, k in trains]
+            before_us = a.train_before_us
+            tproc = multiprocessing.get_context("spawn").Process(
+                target=T.send_trains, args=(_ifaces()[1], 1, bnds, before_us, a.train_after_us, a.train_gap_us))
+            tproc.start()
+            await loop.run_in_executor(None, tproc.join)
+            await asyncio.sleep(0.3)
         sent = int(a.duration * a.rate)
         chk = M.check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
         dchk = None
         if a.pcap_dir:
             st = M.switch_times(a.pcap_dir, {f"s0p{p}": p for p in PORTS})
-            dchk = M.check_departures(st, sched, rotor, pm, t0_ns)
+            # Paced frames (the fixed offered load) and train frames are judged apart: a train
+            # is a burst beyond BMv2's rate, whose backlog says little about the steady load.
+            paced = M.SwitchTimes({k: v for k, v in st.arrivals.items() if k[1] < T.TRAIN_SEQ_BASE},
+                                  {k: v for k, v in st.departures.items() if k[1] < T.TRAIN_SEQ_BASE})
+            burst = M.SwitchTimes({k: v for k, v in st.arrivals.items() if k[1] >= T.TRAIN_SEQ_BASE},
+                                  {k: v for k, v in st.departures.items() if k[1] >= T.TRAIN_SEQ_BASE})
+            dchk = M.check_departures(paced, sched, rotor, pm, t0_ns)
+            tchk = M.check_departures(burst, sched, rotor, pm, t0_ns)
+            if a.dump_t0:
+                Path(a.dump_t0).write_text(json.dumps({"t0_ns": t0_ns, "trains": trains}))
+            tb = M.train_boundary_errors(st, sched, rotor, pm, t0_ns, 1, trains, T.TRAIN_SEQ_BASE)
+            errs = [b.error_us for b in tb if b.error_us is not None]
+            out["boundary_trains"] = {
+                "trains": len(trains), "resolved": len(errs), "gap_us": a.train_gap_us,
+                "before_us": a.train_before_us, "after_us": a.train_after_us,
+                "error_us": M.percentiles(errs), "abs_error_us": M.percentiles(abs(e) for e in errs),
+                "resolution_us": M.percentiles(b.resolution_us for b in tb
+                                               if b.error_us is not None and b.resolution_us == b.resolution_us),
+                "late_over_gap": sum(1 for e in errs if e > a.train_gap_us),
+                "departed": tchk.departed, "left_outside_day": tchk.outside,
+                "left_outside_us": M.percentiles(tchk.outside_us),
+            }
         transit = [(r.rx_ns - r.send_ns) / 1000 for r in rx]
         day_frac = sched.day_us / sched.slot_us
         delta = {k: after[k] - before[k] for k in after}
         admitted = sent - delta["NIGHT"] - delta["NOT_STARTED"]
         skew = await c.measure_skew(4) if a.mode == "clock" else {}
+        # The PacketOut time base, measured against the installed offset: its bias, side by side.
+        po_skew = await c.measure_skew(8, packet_out=True) if a.clock_iface else {}
         out.update({
             "mode": a.mode, "slot_us": a.slot_us, "night_us": a.night_us, "rate_pps": a.rate,
             "duration_s": a.duration, "sent": sent, "received": len(rx), "drops": delta,
@@ -102,7 +140,9 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             "boundary_error_us": M.percentiles(M.boundary_errors(rx, sched, rotor, pm, t0_ns)),
             "probe_gap_us": 1e6 / a.rate,
             "clock_residual_us": skew,
-            "clock_offset_uncertainty_us": (c.runtimes["rotor0"].offset.rtt_us / 2
+            "packet_out_minus_clock_port_us": po_skew,
+            "time_base": c.runtimes["rotor0"].offset.method if c.runtimes["rotor0"].offset else None,
+            "clock_offset_uncertainty_us": (c.runtimes["rotor0"].offset.uncertainty_us
                                             if c.runtimes["rotor0"].offset else None),
         })
         if a.mode == "signal":
@@ -181,6 +221,13 @@ def inside_main(argv: list[str]) -> int:
     p.add_argument("--tolerance-us", type=float, default=0.0)
     p.add_argument("--pcap-dir", help="BMv2 --pcap directory: exact switch arrival/departure times")
     p.add_argument("--program", default="rotor")
+    p.add_argument("--dump-t0", help="debug: write t0_ns and the trains here")
+    p.add_argument("--clock-iface", default="", help="host side of the clock port (time probes)")
+    p.add_argument("--trains", type=int, default=0, help="probe trains around this many day starts")
+    p.add_argument("--train-period-us", type=int, default=5000, help="at most one train per this long")
+    p.add_argument("--train-before-us", type=float, default=40)
+    p.add_argument("--train-after-us", type=float, default=40)
+    p.add_argument("--train-gap-us", type=float, default=4)
     p.add_argument("--count", type=int, default=20000)
     a = p.parse_args(argv)
     import faulthandler
@@ -211,16 +258,28 @@ def _inside(ns, sp, build: Path, program: str, *args: str, timeout: float = 120)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def train_params(mode: str) -> list[str]:
+    """Probe trains: dense and short in clock mode (us errors), long and sparser in signal
+    mode (the switch follows the controller by up to ~1 ms)."""
+    if mode == "clock":
+        return ["--trains", "100", "--train-period-us", "5000", "--train-before-us", "24",
+                "--train-after-us", "40", "--train-gap-us", "4"]
+    return ["--trains", "100", "--train-period-us", "10000", "--train-before-us", "40",
+            "--train-after-us", "3000", "--train-gap-us", "50"]
+
+
 def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, duration: float,
-             tolerance_us: float = 0.0) -> dict:
+             tolerance_us: float = 0.0, time_base: str = "clock-port") -> dict:
     import tempfile
 
     pcap = tempfile.mkdtemp(prefix="p4rotor-pcap-")
     try:
-        with ptf_bench(1, extra_args=["--pcap", pcap]) as (ns, sws, _):
+        with ptf_bench(1, ports=PORTS + (dp.CLOCK_PORT,), extra_args=["--pcap", pcap]) as (ns, sws, _):
+            extra = ["--clock-iface", CLOCK_IFACE] if time_base == "clock-port" else []
             return _inside(ns, sws[0], build, "rotor", "slot", "--mode", mode, "--slot-us", str(slot_us),
                            "--night-us", str(night_us), "--rate", str(rate), "--duration", str(duration),
-                           "--tolerance-us", str(tolerance_us), "--pcap-dir", pcap, timeout=duration + 90)
+                           "--tolerance-us", str(tolerance_us), "--pcap-dir", pcap, *extra,
+                           *train_params(mode), timeout=duration + 120)
     finally:
         import shutil
 
@@ -329,7 +388,7 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
 def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
-    sections = {"slot": ("slot_clock", "slot_signal"), "throughput": ("throughput",),
+    sections = {"slot": ("slot_clock", "slot_signal", "slot_clock_packet_out"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",)}
     res = dict(old)
     for what in sorted(only):
@@ -361,23 +420,28 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
     res: dict = {"machine": machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S"), "rate_pps": rate}
     slots = SLOTS_US[::2] if quick else SLOTS_US
     if "slot" in only:
-        for mode in ("clock", "signal"):
+        runs = [("slot_clock", "clock", "clock-port", slots), ("slot_signal", "signal", "clock-port", slots),
+                ("slot_clock_packet_out", "clock", "packet-out", (1024,) if quick else (256, 1024, 4096))]
+        for key, mode, tbase, lengths in runs:
             rows = []
-            for slot in slots:
+            for slot in lengths:
                 night = max(1, slot // 10)
                 dur = max(1.5 if quick else 3.0, 30 * 3 * slot / 1e6)
-                _say(f"[bench] slot precision: {mode} mode, slot {slot} us, night {night} us, {rate:.0f} pps, {dur:.1f} s")
-                r = run_slot(build, mode, slot, night, rate, dur)
+                _say(f"[bench] slot precision: {mode} mode ({tbase} time base), slot {slot} us, night {night} us, "
+                     f"{rate:.0f} pps for {dur:.1f} s, then probe trains")
+                r = run_slot(build, mode, slot, night, rate, dur, time_base=tbase)
                 rows.append(r)
                 if "error" in r:
                     _say(f"[bench]   error: {r['error']}")
                 else:
-                    _say(f"[bench]   left outside its matching's day {r['left_outside_day']} of {r['departed']} "
-                         f"departed (max {_f(r['left_outside_us'].get('max', 0), 1)} us), switched outside its day "
-                         f"{r['misswitched']}, reconfig loss {_pct(r['reconfig_loss'])} (bound {_pct(r['loss_bound'])})"
-                         + (f", slot-change delay p50/p99 {_f(r['signal_delay_us'].get('p50'), 0)}/"
+                    be = (r.get("boundary_trains") or {}).get("error_us") or {}
+                    _say(f"[bench]   boundary error p50/p99/max {_f(be.get('p50'), 0)}/{_f(be.get('p99'), 0)}/"
+                         f"{_f(be.get('max'), 0)} us; left outside its matching's day {r['left_outside_day']} of "
+                         f"{r['departed']} paced; reconfig loss {_pct(r['reconfig_loss'])} "
+                         f"(bound {_pct(r['loss_bound'])})"
+                         + (f"; slot-change delay p50/p99 {_f(r['signal_delay_us'].get('p50'), 0)}/"
                             f"{_f(r['signal_delay_us'].get('p99'), 0)} us" if mode == "signal" else ""))
-            res[f"slot_{mode}"] = rows
+            res[key] = rows
     if "throughput" in only:
         count = 20000 if quick else 60000
         _say(f"[bench] throughput: {count} frames, rotor (clock) vs passthrough, side by side")
@@ -419,30 +483,40 @@ def markdown(res: dict) -> str:
     lines = [f"Machine: {res['machine']['cores']} cores, Python {res['machine']['python']}, "
              f"kernel {res['machine']['kernel']}; run started {res['started']}; offered load "
              f"{res['rate_pps']:.0f} frames/s from one port.", ""]
-    for mode in ("clock", "signal"):
-        rows = res.get(f"slot_{mode}")
+    for key, title in (("slot_clock", "clock mode, clock-port time base"),
+                       ("slot_clock_packet_out", "clock mode, PacketOut time base (the old one, for comparison)"),
+                       ("slot_signal", "signal mode")):
+        rows = res.get(key)
         if not rows:
             continue
-        extra = " slot-change delay p50 / p99 us |" if mode == "signal" else " clock residual us |"
-        lines += [f"### Slot precision and reconfiguration loss, {mode} mode", "",
-                  "| slot us | night us | sent | departed | left outside its matching's day | by p99 / max us "
-                  "| arrived outside its matching's day | by p50 / p99 / max us | reconfig loss | bound |" + extra,
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        signal = key == "slot_signal"
+        extra = (" slot-change delay (acks) p50 / p99 us |" if signal
+                 else " offset: probe spread / PacketOut minus clock-port us |")
+        lines += [f"### Slot precision and reconfiguration loss, {title}", "",
+                  "| slot us | night us | boundary error p50 / p99 / max us (trains resolved) "
+                  "| paced frames departed | left outside its matching's day (by max us) "
+                  "| arrived outside its matching's day (by p50 / p99 us) | reconfig loss | bound |" + extra,
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r.get('slot_us', '?')} | | | | error: {r['error'][:80]} | | | | | | |")
+                lines.append(f"| {r.get('slot_us', '?')} | | error: {r['error'][:80]} | | | | | | |")
                 continue
             ms = r.get("misswitch_us") or {}
             lo = r.get("left_outside_us") or {}
-            row = (f"| {r['slot_us']} | {r['night_us']} | {r['sent']} | {r['departed']} | {r['left_outside_day']} | "
-                   f"{_f(lo.get('p99'), 1)} / {_f(lo.get('max'), 1)} | {r['misswitched']} | "
-                   f"{_f(ms.get('p50'), 0)} / {_f(ms.get('p99'), 0)} / {_f(ms.get('max'), 0)} | "
+            bt = r.get("boundary_trains") or {}
+            be = bt.get("error_us") or {}
+            row = (f"| {r['slot_us']} | {r['night_us']} | {_f(be.get('p50'), 0)} / {_f(be.get('p99'), 0)} / "
+                   f"{_f(be.get('max'), 0)} ({bt.get('resolved', 0)}/{bt.get('trains', 0)}) | {r['departed']} | "
+                   f"{r['left_outside_day']} ({_f(lo.get('max'), 0)}) | {r['misswitched']} "
+                   f"({_f(ms.get('p50'), 0)} / {_f(ms.get('p99'), 0)}) | "
                    f"{_pct(r['reconfig_loss'])} | {_pct(r['loss_bound'])} |")
-            if mode == "signal":
+            if signal:
                 sd = r.get("signal_delay_us", {})
                 row += f" {_f(sd.get('p50'), 0)} / {_f(sd.get('p99'), 0)} |"
             else:
-                row += " " + (", ".join(f"{v:+d}" for v in r.get("clock_residual_us", {}).values()) or "n/a") + " |"
+                po = r.get("packet_out_minus_clock_port_us") or {}
+                row += (f" {_f(r.get('clock_offset_uncertainty_us'), 1)} / "
+                        + (", ".join(f"{v:+d}" for v in po.values()) or "n/a") + " |")
             lines.append(row)
         lines.append("")
     tp = res.get("throughput")
