@@ -553,7 +553,7 @@ def markdown(res: dict) -> str:
             if r["passed"]:
                 ok = "yes"
             elif "error" in r:
-                ok = "no: " + r["error"][:60]
+                ok = "no: " + r["error"][:100]
             else:
                 ok = (f"no: {r.get('false_positive', '?')} across a dark circuit, "
                       f"{r.get('missed', '?')} live with every probe lost" if "missed" in r else "no: mismatch")

@@ -43,7 +43,11 @@ def _launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir
             epsilon_us: float = 0.0) -> tuple[Emulation, TP.Topology]:
     topo = TP.generate(dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=_say)
-    emu.start()
+    try:
+        emu.start(timeout=max(120.0, 1.5 * (sched.racks + len(sched.rotors))))  # 100+ BMv2 take a while on 2 cores
+    except BaseException:
+        emu.stop()  # a failed start (e.g. the controller exits) must not leave switches and links behind
+        raise
     return emu, topo
 
 
