@@ -144,6 +144,8 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             "time_base": c.runtimes["rotor0"].offset.method if c.runtimes["rotor0"].offset else None,
             "clock_offset_uncertainty_us": (c.runtimes["rotor0"].offset.uncertainty_us
                                             if c.runtimes["rotor0"].offset else None),
+            "clock_port_spread_us": (c.runtimes["rotor0"].offset.spread_us
+                                     if c.runtimes["rotor0"].offset else None),
         })
         if a.mode == "signal":
             out["signal_delay_us"] = M.percentiles(c.ack_delays_us())

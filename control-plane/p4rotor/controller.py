@@ -249,17 +249,20 @@ class OffsetEstimate:
     rtt_us: float       # packet-out probes: round trip of the best probe (uncertainty rtt/2)
     probes: int
     method: str = "packet-out"   # or "clock-port" (one-way, data path)
-    jitter_us: float = 0.0       # clock-port: median distance of a probe from the best
+    jitter_us: float = 0.0       # clock-port: half the width of the proven bracket
+    spread_us: float = 0.0       # clock-port: how far the 4th best bounds are from the best
 
     @property
     def uncertainty_us(self) -> float:
-        """Half the best round trip (packet-out); the median probe's distance (clock-port)."""
+        """Half the best round trip (packet-out, assuming a symmetric path); half the proven
+        bracket (clock-port, no assumption)."""
         return self.rtt_us / 2 if self.method == "packet-out" else self.jitter_us
 
     def describe(self) -> str:
         if self.method == "packet-out":
             return f"+/- {self.rtt_us / 2:.0f} us, {self.probes} packet-out probes"
-        return f"clock port, {self.probes} probes, median probe {self.jitter_us:.1f} us from the best"
+        return (f"+/- {self.jitter_us:.1f} us proven, clock port, {self.probes} probes "
+                f"(4 best bounds within {self.spread_us:.1f} us)")
 
 
 def estimate_offset(samples: Iterable[tuple[int, int, int]], tb: Timebase) -> OffsetEstimate:
@@ -495,35 +498,26 @@ class Controller:
         return estimate_offset(samples, self.tb)
 
     async def _probe_clock_port(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None) -> OffsetEstimate:
-        """One-way probes through the switch's clock port (clockport.py); answers come as PacketIns."""
+        """Two-way probes through the switch's clock port, on the data path only (clockport.py)."""
         from . import clockport as CP
 
+        def run() -> list:
+            with CP.ClockPort(rt.spec.clock_iface) as cp:
+                return cp.measure(max(2 * CP.BURST, n or self.probes), first_seq=0x60000000 + (rt.generation << 12))
+
         try:
-            sender = CP.ClockPortSender(rt.spec.clock_iface)
+            samples = await asyncio.get_running_loop().run_in_executor(None, run)
         except CP.ClockPortError as ex:
             raise ControllerError(f"{sw.name}: {ex}") from None
-        loop = asyncio.get_running_loop()
-        samples = []
-        with sender:
-            for i in range(n or self.probes):
-                seq = 0x60000000 + (rt.generation << 12) + i
-                fut = loop.create_future()
-                rt.waiters[seq] = fut
-                sent = sender.send(seq)
-                try:
-                    _, reply = await asyncio.wait_for(fut, 1.0)
-                except asyncio.TimeoutError:
-                    rt.waiters.pop(seq, None)
-                    continue
-                if reply["opcode"] == dp.OP_TIME_PROBE and reply["flags"] & dp.FLAG_CLOCK_PORT:
-                    samples.append((sent, reply["timestamp"]))
-                # Let the switch go idle between probes: each one then meets an idle receive thread.
-                await asyncio.sleep(0.002)
         if not samples:
-            raise ControllerError(f"{sw.name}: no time probe answered on clock port {rt.spec.clock_iface} "
+            raise ControllerError(f"{sw.name}: no time probe came back on clock port {rt.spec.clock_iface} "
                                   f"(is it wired to port {dp.CLOCK_PORT} of this switch?)")
-        offset, jitter, count = CP.one_way_offset(samples, self.tb.ref_ns)
-        return OffsetEstimate(offset_us=offset, rtt_us=0.0, probes=count, method="clock-port", jitter_us=jitter)
+        try:
+            b = CP.bracket(samples, self.tb.ref_ns)
+        except ValueError as ex:
+            raise ControllerError(f"{sw.name}: {ex}") from None
+        return OffsetEstimate(offset_us=b.offset_us, rtt_us=0.0, probes=b.probes, method="clock-port",
+                              jitter_us=b.half_width_us, spread_us=b.spread_us)
 
     async def measure_skew(self, probes: int = 8, packet_out: bool = False) -> dict[str, int]:
         """Residual error of each installed offset, measured with fresh probes (us).

@@ -8,10 +8,10 @@
 const PortId_t CPU_PORT = 255;
 
 // The clock port: a host interface wired to this port sends time probes on the
-// data path (docs/dataplane.md, "Clock port").  Each probe is answered with a
-// PacketIn carrying its ingress timestamp.  Unlike a PacketOut probe, it does not
-// ride gRPC and PI on the way in, so the offset it gives is off by BMv2's
-// receive latency (a few us) instead of the gRPC/PI path asymmetry (tens of us).
+// data path (docs/dataplane.md, "Clock port"); each comes back out of this port
+// with the switch's ingress and egress timestamps.  Unlike a PacketOut probe it
+// never rides gRPC and PI, so it brackets the clock offset to within BMv2's
+// receive and transmit latency floors (us) instead of the gRPC/PI asymmetry.
 // Reserved: topologies use 1..253 for racks, uplinks and hosts.
 const PortId_t CLOCK_PORT = 254;
 
@@ -34,7 +34,6 @@ const bit<8> OP_ERROR      = 255; // PacketIn only: the control packet was refus
 // PacketOut flags.
 const bit<8> FLAG_NIGHT = 0x01;  // OP_SET_SLOT: the slot is in its night
 const bit<8> FLAG_ACK   = 0x02;  // reply with a PacketIn carrying the timestamp
-const bit<8> FLAG_CLOCK_PORT = 0x04;  // PacketIn only: a time probe that came in on CLOCK_PORT
 
 // Drop causes: index into the drop counter.  Every frame the pipeline discards
 // is counted under exactly one of these.

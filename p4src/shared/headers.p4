@@ -43,9 +43,12 @@ header fabric_t {
     bit<16> ether_type;   // of what follows (IPv4)
 }
 
-// A time probe on CLOCK_PORT (after Ethernet, ethertype ETHERTYPE_CLOCK_PROBE).
+// A time probe on CLOCK_PORT (after Ethernet, ethertype ETHERTYPE_CLOCK_PROBE),
+// reflected back out of CLOCK_PORT with the switch's two timestamps filled in.
 header clock_probe_t {
-    bit<32> seq;   // echoed in the PacketIn so the sender can match its send time
+    bit<32> seq;        // chosen by the sender, to match its send and receive times
+    bit<48> t_ingress;  // switch-local ingress timestamp (filled by ClockProbe)
+    bit<48> t_egress;   // switch-local egress timestamp (filled by ClockProbeEgress)
 }
 
 header ipv4_t {

@@ -32,6 +32,8 @@ parser RotorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 control RotorDeparser(packet_out packet, in headers_t hdr) {
     apply {
         packet.emit(hdr.packet_in);
+        packet.emit(hdr.ethernet);      // valid only for a reflected clock probe
+        packet.emit(hdr.clock_probe);
     }
 }
 

@@ -51,6 +51,7 @@ control TorDeparser(packet_out packet, in headers_t hdr) {
     apply {
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
+        packet.emit(hdr.clock_probe);   // valid only for a reflected clock probe
         packet.emit(hdr.fabric);
         packet.emit(hdr.ipv4);
     }

@@ -24,7 +24,7 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
         if (hdr.packet_out.isValid()) {
             control_packet.apply(hdr, meta, std);
         } else if (std.ingress_port == CLOCK_PORT) {
-            clock_probe.apply(hdr, meta, std);
+            clock_probe.apply(hdr, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
             circuit.apply(meta, std);
@@ -35,9 +35,12 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
 control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
     StaleGuard() stale_guard;
     PacketInHeader() packet_in_header;
+    ClockProbeEgress() clock_probe_egress;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
+        } else if (std.egress_port == CLOCK_PORT) {
+            clock_probe_egress.apply(hdr, std);
         } else {
             stale_guard.apply(meta, std);
         }

@@ -23,7 +23,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
         if (hdr.packet_out.isValid()) {
             control_packet.apply(hdr, meta, std);
         } else if (std.ingress_port == CLOCK_PORT) {
-            clock_probe.apply(hdr, meta, std);
+            clock_probe.apply(hdr, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
             routing.apply(hdr, meta, std);
@@ -33,9 +33,12 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
 
 control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
     PacketInHeader() packet_in_header;
+    ClockProbeEgress() clock_probe_egress;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
+        } else if (std.egress_port == CLOCK_PORT) {
+            clock_probe_egress.apply(hdr, std);
         } else {
             tx_port_counter.count((bit<32>) std.egress_port);
         }

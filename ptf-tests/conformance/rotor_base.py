@@ -162,13 +162,23 @@ class RotorTest(BaseTest):
                 best = (t1 - t0, (t0 + t1) // 2, pkt["timestamp"])
         return best[1], best[2]
 
-    def clock_port_probe(self, seq: int, device: int = 0, sw=None):
-        """Send a time probe into the clock port; (wall ns just before sending, its PacketIn)."""
+    def clock_port_probe(self, seq: int, device: int = 0):
+        """Send a time probe into the clock port; (wall ns before sending, reflected probe
+        (seq, T2, T3), wall ns after it came back)."""
         from p4rotor import clockport as CP
 
-        t = time.time_ns()
+        t1 = time.time_ns()
         tu.send_packet(self, (device, dp.CLOCK_PORT), CP.probe_frame(seq))
-        return t, (sw or self.sw).packet_in()[1]
+        res = tu.dp_poll(self, device_number=device, port_number=dp.CLOCK_PORT, timeout=2)
+        t4 = time.time_ns()
+        if not isinstance(res, self.dataplane.PollSuccess):
+            self.fail("no reflected clock probe on the clock port")
+        p = CP.parse_probe(bytes(res.packet))
+        self.assertIsNotNone(p, "what came back on the clock port is not a clock probe")
+        return t1, p, t4
+
+    def clock_port_iface(self, device: int = 0) -> str:
+        return ptf.config["port_map"][(device, dp.CLOCK_PORT)]
 
     def drops(self, cause: dp.DropCause, sw=None) -> int:
         return (sw or self.sw).counter(dp.C_DROP, int(cause))[0]

@@ -317,49 +317,53 @@ class OperaStaggerTwoRotors(RotorTest):
             self.expect_circuit(s.rotors[0].matchings[k % 2], device=0, tag=10 * k + 1)
 
 
-class ClockPortProbeAnswered(RotorTest):
-    """A time probe on the clock port (254) comes back as a PacketIn with the switch's
-    ingress timestamp, its sequence number, the clock-port flag and port 254; it is
-    counted and never forwarded, with or without a configuration installed."""
+class ClockPortProbeReflected(RotorTest):
+    """A time probe on the clock port (254) comes back out of port 254 with its sequence
+    number and the switch's ingress and egress timestamps (egress >= ingress, both between
+    the host's send and receive on the switch's clock); counted; nothing else is sent and
+    no PacketIn is raised, with or without a configuration installed."""
 
     def runTest(self):
         n0 = self.sw.counter(dp.C_CTRL, int(dp.CtrlCounter.CLOCK_PORT_PROBE))[0]
         wall_ns, local_us = self.local_now_us()
         for seq in (0x60000001, 0x60000002, 7):
-            t, pkt = self.clock_port_probe(seq)
-            self.assertEqual(pkt["opcode"], dp.OP_TIME_PROBE)
-            self.assertEqual(pkt["seq"], seq)
-            self.assertTrue(pkt["flags"] & dp.FLAG_CLOCK_PORT)
-            self.assertEqual(pkt["ingress_port"], dp.CLOCK_PORT)
-            # Stamped after it was sent (within 1 s), on the same clock as PacketOut probes.
-            expect_local = local_us + (t - wall_ns) // 1000
-            self.assertLess(abs(pkt["timestamp"] - expect_local), 1_000_000)
+            t1, (s, t2, t3), t4 = self.clock_port_probe(seq)
+            self.assertEqual(s, seq)
+            self.assertGreater(t2, 0)
+            self.assertGreaterEqual(t3, t2)
+            expect_local = local_us + (t1 - wall_ns) // 1000
+            self.assertLess(abs(t2 - expect_local), 1_000_000)
         tu.verify_no_other_packets(self)
+        with self.assertRaises(queue.Empty):
+            self.sw.packet_in(timeout=0.2)
         self.assertEqual(self.sw.counter(dp.C_CTRL, int(dp.CtrlCounter.CLOCK_PORT_PROBE))[0] - n0, 3)
 
 
-class ClockPortOffsetInsidePacketOutBracket(RotorTest):
-    """The clock-port offset (one-way, data path) lies inside the bracket a PacketOut
-    probe's round trip proves, and is no coarser than the PacketOut midpoint estimate."""
+class ClockPortBracketInsidePacketOutBracket(RotorTest):
+    """The offset bracket proven by clock-port probes (kernel stamps, data path only)
+    overlaps the one proven by PacketOut round trips, and is much narrower."""
 
     def runTest(self):
         from p4rotor import clockport as CP
 
         ref = time.time_ns()
-        samples = [(t, pkt["timestamp"]) for t, pkt in (self.clock_port_probe(0x61000000 + i) for i in range(8))]
-        offset, jitter, count = CP.one_way_offset(samples, ref)
-        self.assertEqual(count, 8)
+        with CP.ClockPort(self.clock_port_iface()) as cp:
+            samples = cp.measure(32, first_seq=0x61000000)
+        self.dataplane.flush()
+        b = CP.bracket(samples, ref)
+        self.assertGreaterEqual(b.probes, 24)
         lo = hi = None
         for _ in range(8):
             self.seq += 1
             t0 = time.time_ns()
             self.sw.write([C.time_probe_packet(self.seq)])
             t1, pkt = self.sw.packet_in()
-            # The switch stamped it between t0 and t1: offset within [t0 - local, t1 - local].
-            a, b = (t0 - ref) / 1000 - pkt["timestamp"], (t1 - ref) / 1000 - pkt["timestamp"]
-            lo, hi = (a, b) if lo is None else (max(lo, a), min(hi, b))
-        self.assertLessEqual(lo - 1, offset, f"clock-port offset {offset} below bracket [{lo:.0f}, {hi:.0f}]")
-        self.assertLessEqual(offset, hi + 1, f"clock-port offset {offset} above bracket [{lo:.0f}, {hi:.0f}]")
+            a, c = (t0 - ref) / 1000 - pkt["timestamp"], (t1 - ref) / 1000 - pkt["timestamp"]
+            lo, hi = (a, c) if lo is None else (max(lo, a), min(hi, c))
+        self.assertLessEqual(max(lo, b.low_us), min(hi, b.high_us) + 1,
+                             f"clock port [{b.low_us:.0f}, {b.high_us:.0f}] vs PacketOut [{lo:.0f}, {hi:.0f}]")
+        self.assertLess(b.high_us - b.low_us, (hi - lo) / 2,
+                        f"clock-port bracket {b.high_us - b.low_us:.1f} us, PacketOut {hi - lo:.1f} us")
 
 
 class ClockPortOtherFramesDropped(RotorTest):
