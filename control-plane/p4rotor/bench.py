@@ -60,6 +60,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
     ctl = C.RotorController(sched, [spec], mode=a.mode,
                             p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
                             ack_every=(max(1, 2000 // a.slot_us) if a.mode == "signal" else 0),
+                            signal_lead_us=("auto" if a.mode == "signal" else 0.0),
                             on_event=lambda m: None)
     out: dict = {}
 
@@ -148,7 +149,11 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
                                      if c.runtimes["rotor0"].offset else None),
         })
         if a.mode == "signal":
-            out["signal_delay_us"] = M.percentiles(c.ack_delays_us())
+            # The pipeline's boundary error: when it applied each change, after its boundary.
+            out["signal_delay_us"] = M.percentiles(c.ack_delays_us("scheduled"))
+            out["signal_transport_us"] = M.percentiles(c.ack_delays_us("sent"))
+            out["signal_send_late_us"] = M.percentiles((sent - sch) / 1000 for rt in c.runtimes.values()
+                                                       for sch, sent, _, _ in rt.acks)
 
     asyncio.run(ctl.run(duration=0.05, after_ready=measure))
     return out
@@ -267,7 +272,7 @@ def train_params(mode: str) -> list[str]:
         return ["--trains", "100", "--train-period-us", "5000", "--train-before-us", "24",
                 "--train-after-us", "40", "--train-gap-us", "4"]
     return ["--trains", "100", "--train-period-us", "10000", "--train-before-us", "40",
-            "--train-after-us", "3000", "--train-gap-us", "50"]
+            "--train-after-us", "2000", "--train-gap-us", "100"]
 
 
 def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, duration: float,

@@ -135,6 +135,15 @@ def cmd_routes(a: argparse.Namespace) -> int:
     return 0
 
 
+def _lead_arg(text: str) -> float | str:
+    if text == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        _die(f"bad --signal-lead-us {text!r}: microseconds or 'auto'")
+
+
 def _with_clock_ifaces(specs, items: list[str]):
     """Apply ``--clock-iface NAME=IFACE`` to the matching --switch specs."""
     import dataclasses
@@ -157,7 +166,7 @@ def cmd_control(a: argparse.Namespace) -> int:
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
-                  lead_s=a.lead, ack_every=a.ack_every,
+                  lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
                   on_event=lambda m: print(m, file=sys.stderr, flush=True))
     if bool(a.topology) == bool(a.schedule):
         _die("give --schedule with --switch, or --topology")
@@ -199,7 +208,8 @@ def cmd_control(a: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
     if a.ack_every:
-        print("slot-change delay (us): " + json.dumps(summarize(ctl.ack_delays_us())), file=sys.stderr)
+        print("slot change applied after its boundary (us): " + json.dumps(summarize(ctl.ack_delays_us()))
+              + "; after it was sent: " + json.dumps(summarize(ctl.ack_delays_us("sent"))), file=sys.stderr)
     return 0
 
 
@@ -373,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time probes for switch NAME through host interface IFACE, wired to the "
                          "switch's clock port 254 (precise offsets; docs/dataplane.md)")
     pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
+    pc.add_argument("--signal-lead-us", default="0", metavar="US|auto",
+                    help="signal mode: send each slot change this early; 'auto' (needs --ack-every): "
+                         "the median measured send-to-applied delay")
     pc.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
     pc.add_argument("--trace", metavar="FILE", help="write one JSON line per slot change")
     pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are")

@@ -36,6 +36,7 @@ LOG = logging.getLogger("p4rotor.controller")
 
 WRITE_BATCH = 500
 TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
+CLOCK_PORT_PROBES = 64  # at least: in bursts of 8, enough that some meet both latency floors
 
 
 class ControllerError(Exception):
@@ -343,7 +344,7 @@ class SwitchRuntime:
     generation: int = 0
     ready: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     waiters: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
-    acks: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)  # (sent ns, recv ns, local us)
+    acks: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)  # (scheduled, sent, recv ns, local us)
     error: BaseException | None = None
     install_ms: float | None = None
     entities: int = 0
@@ -380,7 +381,7 @@ class Controller:
 
     def __init__(self, roles: Sequence[Role], *, mode: str, trace: Path | None = None,
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
-                 ack_every: int = 0, spin_us: int = 300,
+                 ack_every: int = 0, spin_us: int = 300, signal_lead_us: float | str = 0.0,
                  on_event: Callable[[str], None] | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
@@ -391,6 +392,11 @@ class Controller:
         self.election_id = election_id
         self.probes = probes
         self.ack_every = ack_every
+        if signal_lead_us != "auto" and not (isinstance(signal_lead_us, (int, float)) and signal_lead_us >= 0):
+            raise ControllerError(f"bad signal lead {signal_lead_us!r}: microseconds >= 0 or 'auto'")
+        if signal_lead_us == "auto" and not ack_every:
+            raise ControllerError("signal lead 'auto' learns from acks: give --ack-every N too")
+        self.signal_lead_us = signal_lead_us
         self.spin_s = spin_us / 1e6
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
         checked: set[Path] = set()
@@ -503,7 +509,7 @@ class Controller:
 
         def run() -> list:
             with CP.ClockPort(rt.spec.clock_iface) as cp:
-                return cp.measure(max(2 * CP.BURST, n or self.probes), first_seq=0x60000000 + (rt.generation << 12))
+                return cp.measure(max(CLOCK_PORT_PROBES, n or self.probes), first_seq=0x60000000 + (rt.generation << 12))
 
         try:
             samples = await asyncio.get_running_loop().run_in_executor(None, run)
@@ -547,27 +553,48 @@ class Controller:
         seq = 0
         pending = None
         for nxt in rt.role.boundaries(self.t0_common_us, now):
+            lead = self._lead_us(rt)
             # Fallen behind (tiny slots, busy machine): send only the newest state, never replay.
-            if pending is None or nxt[0] <= self.tb.common_us(time.time_ns()):
+            if pending is None or nxt[0] - lead <= self.tb.common_us(time.time_ns()):
                 pending = nxt
                 continue
             at, k, idx, night = pending
             pending = nxt
-            await self._sleep_until(at)
+            await self._sleep_until(at - lead)
             seq += 1
             ack = bool(self.ack_every) and seq % self.ack_every == 0
+            scheduled = self.tb.wall_ns(at)
             sent = time.time_ns()
             if ack:
-                asyncio.get_running_loop().create_task(self._acked(sw, rt, k, idx, night, seq))
+                # Send inline (no extra task before the write); a task waits for the ack.
+                fut = asyncio.get_running_loop().create_future()
+                rt.waiters[seq] = fut
+                await rt.send(sw, set_slot_packet(k, idx, night, seq=seq, ack=True))
+                asyncio.get_running_loop().create_task(self._ack(rt, fut, seq, scheduled, sent))
             else:
                 await rt.send(sw, set_slot_packet(k, idx, night, seq=seq))
             self.trace.write(t_ns=sent, switch=sw.name, slot=k, index=idx, night=night,
-                             scheduled_ns=self.tb.wall_ns(at), source="signal")
+                             scheduled_ns=scheduled, source="signal")
 
-    async def _acked(self, sw, rt, k, idx, night, seq) -> None:
-        sent, recv, reply = await self._request(sw, rt, set_slot_packet(k, idx, night, seq=seq, ack=True), seq)
-        if reply is not None and reply["opcode"] == dp.OP_SET_SLOT:
-            rt.acks.append((sent, recv, reply["timestamp"]))
+    def _lead_us(self, rt: SwitchRuntime) -> float:
+        """How early to send a slot change: fixed, or (auto) the median of the last acked
+        changes' transport delay (send -> applied), so the switch applies it on time."""
+        if self.signal_lead_us != "auto":
+            return float(self.signal_lead_us)
+        if rt.offset is None or len(rt.acks) < 8:
+            return 0.0
+        recent = [local + rt.offset.offset_us - (sent - self.tb.ref_ns) / 1000
+                  for _, sent, _, local in rt.acks[-64:]]
+        return max(0.0, statistics.median(recent))
+
+    async def _ack(self, rt: SwitchRuntime, fut: asyncio.Future, seq: int, scheduled: int, sent: int) -> None:
+        try:
+            recv, reply = await asyncio.wait_for(fut, 1.0)
+        except asyncio.TimeoutError:
+            rt.waiters.pop(seq, None)
+            return
+        if reply["opcode"] == dp.OP_SET_SLOT:
+            rt.acks.append((scheduled, sent, recv, reply["timestamp"]))
 
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         """Clock mode: the switch moves by itself; trace the boundaries it follows (no spinning)."""
@@ -628,18 +655,21 @@ class Controller:
                 self.on_event(f"{len(self.runtimes) - len(pending)}/{len(self.runtimes)} switches ready")
             await asyncio.sleep(0.05)
 
-    def ack_delays_us(self) -> list[float]:
-        """Signal mode: delay from sending a slot change to the pipeline applying it (us).
+    def ack_delays_us(self, since: str = "scheduled") -> list[float]:
+        """Signal mode: when the pipeline applied each acked slot change, after its scheduled
+        boundary (``since="scheduled"``: the boundary error) or after the controller sent it
+        (``since="sent"``: the transport delay alone), in us.
 
-        The pipeline's timestamp is local: the offset measured by time probes at start
-        maps it to common time (its uncertainty is half the best probe's round trip).
+        The pipeline's timestamp is local: the offset measured by time probes at start maps it
+        to common time (clock port: within its proven bracket; PacketOut: within RTT/2).
         """
         out = []
         for rt in self.runtimes.values():
             if rt.offset is None:
                 continue
-            for sent, _recv, local in rt.acks:
-                out.append(local + rt.offset.offset_us - (sent - self.tb.ref_ns) / 1000)
+            for scheduled, sent, _recv, local in rt.acks:
+                ref = scheduled if since == "scheduled" else sent
+                out.append(local + rt.offset.offset_us - (ref - self.tb.ref_ns) / 1000)
         return out
 
 

@@ -118,8 +118,8 @@ def send_paced(ifaces: dict[int, str], rate_pps: float, duration_s: float, start
                 now = time.time_ns()
                 if now >= target:
                     break
-                if target - now > 2_000_000:
-                    time.sleep((target - now - 1_000_000) / 1e9)
+                if target - now > 400_000:  # sleep most of the gap, spin only the end: 2 cores
+                    time.sleep((target - now - 250_000) / 1e9)
             p = ports[i % len(ports)]
             socks[p].send(make_frame(p, i, time.time_ns()))
             sent += 1
@@ -156,6 +156,9 @@ def send_trains(ifname: str, in_port: int, boundaries_ns: Sequence[int], before_
             if time.time_ns() > times[0]:
                 continue  # fell behind (or overslept): skip this boundary, never send a shifted train
             for f, target in zip(frames, times):
+                left = target - time.time_ns()
+                if left > 400_000:  # long gaps: sleep most of it, spin only the end (2 cores)
+                    time.sleep((left - 250_000) / 1e9)
                 while time.time_ns() < target:
                     pass
                 s.send(f)
