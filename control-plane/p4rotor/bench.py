@@ -57,7 +57,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
     rotor = sched.rotors[0]
     pm = C.default_port_map(4)
     spec = C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port, clock_iface=a.clock_iface or None)
-    ctl = C.RotorController(sched, [spec], mode=a.mode,
+    ctl = C.RotorController(sched, [spec], mode=a.mode, egress_guard_us=a.egress_guard_us,
                             p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
                             ack_every=(max(1, 2000 // a.slot_us) if a.mode == "signal" else 0),
                             signal_lead_us=("auto" if a.mode == "signal" else 0.0),
@@ -228,6 +228,7 @@ def inside_main(argv: list[str]) -> int:
     p.add_argument("--tolerance-us", type=float, default=0.0)
     p.add_argument("--pcap-dir", help="BMv2 --pcap directory: exact switch arrival/departure times")
     p.add_argument("--program", default="rotor")
+    p.add_argument("--egress-guard-us", type=int, default=0)
     p.add_argument("--dump-t0", help="debug: write t0_ns and the trains here")
     p.add_argument("--clock-iface", default="", help="host side of the clock port (time probes)")
     p.add_argument("--trains", type=int, default=0, help="probe trains around this many day starts")
@@ -276,7 +277,7 @@ def train_params(mode: str) -> list[str]:
 
 
 def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, duration: float,
-             tolerance_us: float = 0.0, time_base: str = "clock-port") -> dict:
+             tolerance_us: float = 0.0, time_base: str = "clock-port", egress_guard_us: int = 0) -> dict:
     import tempfile
 
     pcap = tempfile.mkdtemp(prefix="p4rotor-pcap-")
@@ -286,6 +287,7 @@ def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, d
             return _inside(ns, sws[0], build, "rotor", "slot", "--mode", mode, "--slot-us", str(slot_us),
                            "--night-us", str(night_us), "--rate", str(rate), "--duration", str(duration),
                            "--tolerance-us", str(tolerance_us), "--pcap-dir", pcap, *extra,
+                           "--egress-guard-us", str(egress_guard_us),
                            *train_params(mode), timeout=duration + 120)
     finally:
         import shutil
@@ -395,7 +397,7 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
 def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
-    sections = {"slot": ("slot_clock", "slot_signal", "slot_clock_packet_out"), "throughput": ("throughput",),
+    sections = {"slot": ("slot_clock", "slot_signal", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",)}
     res = dict(old)
     for what in sorted(only):
@@ -414,6 +416,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     return res
 
 
+EGRESS_GUARD_US = 150  # slot_clock_guard rows: covers BMv2's egress-to-wire latency seen here
 SLOTS_US = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -428,7 +431,8 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
     slots = SLOTS_US[::2] if quick else SLOTS_US
     if "slot" in only:
         runs = [("slot_clock", "clock", "clock-port", slots), ("slot_signal", "signal", "clock-port", slots),
-                ("slot_clock_packet_out", "clock", "packet-out", (1024,) if quick else (256, 1024, 4096))]
+                ("slot_clock_packet_out", "clock", "packet-out", (1024,) if quick else (256, 1024, 4096)),
+                ("slot_clock_guard", "clock", "clock-port", (1024,) if quick else (1024, 4096, 16384))]
         for key, mode, tbase, lengths in runs:
             rows = []
             for slot in lengths:
@@ -436,7 +440,9 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
                 dur = max(1.5 if quick else 3.0, 30 * 3 * slot / 1e6)
                 _say(f"[bench] slot precision: {mode} mode ({tbase} time base), slot {slot} us, night {night} us, "
                      f"{rate:.0f} pps for {dur:.1f} s, then probe trains")
-                r = run_slot(build, mode, slot, night, rate, dur, time_base=tbase)
+                guard = EGRESS_GUARD_US if key == "slot_clock_guard" else 0
+                r = run_slot(build, mode, slot, night, rate, dur, time_base=tbase, egress_guard_us=guard)
+                r["egress_guard_us"] = guard
                 rows.append(r)
                 if "error" in r:
                     _say(f"[bench]   error: {r['error']}")
@@ -492,13 +498,14 @@ def markdown(res: dict) -> str:
              f"{res['rate_pps']:.0f} frames/s from one port.", ""]
     for key, title in (("slot_clock", "clock mode, clock-port time base"),
                        ("slot_clock_packet_out", "clock mode, PacketOut time base (the old one, for comparison)"),
+                       ("slot_clock_guard", f"clock mode, clock-port time base, egress guard {EGRESS_GUARD_US} us"),
                        ("slot_signal", "signal mode")):
         rows = res.get(key)
         if not rows:
             continue
         signal = key == "slot_signal"
         extra = (" slot-change delay (acks) p50 / p99 us |" if signal
-                 else " offset: probe spread / PacketOut minus clock-port us |")
+                 else " clock offset +/- us (clock port: half the proven bracket; PacketOut: RTT/2) / PacketOut minus clock-port us |")
         lines += [f"### Slot precision and reconfiguration loss, {title}", "",
                   "| slot us | night us | boundary error p50 / p99 / max us (trains resolved) "
                   "| paced frames departed | left outside its matching's day (by max us) "

@@ -181,7 +181,8 @@ def cmd_control(a: argparse.Namespace) -> int:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]
             specs = _with_clock_ifaces(specs, a.clock_iface)
-            ctl = RotorController(s, specs, p4info=build / f"{a.program}.p4info.txtpb",
+            ctl = RotorController(s, specs, egress_guard_us=a.egress_guard_us,
+                                  p4info=build / f"{a.program}.p4info.txtpb",
                                   p4blob=build / f"{a.program}.json", **common)
     except S.ScheduleError as ex:
         _die(str(ex))
@@ -383,6 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="time probes for switch NAME through host interface IFACE, wired to the "
                          "switch's clock port 254 (precise offsets; docs/dataplane.md)")
     pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
+    pc.add_argument("--egress-guard-us", type=int, default=0,
+                    help="clock mode: the egress re-check closes each day this early (frames a "
+                         "software switch would still transmit after the day ended)")
     pc.add_argument("--signal-lead-us", default="0", metavar="US|auto",
                     help="signal mode: send each slot change this early; 'auto' (needs --ack-every): "
                          "the median measured send-to-applied delay")

@@ -36,7 +36,9 @@ LOG = logging.getLogger("p4rotor.controller")
 
 WRITE_BATCH = 500
 TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
-CLOCK_PORT_PROBES = 64  # at least: in bursts of 8, enough that some meet both latency floors
+CLOCK_PORT_PROBES = 64  # per round, in bursts of 8: enough that some meet both latency floors
+CLOCK_PORT_ROUNDS = 4   # more rounds while the proven half-bracket exceeds the target
+CLOCK_PORT_TARGET_US = 15
 
 
 class ControllerError(Exception):
@@ -161,15 +163,28 @@ def _range_pieces(lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def phase_entries(spans: Sequence[tuple[int, int]], table: str = dp.T_CLOCK_PHASE,
-                  action: str = dp.A_CLOCK_SLOT) -> list[fy.P4TableEntry]:
-    """Clock mode: range entries covering each [start, end) of the cycle -> its index."""
+                  action: str = dp.A_CLOCK_SLOT, egress_guard_us: int = 0) -> list[fy.P4TableEntry]:
+    """Clock mode: range entries covering each [start, end) of the cycle -> its index.
+
+    ``egress_guard_us``: the egress re-check closes each day this much before its end
+    (``slot_end`` is what the re-check compares with), for frames a software switch still
+    transmits after its egress pipeline ran."""
     return [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=piece),
-                            action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=hi), priority=1)
+                            action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=hi - egress_guard_us),
+                            priority=1)
             for i, (lo, hi) in enumerate(spans) for piece in _range_pieces(lo, hi - 1)]
 
 
-def clock_phase_entries(sched: Schedule, rotor: Rotor) -> list[fy.P4TableEntry]:
-    return phase_entries([(m * sched.slot_us, (m + 1) * sched.slot_us) for m in range(len(rotor.matchings))])
+def check_egress_guard(sched: Schedule, egress_guard_us: int) -> None:
+    if not 0 <= egress_guard_us < sched.day_us:
+        raise ControllerError(f"egress guard {egress_guard_us} us must be >= 0 and shorter than the day "
+                              f"({sched.day_us} us)")
+
+
+def clock_phase_entries(sched: Schedule, rotor: Rotor, egress_guard_us: int = 0) -> list[fy.P4TableEntry]:
+    check_egress_guard(sched, egress_guard_us)
+    return phase_entries([(m * sched.slot_us, (m + 1) * sched.slot_us) for m in range(len(rotor.matchings))],
+                         egress_guard_us=egress_guard_us)
 
 
 def slot_config_entry(mode: int, count: int, cycle_us: int, night_us: int, *, offset_us: int = 0,
@@ -189,14 +204,15 @@ def config_entry(sched: Schedule, rotor: Rotor, mode: int, *, offset_us: int = 0
 
 
 def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode: int, *,
-                   offset_us: int = 0, epoch_us: int = 0, generation: int = 1) -> list[Any]:
+                   offset_us: int = 0, epoch_us: int = 0, generation: int = 1,
+                   egress_guard_us: int = 0) -> list[Any]:
     """Everything one rotor switch needs, as INSERT/MODIFY updates, config last."""
     missing = [i for i in range(sched.racks) if i not in port_map]
     if missing:
         raise ControllerError(f"rotor {rotor.name}: no port for racks {missing}")
     ents: list[Any] = [+e for e in circuit_entries(rotor, port_map)]
     if mode == dp.MODE_CLOCK:
-        ents += [+e for e in clock_phase_entries(sched, rotor)]
+        ents += [+e for e in clock_phase_entries(sched, rotor, egress_guard_us)]
     # The config goes last: the rotor starts switching only when its circuits exist.
     ents.append(~config_entry(sched, rotor, mode, offset_us=offset_us, epoch_us=epoch_us,
                               generation=generation))
@@ -361,7 +377,7 @@ class SwitchRuntime:
 
 
 def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
-               port_map: dict[int, int] | None = None) -> Role:
+               port_map: dict[int, int] | None = None, egress_guard_us: int = 0) -> Role:
     try:
         rotor = sched.rotor(spec.name)
     except ScheduleError as ex:
@@ -369,7 +385,8 @@ def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
     pm = port_map or default_port_map(sched.racks)
 
     def ents(mode, offset, epoch, gen):
-        return rotor_entities(sched, rotor, pm, mode, offset_us=offset, epoch_us=epoch, generation=gen)
+        return rotor_entities(sched, rotor, pm, mode, offset_us=offset, epoch_us=epoch, generation=gen,
+                              egress_guard_us=egress_guard_us)
 
     return Role(spec=spec, kind="rotor", p4info=p4info, p4blob=p4blob, entities=ents,
                 boundaries=lambda t0, now: boundary_times(sched, rotor, t0, now),
@@ -508,8 +525,19 @@ class Controller:
         from . import clockport as CP
 
         def run() -> list:
+            # Bounds from every probe hold together (the offset is one number): keep probing, up
+            # to CLOCK_PORT_ROUNDS rounds, until the proven bracket is narrow enough.
+            samples: list = []
             with CP.ClockPort(rt.spec.clock_iface) as cp:
-                return cp.measure(max(CLOCK_PORT_PROBES, n or self.probes), first_seq=0x60000000 + (rt.generation << 12))
+                for r in range(CLOCK_PORT_ROUNDS):
+                    samples += cp.measure(max(CLOCK_PORT_PROBES, n or self.probes),
+                                          first_seq=0x60000000 + (rt.generation << 12) + (r << 8))
+                    try:
+                        if CP.bracket(samples, self.tb.ref_ns).half_width_us <= CLOCK_PORT_TARGET_US:
+                            break
+                    except ValueError:
+                        pass
+            return samples
 
         try:
             samples = await asyncio.get_running_loop().run_in_executor(None, run)
@@ -677,11 +705,14 @@ class RotorController(Controller):
     """Drive one schedule's rotor switches (``--switch NAME=HOST:PORT[@DEV]``)."""
 
     def __init__(self, sched: Schedule, specs: Sequence[SwitchSpec], *, mode: str, p4info: Path,
-                 p4blob: Path, port_maps: dict[str, dict[int, int]] | None = None, **kw):
+                 p4blob: Path, port_maps: dict[str, dict[int, int]] | None = None, egress_guard_us: int = 0,
+                 **kw):
         if not specs:
             raise ControllerError("no --switch given")
+        check_egress_guard(sched, egress_guard_us)
         self.sched = sched
-        roles = [rotor_role(sched, spec, p4info, p4blob, (port_maps or {}).get(spec.name)) for spec in specs]
+        roles = [rotor_role(sched, spec, p4info, p4blob, (port_maps or {}).get(spec.name), egress_guard_us)
+                 for spec in specs]
         super().__init__(roles, mode=mode, **kw)
 
 

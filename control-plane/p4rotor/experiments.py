@@ -331,7 +331,11 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
            "measured": measured, "predicted": predicted,
            "probes_sent": _total(sent), "probes_received": _total(got)}
     _plot_connectivity(res, sched.racks, out / "connectivity.png")
-    (out / "connectivity.json").write_text(json.dumps(res))
+    # On disk the grids are one "0"/"1" string per (slot, source rack): a 96-rack run is 0.4 MB, not 3.
+    grids = {"grid_format": "measured/predicted[slot][src] = string over dst, '1' = connected"}
+    for key in ("measured", "predicted"):
+        grids[key] = [["".join("1" if x else "0" for x in row) for row in k] for k in res[key]]
+    (out / "connectivity.json").write_text(json.dumps({**res, **grids}))
     rr = res["reprobe"]
     res["verdict"] = (f"connectivity: {agree}/{cells} (slot, pair) cells measured as the schedule predicts "
                       f"({len(j_.false_positive)} probes across a circuit the schedule does not have, "

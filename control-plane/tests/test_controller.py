@@ -267,3 +267,12 @@ def test_missing_pipeline(tmp_path):
     with pytest.raises(C.ControllerError, match="make build"):
         C.RotorController(sched4(), [C.SwitchSpec("rotor0", "h", 1)], mode="signal", p4info=P4INFO,
                           p4blob=tmp_path / "none.json")
+
+
+def test_egress_guard_closes_day_early_and_is_checked():
+    s = S.generate_rotornet(4, 1, 1000, 100)
+    ents = C.clock_phase_entries(s, s.rotors[0], egress_guard_us=150)
+    ends = sorted({e.action.args["slot_end"] for e in ents})
+    assert ends == [850, 1850, 2850]
+    with pytest.raises(C.ControllerError, match="shorter than the day"):
+        C.clock_phase_entries(s, s.rotors[0], egress_guard_us=900)
