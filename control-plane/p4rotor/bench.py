@@ -69,13 +69,24 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         t0_ns = c.tb.wall_ns(c.t0_common_us)
         sw = c.switches[0]
         before = await _drops(sw)
-        rcv = T.Receiver({p: i for p, i in _ifaces().items() if p != 1}).start()
+        # The receiver runs in a process of its own: in this one it would hold the interpreter
+        # lock against the controller's event loop, which is what signal mode measures.
+        ctx = multiprocessing.get_context("spawn")
+        rx_file = f"/tmp/p4rotor-bench-rx-{os.getpid()}.jsonl"
+        ready, stop = ctx.Event(), ctx.Event()
+        rproc = ctx.Process(target=T.receive_until, args=({p: i for p, i in _ifaces().items() if p != 1},
+                                                          stop, rx_file, ready))
+        rproc.start()
+        await loop.run_in_executor(None, ready.wait, 30)
         start = max(time.time_ns() + 200_000_000, t0_ns)
-        proc = multiprocessing.get_context("spawn").Process(
-            target=T.send_paced, args=(_ifaces(), a.rate, a.duration, start, [1]))
+        proc = ctx.Process(target=T.send_paced, args=(_ifaces(), a.rate, a.duration, start, [1]))
         proc.start()
         await loop.run_in_executor(None, proc.join)
-        rx = await loop.run_in_executor(None, rcv.stop, 0.3)
+        await asyncio.sleep(0.3)
+        stop.set()
+        await loop.run_in_executor(None, rproc.join)
+        rx = T.load_rx(rx_file)
+        os.unlink(rx_file)
         after = await _drops(sw)
         # Probe trains around day starts: the boundary error at the resolution of the train.
         trains = []

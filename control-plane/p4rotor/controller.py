@@ -398,7 +398,7 @@ class Controller:
 
     def __init__(self, roles: Sequence[Role], *, mode: str, trace: Path | None = None,
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
-                 ack_every: int = 0, spin_us: int = 300, signal_lead_us: float | str = 0.0,
+                 ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
                  on_event: Callable[[str], None] | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
@@ -415,6 +415,7 @@ class Controller:
             raise ControllerError("signal lead 'auto' learns from acks: give --ack-every N too")
         self.signal_lead_us = signal_lead_us
         self.spin_s = spin_us / 1e6
+        self._timer = None
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
         checked: set[Path] = set()
         for r in roles:
@@ -570,9 +571,22 @@ class Controller:
     async def _sleep_until(self, common_us: float, spin: bool = True) -> None:
         target = self.tb.wall_ns(common_us)
         delay = (target - time.time_ns()) / 1e9
-        if delay > self.spin_s or not spin:
-            await asyncio.sleep(max(0.0, delay - (self.spin_s if spin else 0)))
-        while spin and time.time_ns() < target:  # short spin for sub-ms precision
+        if not spin:
+            await asyncio.sleep(max(0.0, delay))
+            return
+        # Coarse: the event loop's own timer (epoll rounds its timeout up to whole ms).
+        if delay > 0.003:
+            await asyncio.sleep(delay - 0.003)
+        # Fine: nanosleep in a timer thread; its completion wakes the loop through its
+        # self-pipe at once (no ms rounding). Then spin the last spin_us.
+        left = (target - time.time_ns()) / 1e9 - self.spin_s
+        if left > 0:
+            if self._timer is None:
+                import concurrent.futures
+
+                self._timer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="p4rotor-timer")
+            await asyncio.get_running_loop().run_in_executor(self._timer, time.sleep, left)
+        while time.time_ns() < target:
             pass
         await asyncio.sleep(0)  # always let the other switches' tasks run
 

@@ -102,6 +102,29 @@ class Receiver:
         return self.rx
 
 
+def receive_until(ifaces: dict[int, str], stop, out_path: str, ready=None) -> None:
+    """Run a Receiver until ``stop`` (an Event) is set, in a process of its own so that the
+    process driving the switch shares no interpreter lock with it; write the frames to
+    ``out_path`` as JSON lines. ``ready`` (an Event) is set once the sockets listen."""
+    import json
+
+    rcv = Receiver(ifaces).start()
+    if ready is not None:
+        ready.set()
+    stop.wait()
+    rx = rcv.stop(0.0)
+    with open(out_path, "w") as f:
+        for r in rx:
+            f.write(json.dumps(dataclasses.asdict(r)) + "\n")
+
+
+def load_rx(path: str) -> list[Rx]:
+    import json
+
+    with open(path) as f:
+        return [Rx(**json.loads(line)) for line in f if line.strip()]
+
+
 def send_paced(ifaces: dict[int, str], rate_pps: float, duration_s: float, start_ns: int | None = None,
                ports: Sequence[int] | None = None) -> int:
     """Send probes round-robin from ``ports`` at ``rate_pps`` in total; returns frames sent."""
