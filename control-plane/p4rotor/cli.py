@@ -167,7 +167,7 @@ def cmd_control(a: argparse.Namespace) -> int:
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
                   lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
-                  on_event=lambda m: print(m, file=sys.stderr, flush=True))
+                  signal_timed=a.signal_timed, on_event=lambda m: print(m, file=sys.stderr, flush=True))
     if bool(a.topology) == bool(a.schedule):
         _die("give --schedule with --switch, or --topology")
     try:
@@ -211,6 +211,10 @@ def cmd_control(a: argparse.Namespace) -> int:
     if a.ack_every:
         print("slot change applied after its boundary (us): " + json.dumps(summarize(ctl.ack_delays_us()))
               + "; after it was sent: " + json.dumps(summarize(ctl.ack_delays_us("sent"))), file=sys.stderr)
+        if a.signal_timed:
+            refused = sum(rt.refused for rt in ctl.runtimes.values())
+            print("timed changes reached the switch this long before their start (us): "
+                  + json.dumps(summarize(ctl.timed_margins_us())) + f"; refused {refused}", file=sys.stderr)
     return 0
 
 
@@ -390,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--signal-lead-us", default="0", metavar="US|auto",
                     help="signal mode: send each slot change this early; 'auto' (needs --ack-every): "
                          "the median measured send-to-applied delay")
+    pc.add_argument("--signal-timed", action="store_true",
+                    help="signal mode: send each slot change one slot ahead with its start time; the "
+                         "switch applies it by its own clock (gRPC jitter no longer moves boundaries)")
     pc.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
     pc.add_argument("--trace", metavar="FILE", help="write one JSON line per slot change")
     pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are")

@@ -10,6 +10,9 @@ Two ways to move the slot (docs/dataplane.md explains why):
 * **signal**: at every slot boundary the controller sends a PacketOut control
   packet (``OP_SET_SLOT``) through the switch; the pipeline writes it into its
   state register.  BMv2's P4Runtime server does not implement register writes.
+  *Timed* (``signal_timed``): each change carries its start time and is sent one
+  slot ahead; the pipeline holds it and applies it by its own clock, so the
+  gRPC/PI path's jitter no longer moves the boundary (needs the clock offset).
 * **clock**: the controller measures the switch's clock offset with time probes,
   installs the cycle once, and the pipeline computes the slot itself.
 """
@@ -25,7 +28,7 @@ import re
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import finsy as fy
 
@@ -36,6 +39,8 @@ LOG = logging.getLogger("p4rotor.controller")
 
 WRITE_BATCH = 500
 TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
+# Timed changes: sent this long (plus twice the offset's uncertainty) after the previous start.
+TIMED_MARGIN_US = 50
 CLOCK_PORT_PROBES = 64  # per round, in bursts of 8: enough that some meet both latency floors
 CLOCK_PORT_ROUNDS = 4   # more rounds while the proven half-bracket exceeds the target
 CLOCK_PORT_TARGET_US = 15
@@ -219,14 +224,24 @@ def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode
     return ents
 
 
-def set_slot_packet(slot: int, index: int, night: bool, *, seq: int = 0, ack: bool = False) -> fy.P4PacketOut:
+def set_slot_packet(slot: int, index: int, night: bool = False, *, seq: int = 0, ack: bool = False,
+                    at_us: int | None = None, night_us: int = 0) -> fy.P4PacketOut:
+    """OP_SET_SLOT.  Immediate (``at_us`` None): the switch moves when the packet arrives.
+    Timed: slot ``slot`` starts at common time ``at_us`` with a night of ``night_us``; the
+    switch holds it (one pending change) and applies it by its own clock."""
     flags = (dp.FLAG_NIGHT if night else 0) | (dp.FLAG_ACK if ack else 0)
+    if at_us is not None:
+        if at_us < 0 or not 0 <= night_us < 1 << 32:
+            raise ControllerError(f"bad timed slot change: at {at_us} us, night {night_us} us")
+        flags = (flags & ~dp.FLAG_NIGHT) | dp.FLAG_AT
     return fy.P4PacketOut(b"", opcode=dp.OP_SET_SLOT, flags=flags, index=index,
-                          slot=slot & 0xFFFFFFFF, seq=seq & 0xFFFFFFFF)
+                          slot=slot & 0xFFFFFFFF, seq=seq & 0xFFFFFFFF,
+                          at=(at_us or 0) & TS_MASK, night_us=night_us if at_us is not None else 0)
 
 
 def time_probe_packet(seq: int) -> fy.P4PacketOut:
-    return fy.P4PacketOut(b"", opcode=dp.OP_TIME_PROBE, flags=0, index=0, slot=0, seq=seq & 0xFFFFFFFF)
+    return fy.P4PacketOut(b"", opcode=dp.OP_TIME_PROBE, flags=0, index=0, slot=0, seq=seq & 0xFFFFFFFF,
+                          at=0, night_us=0)
 
 
 async def write_batched(sw: fy.Switch, updates: Sequence[Any], batch: int = WRITE_BATCH) -> None:
@@ -314,6 +329,26 @@ def boundary_times(sched: Schedule, rotor: Rotor, t0_common_us: int, from_common
         k += 1
 
 
+def timed_changes(bounds: Iterable[tuple[int, int, int, bool]]) -> Iterator[tuple[int, int, int, int]]:
+    """(at, k, index, night) boundaries -> one timed change per slot: (start, k, index, night_us).
+
+    A night start followed by its own day start becomes one change whose night lasts until
+    the day; a day start with no night before it has night_us 0."""
+    pend = None
+    for at, k, idx, night in bounds:
+        if pend is not None:
+            pat, pk, pidx = pend
+            pend = None
+            if not night and (k, idx) == (pk, pidx):
+                yield pat, pk, pidx, at - pat
+                continue
+            yield pat, pk, pidx, 0
+        if night:
+            pend = (at, k, idx)
+        else:
+            yield at, k, idx, 0
+
+
 # ---------------------------------------------------------------------------
 # The controller
 # ---------------------------------------------------------------------------
@@ -364,6 +399,7 @@ class SwitchRuntime:
     error: BaseException | None = None
     install_ms: float | None = None
     entities: int = 0
+    refused: int = 0  # acked slot changes the switch refused (OP_ERROR)
     # gRPC allows one write at a time on the P4Runtime stream; finsy does not serialise them.
     send_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
 
@@ -399,7 +435,7 @@ class Controller:
     def __init__(self, roles: Sequence[Role], *, mode: str, trace: Path | None = None,
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
-                 on_event: Callable[[str], None] | None = None):
+                 signal_timed: bool = False, on_event: Callable[[str], None] | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if not roles:
@@ -414,6 +450,11 @@ class Controller:
         if signal_lead_us == "auto" and not ack_every:
             raise ControllerError("signal lead 'auto' learns from acks: give --ack-every N too")
         self.signal_lead_us = signal_lead_us
+        if signal_timed and mode != "signal":
+            raise ControllerError("timed slot changes are a signal-mode option")
+        if signal_timed and signal_lead_us:
+            raise ControllerError("timed slot changes go one slot ahead: no signal lead with them")
+        self.signal_timed = signal_timed
         self.spin_s = spin_us / 1e6
         self._timer = None
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
@@ -455,8 +496,8 @@ class Controller:
             # Clear, then write everything: safe to run again after a restart.
             await sw.delete_all()
             offset = 0
-            if self.mode_code == dp.MODE_CLOCK or self.ack_every:
-                # Clock mode needs the offset; signal mode uses it to time acks.
+            if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
+                # Clock mode and timed changes need the offset; signal mode uses it to time acks.
                 rt.offset = await self._probe_offset(sw, rt)
                 offset = rt.offset.offset_us
                 self.on_event(f"{sw.name}: clock offset {offset} us ({rt.offset.describe()})")
@@ -470,7 +511,7 @@ class Controller:
                           f"({self.mode} mode)")
             rt.ready.set()
             if self.mode_code == dp.MODE_SIGNAL:
-                sw.create_task(self._rotate(sw, rt))
+                sw.create_task(self._rotate_timed(sw, rt) if self.signal_timed else self._rotate(sw, rt))
             else:
                 sw.create_task(self._trace_clock(sw, rt))
         except ControllerError as ex:
@@ -618,6 +659,40 @@ class Controller:
             self.trace.write(t_ns=sent, switch=sw.name, slot=k, index=idx, night=night,
                              scheduled_ns=scheduled, source="signal")
 
+    async def _rotate_timed(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Timed changes: slot k+1's change (with its start time) goes out once slot k has
+        started (the switch holds one pending change); the pipeline applies it by its clock."""
+        # Sent this long after the previous start: its change is applied by then even if the
+        # installed offset is off by the whole measured uncertainty.
+        margin = TIMED_MARGIN_US + 2 * (rt.offset.uncertainty_us if rt.offset else 0.0)
+        now = self.tb.common_us(time.time_ns())
+        seq = 0
+        prev_at = None
+        changes = timed_changes(rt.role.boundaries(self.t0_common_us, now))
+        cur = next(changes)
+        for nxt in changes:
+            at, k, idx, night_us = cur
+            cur = nxt
+            if nxt[0] <= self.tb.common_us(time.time_ns()):
+                continue  # fallen behind: the next change is already due, skip this one
+            if prev_at is not None:
+                await self._sleep_until(prev_at + margin, spin=False)
+            prev_at = at
+            seq += 1
+            ack = bool(self.ack_every) and seq % self.ack_every == 0
+            pkt = set_slot_packet(k, idx, seq=seq, ack=ack, at_us=at, night_us=night_us)
+            scheduled = self.tb.wall_ns(at)
+            sent = time.time_ns()
+            if ack:
+                fut = asyncio.get_running_loop().create_future()
+                rt.waiters[seq] = fut
+                await rt.send(sw, pkt)
+                asyncio.get_running_loop().create_task(self._ack(rt, fut, seq, scheduled, sent))
+            else:
+                await rt.send(sw, pkt)
+            self.trace.write(t_ns=sent, switch=sw.name, slot=k, index=idx, night=night_us > 0,
+                             night_us=night_us, scheduled_ns=scheduled, source="signal-timed")
+
     def _lead_us(self, rt: SwitchRuntime) -> float:
         """How early to send a slot change: fixed, or (auto) the median of the last acked
         changes' transport delay (send -> applied), so the switch applies it on time."""
@@ -637,6 +712,8 @@ class Controller:
             return
         if reply["opcode"] == dp.OP_SET_SLOT:
             rt.acks.append((scheduled, sent, recv, reply["timestamp"]))
+        else:
+            rt.refused += 1
 
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         """Clock mode: the switch moves by itself; trace the boundaries it follows (no spinning)."""
@@ -711,8 +788,19 @@ class Controller:
                 continue
             for scheduled, sent, _recv, local in rt.acks:
                 ref = scheduled if since == "scheduled" else sent
-                out.append(local + rt.offset.offset_us - (ref - self.tb.ref_ns) / 1000)
+                d = local + rt.offset.offset_us - (ref - self.tb.ref_ns) / 1000
+                if self.signal_timed and since == "scheduled":
+                    # A timed change is applied at its start time, or on arrival if later.
+                    d = max(0.0, d)
+                out.append(d)
         return out
+
+    def timed_margins_us(self) -> list[float]:
+        """Timed changes: how long before its start time each acked change reached the
+        pipeline (negative: it arrived late and was applied on arrival)."""
+        return [(s - self.tb.ref_ns) / 1000 - (local + rt.offset.offset_us)
+                for rt in self.runtimes.values() if rt.offset is not None
+                for s, _sent, _recv, local in rt.acks]
 
 
 class RotorController(Controller):

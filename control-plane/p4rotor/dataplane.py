@@ -22,6 +22,7 @@ OP_ERROR = 255
 
 FLAG_NIGHT = 0x01
 FLAG_ACK = 0x02
+FLAG_AT = 0x04  # timed OP_SET_SLOT: applies at `at` (common us), night `night_us`
 
 CLOCK_INDEX_BITS = 12
 TIMESTAMP_BITS = 48
@@ -45,6 +46,7 @@ class CtrlCounter(enum.IntEnum):
     SET_SLOT = 0
     TIME_PROBE = 1
     CLOCK_PORT_PROBE = 2
+    SET_SLOT_LATE = 3  # a timed OP_SET_SLOT arrived at or after its start time
 
 
 # Fully qualified P4Info names the controller relies on.
@@ -66,7 +68,7 @@ ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     T_CIRCUIT: (("matching", "in_port"), {A_CONNECT: ("port",)}),
 }
 ROTOR_COUNTERS = (C_DROP, C_RX, C_TX, C_CTRL)
-PACKET_OUT_FIELDS = ("opcode", "flags", "index", "slot", "seq")
+PACKET_OUT_FIELDS = ("opcode", "flags", "index", "slot", "seq", "at", "night_us")
 PACKET_IN_FIELDS = ("opcode", "flags", "index", "slot", "seq", "timestamp", "ingress_port")
 
 # ToR program names.

@@ -276,3 +276,60 @@ def test_egress_guard_closes_day_early_and_is_checked():
     assert ends == [850, 1850, 2850]
     with pytest.raises(C.ControllerError, match="shorter than the day"):
         C.clock_phase_entries(s, s.rotors[0], egress_guard_us=900)
+
+
+# ------------------------------------------------------------ timed slot changes
+
+def test_timed_changes_merge_night_and_day():
+    s = sched4()
+    got = list(zip(range(3), C.timed_changes(C.boundary_times(s, s.rotors[0], 1000, 0))))
+    assert [g for _, g in got] == [(1000, 0, 0, 2000), (21000, 1, 1, 2000), (41000, 2, 2, 2000)]
+    # No night: one change per day start, night 0.
+    assert list(C.timed_changes([(5, 0, 0, False), (9, 1, 1, False)])) == [(5, 0, 0, 0), (9, 1, 1, 0)]
+
+
+def test_set_slot_packet_timed_and_immediate():
+    p = C.set_slot_packet(7, 2, True, seq=3, ack=True)
+    assert p.metadata["flags"] == dp.FLAG_NIGHT | dp.FLAG_ACK and p.metadata["at"] == 0
+    t = C.set_slot_packet(7, 2, seq=3, at_us=123_456, night_us=100)
+    assert t.metadata["flags"] == dp.FLAG_AT and t.metadata["at"] == 123_456 and t.metadata["night_us"] == 100
+    with pytest.raises(C.ControllerError, match="bad timed slot change"):
+        C.set_slot_packet(7, 2, at_us=5, night_us=-1)
+
+
+def test_timed_option_checked(blob):
+    with pytest.raises(C.ControllerError, match="signal-mode option"):
+        C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="clock", p4info=P4INFO,
+                          p4blob=blob, signal_timed=True)
+    with pytest.raises(C.ControllerError, match="no signal lead"):
+        C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="signal", p4info=P4INFO,
+                          p4blob=blob, signal_timed=True, signal_lead_us=100)
+
+
+def test_signal_timed_sends_each_slot_one_slot_ahead(blob, tmp_path):
+    """Each slot's change carries its start (and night) and leaves after the previous slot
+    started, before its own start: never two pending at the switch, never late."""
+    async def main():
+        fake = await FakeSwitch(P4INFO, boot_us=3_000_000).start()
+        ctl = make_ctl(fake, blob, signal_timed=True, ack_every=1)
+        try:
+            await ctl.run(duration=0.5)
+        finally:
+            await fake.stop()
+        return fake, ctl
+
+    fake, ctl = run(main())
+    sets = [(t, v) for t, v in fake.packet_outs if v["opcode"] == dp.OP_SET_SLOT]
+    assert len(sets) >= 10
+    assert all(v["flags"] & dp.FLAG_AT and v["night_us"] == 2000 for _, v in sets)
+    assert [v["slot"] for _, v in sets] == list(range(sets[0][1]["slot"], sets[0][1]["slot"] + len(sets)))
+    rt = ctl.runtimes["rotor0"]
+    off = rt.offset.offset_us
+    for (t, v), (_, prev) in zip(sets[1:], sets):
+        at_wall = ctl.tb.wall_ns(v["at"])
+        prev_wall = ctl.tb.wall_ns(prev["at"])
+        assert prev_wall < t < at_wall, "sent after the previous slot started, before its own"
+    assert v["at"] - off != v["at"] or off == 0  # offset known (probed) for timed changes
+    margins = ctl.timed_margins_us()
+    assert margins and min(margins) > 0, "every acked change arrived before its start"
+    assert max(ctl.ack_delays_us()) == 0.0, "applied at its start time"

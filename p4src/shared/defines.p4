@@ -34,6 +34,11 @@ const bit<8> OP_ERROR      = 255; // PacketIn only: the control packet was refus
 // PacketOut flags.
 const bit<8> FLAG_NIGHT = 0x01;  // OP_SET_SLOT: the slot is in its night
 const bit<8> FLAG_ACK   = 0x02;  // reply with a PacketIn carrying the timestamp
+// OP_SET_SLOT, timed: the slot starts at common time `at` (its night lasts
+// `night_us`), not when the packet arrives.  The controller sends slot k+1
+// during slot k; the pipeline holds it as the one pending change and applies it
+// at `at` by its own clock, so gRPC/PI jitter no longer moves the boundary.
+const bit<8> FLAG_AT    = 0x04;
 
 // Drop causes: index into the drop counter.  Every frame the pipeline discards
 // is counted under exactly one of these.
@@ -52,6 +57,7 @@ const bit<32> DROP_BAD_HEADER  = 8;  // ToR: header the ToR cannot route
 const bit<32> CTRL_SET_SLOT   = 0;
 const bit<32> CTRL_TIME_PROBE = 1;
 const bit<32> CTRL_CLOCK_PORT_PROBE = 2;
+const bit<32> CTRL_SET_SLOT_LATE = 3;  // a timed OP_SET_SLOT arrived at or after its `at`
 #define NUM_CTRL_COUNTERS 4
 
 // ToR.

@@ -11,6 +11,8 @@ header packet_out_t {
     bit<16> index;   // OP_SET_SLOT: matching index within the rotor's cycle
     bit<32> slot;    // OP_SET_SLOT: absolute slot number (never wraps in practice)
     bit<32> seq;     // echoed in the PacketIn reply
+    bit<48> at;      // OP_SET_SLOT with FLAG_AT: common time (us) the slot starts
+    bit<32> night_us; // OP_SET_SLOT with FLAG_AT: its night, from `at`
 }
 
 // To the controller (PacketIn): acks, time probes, refusals.

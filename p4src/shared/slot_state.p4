@@ -65,14 +65,39 @@ control SlotState(inout metadata_t meta, in std_meta_t std) {
         meta.slot.night = false;
         config.apply();
         if (meta.slot.mode == MODE_SIGNAL) {
+            Timestamp_t now = std.ingress_global_timestamp + meta.slot.offset;
+            // A timed change whose time has come becomes the current slot, before
+            // this packet looks at it (whatever the packet is, a control packet too).
+            bit<8> pflags;
+            bit<16> pg;
+            Timestamp_t pat;
+            pend_flags.read(pflags, 0);
+            pend_generation.read(pg, 0);
+            pend_at.read(pat, 0);
+            if ((pflags & RF_VALID) != 0 && pg == generation && now >= pat) {
+                bit<32> ps;
+                bit<16> pi;
+                Timestamp_t pday;
+                pend_slot.read(ps, 0);
+                pend_index.read(pi, 0);
+                pend_day_start.read(pday, 0);
+                rotor_slot.write(0, ps);
+                rotor_index.write(0, pi);
+                rotor_day_start.write(0, pday);
+                rotor_flags.write(0, RF_VALID);
+                rotor_generation.write(0, generation);
+                pend_flags.write(0, 0);
+            }
             bit<8> flags;
             bit<16> g;
+            Timestamp_t day_start;
             rotor_flags.read(flags, 0);
             rotor_generation.read(g, 0);
+            rotor_day_start.read(day_start, 0);
             rotor_slot.read(meta.slot.slot_id, 0);
             rotor_index.read(meta.slot.index, 0);
             meta.slot.running = (flags & RF_VALID) != 0 && g == generation;
-            meta.slot.night = (flags & RF_NIGHT) != 0;
+            meta.slot.night = (flags & RF_NIGHT) != 0 || now < day_start;
         } else if (meta.slot.mode == MODE_CLOCK) {
             Timestamp_t now = std.ingress_global_timestamp + meta.slot.offset;
             if (now >= epoch) {

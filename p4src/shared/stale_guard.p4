@@ -19,6 +19,18 @@ control StaleGuard(inout metadata_t meta, inout std_meta_t std) {
             rotor_flags.read(flags, 0);
             rotor_generation.read(g, 0);
             stale = slot != meta.slot.slot_id || (flags & RF_NIGHT) != 0 || g != meta.slot.generation;
+            // A timed change that is due ends this frame's slot even if no packet
+            // has applied it yet.
+            bit<8> pflags;
+            bit<16> pg;
+            Timestamp_t pat;
+            pend_flags.read(pflags, 0);
+            pend_generation.read(pg, 0);
+            pend_at.read(pat, 0);
+            if ((pflags & RF_VALID) != 0 && pg == meta.slot.generation
+                    && std.egress_global_timestamp + meta.slot.offset >= pat) {
+                stale = true;
+            }
         }
         if (stale) {
             drop_counter.count(DROP_STALE);

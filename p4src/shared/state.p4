@@ -15,6 +15,17 @@ register<bit<8>>(1)  rotor_flags;
 // Registers outlive table writes: a slot set under an older config must not count.
 // rotor_generation holds the config generation the signal-mode slot was set under.
 register<bit<16>>(1) rotor_generation;
+// rotor_day_start: common time the current slot's day starts (timed changes;
+// 0 for immediate ones, whose night is RF_NIGHT).
+register<Timestamp_t>(1) rotor_day_start;
+// The one pending timed change (FLAG_AT): applied by the first packet whose
+// common time is >= pend_at, or refused if another is still pending.
+register<bit<32>>(1)     pend_slot;
+register<bit<16>>(1)     pend_index;
+register<bit<8>>(1)      pend_flags;   // RF_VALID: a change is pending
+register<Timestamp_t>(1) pend_at;
+register<Timestamp_t>(1) pend_day_start;
+register<bit<16>>(1)     pend_generation;
 const bit<8> RF_NIGHT = 0x01;
 const bit<8> RF_VALID = 0x02;
 

@@ -146,8 +146,27 @@ class RotorTest(BaseTest):
     def send_control(self, opcode: int, index: int = 0, slot: int = 0, flags: int = 0, sw=None):
         sw = sw or self.sw
         self.seq += 1
-        sw.write([fy.P4PacketOut(b"", opcode=opcode, flags=flags, index=index, slot=slot, seq=self.seq)])
+        sw.write([fy.P4PacketOut(b"", opcode=opcode, flags=flags, index=index, slot=slot, seq=self.seq,
+                                 at=0, night_us=0)])
         return sw.packet_in()[1]
+
+    def set_slot_at(self, slot: int, index: int, at_us: int, night_us: int = 0, sw=None):
+        """Signal mode, timed: slot ``slot`` starts at switch time ``at_us`` (installed offset
+        0: common time = local).  Returns the ack (OP_SET_SLOT, or OP_ERROR if refused)."""
+        sw = sw or self.sw
+        self.seq += 1
+        sw.write([C.set_slot_packet(slot, index, seq=self.seq, ack=True, at_us=at_us, night_us=night_us)])
+        _, pkt = sw.packet_in()
+        self.assertEqual(pkt["seq"], self.seq)
+        return pkt
+
+    def ctrl(self, which: dp.CtrlCounter, sw=None) -> int:
+        return (sw or self.sw).counter(dp.C_CTRL, int(which))[0]
+
+    def local_us_now(self, sw=None) -> int:
+        """The switch's current local time (us), from the best of a few time probes."""
+        wall, local = self.local_now_us(sw)
+        return local + (time.time_ns() - wall) // 1000
 
     def local_now_us(self, sw=None) -> tuple[int, int]:
         """(wall ns at the middle of the probe, switch-local us): maps wall time to switch time."""

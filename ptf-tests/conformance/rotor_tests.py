@@ -224,6 +224,106 @@ class StaleFrameDroppedSignal(RotorTest):
         self.dataplane.flush()
 
 
+class TimedSlotChangeAppliedAtItsTime(RotorTest):
+    """Signal mode, timed change: the switch holds a slot change until its start time (by its
+    own clock), with the night it carries, then forwards on the new matching."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 0)
+        at = self.local_us_now() + 400_000
+        ack = self.set_slot_at(1, 1, at, night_us=300_000)
+        self.assertEqual(ack["opcode"], dp.OP_SET_SLOT, "timed change refused")
+        self.assertLess(ack["timestamp"], at, "the change must reach the switch before its time")
+        self.expect_circuit(r.matchings[0], tag=1)  # before `at`: still the old matching
+        while self.local_us_now() < at + 50_000:
+            time.sleep(0.02)
+        night0 = self.drops(dp.DropCause.NIGHT)
+        self.expect_dark(tag=2)  # in the carried night
+        self.assertEqual(self.drops(dp.DropCause.NIGHT) - night0, len(PORTS))
+        while self.local_us_now() < at + 350_000:
+            time.sleep(0.02)
+        self.expect_circuit(r.matchings[1], tag=3)
+
+
+class TimedSlotChangeSecondPendingRefused(RotorTest):
+    """Only one timed change can be pending: a second one before the first is due is refused
+    (OP_ERROR, counted as a control error) and the first still applies at its time."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 0)
+        at = self.local_us_now() + 300_000
+        self.assertEqual(self.set_slot_at(1, 1, at)["opcode"], dp.OP_SET_SLOT)
+        err0 = self.drops(dp.DropCause.CTRL_ERROR)
+        self.assertEqual(self.set_slot_at(2, 2, at + 1000)["opcode"], dp.OP_ERROR)
+        self.assertEqual(self.drops(dp.DropCause.CTRL_ERROR) - err0, 1)
+        while self.local_us_now() < at + 20_000:
+            time.sleep(0.02)
+        self.expect_circuit(r.matchings[1])
+
+
+class TimedSlotChangeLateAppliedAndCounted(RotorTest):
+    """A timed change that arrives after its start time is applied at once (by the next
+    packet) and counted as late."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 0)
+        late0 = self.ctrl(dp.CtrlCounter.SET_SLOT_LATE)
+        at = self.local_us_now() - 10_000
+        self.assertEqual(self.set_slot_at(1, 2, at)["opcode"], dp.OP_SET_SLOT)
+        self.assertEqual(self.ctrl(dp.CtrlCounter.SET_SLOT_LATE) - late0, 1)
+        self.expect_circuit(r.matchings[2])
+
+
+class TimedSlotChangeBadIndexRefused(RotorTest):
+    """A timed change with a matching index outside the cycle is refused like an immediate one:
+    nothing becomes pending, the current matching stays."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.set_slot(0, 1)
+        at = self.local_us_now() + 1000
+        self.assertEqual(self.set_slot_at(1, len(r.matchings), at)["opcode"], dp.OP_ERROR)
+        time.sleep(0.05)
+        self.expect_circuit(r.matchings[1])
+
+
+class StaleFrameDroppedTimed(RotorTest):
+    """Signal mode egress re-check with a timed change: a frame held in the queue past the
+    pending change's start time is dropped as stale even if no packet applied the change."""
+
+    def runTest(self):
+        s = S.from_json({"version": 1, "racks": 4, "slot_us": 1000, "reconfig_us": 0, "rotors": [
+            {"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})
+        self.install(s, s.rotors[0], SIGNAL)
+        self.set_slot(10, 0)
+        n = 6
+        before = self.drops(dp.DropCause.STALE)
+        tx0 = self.sw.counter(dp.C_TX, PORTS[1])[0]
+        self.set_queue_rate(5, PORTS[1])
+        try:
+            for t in range(n):
+                tu.send_packet(self, PORTS[0], self.frame(PORTS[0], t))
+            time.sleep(0.1)
+            # Same matching, next slot, 50 ms from now; only the held frames pass after it.
+            self.assertEqual(self.set_slot_at(11, 0, self.local_us_now() + 50_000)["opcode"], dp.OP_SET_SLOT)
+            self.wait_all_left(n, before, PORTS[1], tx0)
+        finally:
+            self.set_queue_rate(100000, PORTS[1])
+        self.assertGreaterEqual(self.drops(dp.DropCause.STALE) - before, n - 2)
+        self.dataplane.flush()
+
+
 class StaleFrameDroppedClock(RotorTest):
     """Clock mode egress re-check compares absolute time with the slot's end, so a frame held
     for a whole cycle is dropped even though its matching index is live again."""
