@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import finsy as fy
 
@@ -59,8 +60,9 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
     spec = C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port, clock_iface=a.clock_iface or None)
     ctl = C.RotorController(sched, [spec], mode=a.mode, egress_guard_us=a.egress_guard_us,
                             p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
-                            ack_every=(max(1, 2000 // a.slot_us) if a.mode == "signal" else 0),
-                            signal_lead_us=("auto" if a.mode == "signal" else 0.0),
+                            ack_every=(0 if a.mode != "signal" else 1 if a.signal_timed else max(1, 2000 // a.slot_us)),
+                            signal_lead_us=("auto" if a.mode == "signal" and not a.signal_timed else 0.0),
+                            signal_timed=a.signal_timed,
                             on_event=lambda m: None)
     out: dict = {}
 
@@ -69,6 +71,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         t0_ns = c.tb.wall_ns(c.t0_common_us)
         sw = c.switches[0]
         before = await _drops(sw)
+        late0 = (await _read_counter(sw, dp.C_CTRL, int(dp.CtrlCounter.SET_SLOT_LATE)))[0]
         # The receiver runs in a process of its own: in this one it would hold the interpreter
         # lock against the controller's event loop, which is what signal mode measures.
         ctx = multiprocessing.get_context("spawn")
@@ -82,6 +85,9 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         proc = ctx.Process(target=T.send_paced, args=(_ifaces(), a.rate, a.duration, start, [1]))
         proc.start()
         await loop.run_in_executor(None, proc.join)
+        # Signal-mode figures count the changes scheduled while traffic ran (paced, trains):
+        # between them this process parses captures and may hold up its own controller.
+        windows = [(start, time.time_ns())]
         await asyncio.sleep(0.3)
         stop.set()
         await loop.run_in_executor(None, rproc.join)
@@ -97,9 +103,11 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             bnds = [t0_ns + (k * a.slot_us + a.night_us) * 1000 for _, k in trains]
             before_us = a.train_before_us
             tproc = multiprocessing.get_context("spawn").Process(
-                target=T.send_trains, args=(_ifaces()[1], 1, bnds, before_us, a.train_after_us, a.train_gap_us))
+                target=T.send_trains, args=(_ifaces()[1], 1, bnds, before_us, a.train_after_us, a.train_gap_us,
+                                            a.train_warmup_us))
             tproc.start()
             await loop.run_in_executor(None, tproc.join)
+            windows.append((bnds[0] - 1_000_000, bnds[-1] + 1_000_000))
             await asyncio.sleep(0.3)
         sent = int(a.duration * a.rate)
         chk = M.check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
@@ -115,7 +123,14 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             dchk = M.check_departures(paced, sched, rotor, pm, t0_ns)
             tchk = M.check_departures(burst, sched, rotor, pm, t0_ns)
             if a.dump_t0:
-                Path(a.dump_t0).write_text(json.dumps({"t0_ns": t0_ns, "trains": trains}))
+                dump = []
+                for i, k in trains[:20]:
+                    b = t0_ns + (k * a.slot_us + a.night_us) * 1000
+                    fr = sorted((arr, seq) for (port, seq), arr in st.arrivals.items()
+                                if port == 1 and seq >= T.TRAIN_SEQ_BASE and (seq - T.TRAIN_SEQ_BASE) >> 16 == i)
+                    dump.append([(round((arr - b) / 1000, 1), (st.departures.get((1, seq)) or (None, None))[1],
+                                  round(((st.departures.get((1, seq)) or (b, 0))[0] - b) / 1000, 1)) for arr, seq in fr])
+                Path(a.dump_t0).write_text(json.dumps({"t0_ns": t0_ns, "trains": trains, "frames": dump}))
             tb = M.train_boundary_errors(st, sched, rotor, pm, t0_ns, 1, trains, T.TRAIN_SEQ_BASE)
             errs = [b.error_us for b in tb if b.error_us is not None]
             out["boundary_trains"] = {
@@ -161,10 +176,20 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         })
         if a.mode == "signal":
             # The pipeline's boundary error: when it applied each change, after its boundary.
-            out["signal_delay_us"] = M.percentiles(c.ack_delays_us("scheduled"))
-            out["signal_transport_us"] = M.percentiles(c.ack_delays_us("sent"))
+            out["signal_delay_us"] = M.percentiles(c.ack_delays_us("scheduled", windows))
+            out["signal_transport_us"] = M.percentiles(c.ack_delays_us("sent", windows))
             out["signal_send_late_us"] = M.percentiles((sent - sch) / 1000 for rt in c.runtimes.values()
-                                                       for sch, sent, _, _ in rt.acks)
+                                                       for sch, sent, _, _ in rt.acks
+                                                       if any(lo <= sch <= hi for lo, hi in windows))
+            out["signal_timed"] = a.signal_timed
+            out["signal_changes_acked"] = len(c.ack_delays_us("scheduled", windows))
+            out["signal_changes_acked_whole_run"] = len(c.ack_delays_us("scheduled"))
+            if a.signal_timed:
+                late = (await _read_counter(sw, dp.C_CTRL, int(dp.CtrlCounter.SET_SLOT_LATE)))[0] - late0
+                out["timed_late_whole_run"] = late  # counter: every change that arrived after its start
+                out["timed_late"] = sum(1 for m in c.timed_margins_us(windows) if m < 0)
+                out["timed_refused"] = sum(rt.refused for rt in c.runtimes.values())
+                out["timed_margin_us"] = M.percentiles(c.timed_margins_us(windows))
 
     asyncio.run(ctl.run(duration=0.05, after_ready=measure))
     return out
@@ -247,6 +272,8 @@ def inside_main(argv: list[str]) -> int:
     p.add_argument("--train-before-us", type=float, default=40)
     p.add_argument("--train-after-us", type=float, default=40)
     p.add_argument("--train-gap-us", type=float, default=4)
+    p.add_argument("--train-warmup-us", type=float, default=100, help="warm-up frame this long before a train")
+    p.add_argument("--signal-timed", action="store_true", help="signal mode: timed slot changes")
     p.add_argument("--count", type=int, default=20000)
     a = p.parse_args(argv)
     import faulthandler
@@ -277,10 +304,10 @@ def _inside(ns, sp, build: Path, program: str, *args: str, timeout: float = 120)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def train_params(mode: str) -> list[str]:
-    """Probe trains: dense and short in clock mode (us errors), long and sparser in signal
-    mode (the switch follows the controller by up to ~1 ms)."""
-    if mode == "clock":
+def train_params(mode: str, timed: bool = False) -> list[str]:
+    """Probe trains: dense and short in clock mode and for timed signal changes (us errors),
+    long and sparser in immediate signal mode (the switch follows the controller by ~1 ms)."""
+    if mode == "clock" or timed:
         return ["--trains", "100", "--train-period-us", "5000", "--train-before-us", "24",
                 "--train-after-us", "40", "--train-gap-us", "4"]
     return ["--trains", "100", "--train-period-us", "10000", "--train-before-us", "40",
@@ -288,7 +315,8 @@ def train_params(mode: str) -> list[str]:
 
 
 def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, duration: float,
-             tolerance_us: float = 0.0, time_base: str = "clock-port", egress_guard_us: int = 0) -> dict:
+             tolerance_us: float = 0.0, time_base: str = "clock-port", egress_guard_us: int = 0,
+             timed: bool = False, trains: Sequence[str] | None = None, dump: str | None = None) -> dict:
     import tempfile
 
     pcap = tempfile.mkdtemp(prefix="p4rotor-pcap-")
@@ -298,8 +326,8 @@ def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, d
             return _inside(ns, sws[0], build, "rotor", "slot", "--mode", mode, "--slot-us", str(slot_us),
                            "--night-us", str(night_us), "--rate", str(rate), "--duration", str(duration),
                            "--tolerance-us", str(tolerance_us), "--pcap-dir", pcap, *extra,
-                           "--egress-guard-us", str(egress_guard_us),
-                           *train_params(mode), timeout=duration + 120)
+                           "--egress-guard-us", str(egress_guard_us), *(["--signal-timed"] if timed else []), *(["--dump-t0", dump] if dump else []),
+                           *(train_params(mode, timed) if trains is None else trains), timeout=duration + 120)
     finally:
         import shutil
 
@@ -408,7 +436,7 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
 def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
-    sections = {"slot": ("slot_clock", "slot_signal", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
+    sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",)}
     res = dict(old)
     for what in sorted(only):
@@ -442,6 +470,7 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
     slots = SLOTS_US[::2] if quick else SLOTS_US
     if "slot" in only:
         runs = [("slot_clock", "clock", "clock-port", slots), ("slot_signal", "signal", "clock-port", slots),
+                ("slot_signal_timed", "signal", "clock-port", slots),
                 ("slot_clock_packet_out", "clock", "packet-out", (1024,) if quick else (256, 1024, 4096)),
                 ("slot_clock_guard", "clock", "clock-port", (1024,) if quick else (1024, 4096, 16384))]
         for key, mode, tbase, lengths in runs:
@@ -449,10 +478,12 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
             for slot in lengths:
                 night = max(1, slot // 10)
                 dur = max(1.5 if quick else 3.0, 30 * 3 * slot / 1e6)
-                _say(f"[bench] slot precision: {mode} mode ({tbase} time base), slot {slot} us, night {night} us, "
+                _say(f"[bench] slot precision: {mode} mode{' (timed changes)' if key == 'slot_signal_timed' else ''} "
+                     f"({tbase} time base), slot {slot} us, night {night} us, "
                      f"{rate:.0f} pps for {dur:.1f} s, then probe trains")
                 guard = EGRESS_GUARD_US if key == "slot_clock_guard" else 0
-                r = run_slot(build, mode, slot, night, rate, dur, time_base=tbase, egress_guard_us=guard)
+                timed = key == "slot_signal_timed"
+                r = run_slot(build, mode, slot, night, rate, dur, time_base=tbase, egress_guard_us=guard, timed=timed)
                 r["egress_guard_us"] = guard
                 rows.append(r)
                 if "error" in r:
@@ -510,12 +541,16 @@ def markdown(res: dict) -> str:
     for key, title in (("slot_clock", "clock mode, clock-port time base"),
                        ("slot_clock_packet_out", "clock mode, PacketOut time base (the old one, for comparison)"),
                        ("slot_clock_guard", f"clock mode, clock-port time base, egress guard {EGRESS_GUARD_US} us"),
-                       ("slot_signal", "signal mode")):
+                       ("slot_signal", "signal mode (immediate changes, sent at the boundary)"),
+                       ("slot_signal_timed", "signal mode, timed changes (sent one slot ahead, applied by the "
+                                             "switch's clock)")):
         rows = res.get(key)
         if not rows:
             continue
-        signal = key == "slot_signal"
-        extra = (" slot-change delay (acks) p50 / p99 us |" if signal
+        signal = key.startswith("slot_signal")
+        extra = (" slot change applied after its boundary (acks) p50 / p99 / max us | reached the switch "
+                 "before its start p50 / min us; late |" if key == "slot_signal_timed"
+                 else " slot-change delay (acks) p50 / p99 us |" if signal
                  else " clock offset +/- us (clock port: half the proven bracket; PacketOut: RTT/2) / PacketOut minus clock-port us |")
         lines += [f"### Slot precision and reconfiguration loss, {title}", "",
                   "| slot us | night us | boundary error p50 / p99 / max us (trains resolved) "
@@ -535,7 +570,13 @@ def markdown(res: dict) -> str:
                    f"{r['left_outside_day']} ({_f(lo.get('max'), 0)}) | {r['misswitched']} "
                    f"({_f(ms.get('p50'), 0)} / {_f(ms.get('p99'), 0)}) | "
                    f"{_pct(r['reconfig_loss'])} | {_pct(r['loss_bound'])} |")
-            if signal:
+            if key == "slot_signal_timed":
+                sd = r.get("signal_delay_us", {})
+                tm = r.get("timed_margin_us", {})
+                row += (f" {_f(sd.get('p50'), 0)} / {_f(sd.get('p99'), 0)} / {_f(sd.get('max'), 0)} "
+                        f"(n={sd.get('n', 0)}) | {_f(tm.get('p50'), 0)} / {_f(tm.get('min'), 0)}; "
+                        f"{r.get('timed_late', 'n/a')} of {r.get('signal_changes_acked', 'n/a')} |")
+            elif signal:
                 sd = r.get("signal_delay_us", {})
                 row += f" {_f(sd.get('p50'), 0)} / {_f(sd.get('p99'), 0)} |"
             else:
