@@ -167,7 +167,7 @@ def cmd_control(a: argparse.Namespace) -> int:
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
                   lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
-                  signal_timed=a.signal_timed, on_event=lambda m: print(m, file=sys.stderr, flush=True))
+                  signal_timed=a.signal_timed, install_concurrency=a.install_concurrency, on_event=lambda m: print(m, file=sys.stderr, flush=True))
     if bool(a.topology) == bool(a.schedule):
         _die("give --schedule with --switch, or --topology")
     try:
@@ -394,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--signal-lead-us", default="0", metavar="US|auto",
                     help="signal mode: send each slot change this early; 'auto' (needs --ack-every): "
                          "the median measured send-to-applied delay")
+    pc.add_argument("--install-concurrency", type=int, default=8, metavar="N",
+                    help="at most N switches clear and install at once (default 8): a hundred BMv2 "
+                         "installing together on a small machine outlive P4Runtime deadlines")
     pc.add_argument("--signal-timed", action="store_true",
                     help="signal mode: send each slot change one slot ahead with its start time; the "
                          "switch applies it by its own clock (gRPC jitter no longer moves boundaries)")

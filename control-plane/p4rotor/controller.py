@@ -41,6 +41,8 @@ WRITE_BATCH = 500
 TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
 # Timed changes: sent this long (plus twice the offset's uncertainty) after the previous start.
 TIMED_MARGIN_US = 50
+# Switches installed at once (clear, probe, write); the rest wait their turn.
+INSTALL_CONCURRENCY = 8
 CLOCK_PORT_PROBES = 64  # per round, in bursts of 8: enough that some meet both latency floors
 CLOCK_PORT_ROUNDS = 4   # more rounds while the proven half-bracket exceeds the target
 CLOCK_PORT_TARGET_US = 15
@@ -435,7 +437,8 @@ class Controller:
     def __init__(self, roles: Sequence[Role], *, mode: str, trace: Path | None = None,
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
-                 signal_timed: bool = False, on_event: Callable[[str], None] | None = None):
+                 signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
+                 on_event: Callable[[str], None] | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if not roles:
@@ -455,6 +458,10 @@ class Controller:
         if signal_timed and signal_lead_us:
             raise ControllerError("timed slot changes go one slot ahead: no signal lead with them")
         self.signal_timed = signal_timed
+        if install_concurrency < 1:
+            raise ControllerError(f"bad install concurrency {install_concurrency}: at least 1")
+        self.install_concurrency = install_concurrency
+        self._install_sem: asyncio.Semaphore | None = None
         self.spin_s = spin_us / 1e6
         self._timer = None
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
@@ -493,23 +500,10 @@ class Controller:
                     f"> ours {self.election_id}); refusing to run as backup")
             rt.generation = (rt.generation + 1) & 0xFFFF or 1
             sw.create_task(self._packet_reader(sw, rt))
-            # Clear, then write everything: safe to run again after a restart.
-            await sw.delete_all()
-            offset = 0
-            if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
-                # Clock mode and timed changes need the offset; signal mode uses it to time acks.
-                rt.offset = await self._probe_offset(sw, rt)
-                offset = rt.offset.offset_us
-                self.on_event(f"{sw.name}: clock offset {offset} us ({rt.offset.describe()})")
-            ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
-                                    rt.generation)
-            t = time.perf_counter()
-            await write_batched(sw, ents)
-            rt.install_ms = (time.perf_counter() - t) * 1e3
-            rt.entities = len(ents)
-            self.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
-                          f"({self.mode} mode)")
-            rt.ready.set()
+            if self._install_sem is None:
+                self._install_sem = asyncio.Semaphore(self.install_concurrency)
+            async with self._install_sem:
+                await self._install(sw, rt)
             if self.mode_code == dp.MODE_SIGNAL:
                 sw.create_task(self._rotate_timed(sw, rt) if self.signal_timed else self._rotate(sw, rt))
             else:
@@ -520,6 +514,30 @@ class Controller:
         except fy.P4ClientError as ex:
             rt.error = ControllerError(f"{sw.name}: {ex}")
             raise rt.error from None
+
+    async def _install(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Clear, probe the clock if needed, write everything (config last); then ready.
+
+        At most ``install_concurrency`` switches do this at once: on a small machine running
+        a hundred BMv2 processes, all of them installing together starve one another until a
+        P4Runtime write outlives its deadline (finsy's 10 s)."""
+        # Clear, then write everything: safe to run again after a restart.
+        await sw.delete_all()
+        offset = 0
+        if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
+            # Clock mode and timed changes need the offset; signal mode uses it to time acks.
+            rt.offset = await self._probe_offset(sw, rt)
+            offset = rt.offset.offset_us
+            self.on_event(f"{sw.name}: clock offset {offset} us ({rt.offset.describe()})")
+        ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
+                                rt.generation)
+        t = time.perf_counter()
+        await write_batched(sw, ents)
+        rt.install_ms = (time.perf_counter() - t) * 1e3
+        rt.entities = len(ents)
+        self.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
+                      f"({self.mode} mode)")
+        rt.ready.set()
 
     async def _packet_reader(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         async for pkt in sw.read_packets():

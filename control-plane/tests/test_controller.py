@@ -333,3 +333,42 @@ def test_signal_timed_sends_each_slot_one_slot_ahead(blob, tmp_path):
     margins = ctl.timed_margins_us()
     assert margins and min(margins) > 0, "every acked change arrived before its start"
     assert max(ctl.ack_delays_us()) == 0.0, "applied at its start time"
+
+
+def test_installs_are_paced(blob, monkeypatch):
+    """At most install_concurrency switches clear-and-write at once; all still get installed."""
+    live, peak = 0, 0
+    real = C.write_batched
+
+    async def tracking(sw, updates, batch=C.WRITE_BATCH):
+        nonlocal live, peak
+        live += 1
+        peak = max(peak, live)
+        try:
+            await asyncio.sleep(0.05)  # an install that takes a while
+            await real(sw, updates, batch)
+        finally:
+            live -= 1
+
+    monkeypatch.setattr(C, "write_batched", tracking)
+
+    async def main():
+        s = S.generate_rotornet(8, 4, 20_000, 2_000)
+        fakes = [await FakeSwitch(P4INFO).start() for _ in s.rotors]
+        specs = [C.SwitchSpec(r.name, "127.0.0.1", f.port, i + 1) for i, (r, f) in enumerate(zip(s.rotors, fakes))]
+        ctl = C.RotorController(s, specs, mode="clock", p4info=P4INFO, p4blob=blob, lead_s=0.5,
+                                probes=2, install_concurrency=2)
+        try:
+            await ctl.run(duration=0.1)
+        finally:
+            for f in fakes:
+                await f.stop()
+        return fakes, ctl
+
+    fakes, ctl = run(main())
+    assert peak == 2
+    assert all(len(f.updates_for(dp.T_CONFIG)) >= 1 for f in fakes)
+    assert all(rt.ready.is_set() for rt in ctl.runtimes.values())
+    with pytest.raises(C.ControllerError, match="install concurrency"):
+        C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="clock", p4info=P4INFO,
+                          p4blob=blob, install_concurrency=0)
