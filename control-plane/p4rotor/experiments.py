@@ -44,7 +44,9 @@ def _launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir
     topo = TP.generate(dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=_say)
     try:
-        emu.start(timeout=max(120.0, 1.5 * (sched.racks + len(sched.rotors))))  # 100+ BMv2 take a while on 2 cores
+        # 100+ BMv2 take a while on 2 cores: starting them, then installing them 8 at a time
+        # (~1.5 s per switch at 132 switches)
+        emu.start(timeout=max(120.0, 3.5 * (sched.racks + len(sched.rotors))))
     except BaseException:
         emu.stop()  # a failed start (e.g. the controller exits) must not leave switches and links behind
         raise
