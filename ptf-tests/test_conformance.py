@@ -20,6 +20,7 @@ import pytest
 
 from p4rotor.dataplane import CLOCK_PORT
 from p4rotor.harness import missing_tools, ptf_bench
+from p4rotor.topology import FABRIC_MTU, HOST_MTU
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -27,6 +28,10 @@ SUITE = HERE / "conformance"
 BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
 P4INFO, P4BLOB = BUILD / "rotor.p4info.txtpb", BUILD / "rotor.json"
 TOR_P4INFO, TOR_P4BLOB = BUILD / "tor.p4info.txtpb", BUILD / "tor.json"
+# The links' MTUs as in an emulation: the ToR tests use ports 1, 2 as uplinks (fabric links) and
+# 3, 4 as host ports (rotor_base.tor_topology; tor_tests.TorLinksHaveTopologyMtus checks they
+# agree); the clock port is a host interface.  Rotor tests send full-size frames on 1 and 2 only.
+PORT_MTUS = {1: FABRIC_MTU, 2: FABRIC_MTU, 3: HOST_MTU, 4: HOST_MTU, CLOCK_PORT: HOST_MTU}
 
 
 def discover() -> list[tuple[str, int]]:
@@ -91,7 +96,8 @@ def ptf_results(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("ptf")
     nsw = max(n for _, n in TESTS)
     ptf_bin = shutil.which("ptf", path=os.path.dirname(sys.executable)) or shutil.which("ptf")
-    with ptf_bench(num_switches=nsw, ports=(1, 2, 3, 4, CLOCK_PORT), log_dir=logdir) as (ns, switches, ifaces):
+    with ptf_bench(num_switches=nsw, ports=tuple(PORT_MTUS), log_dir=logdir,
+                   port_mtus=PORT_MTUS) as (ns, switches, ifaces):
         params = (f"grpc_addrs='{','.join(s.address for s in switches)}';"
                   f"thrift_ports='{','.join(str(s.thrift_port) for s in switches)}';"
                   f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}'")

@@ -158,6 +158,15 @@ def circuit_entries(rotor: Rotor, port_map: dict[int, int]) -> list[fy.P4TableEn
     return out
 
 
+def port_mtu_entries(link_mtus: dict[int, int], table: str = dp.T_PORT_MTU,
+                     action: str = dp.A_MTU_LIMIT) -> list[fy.P4TableEntry]:
+    """The egress MTU check: each port's longest frame is its link's MTU plus the Ethernet header;
+    a longer frame is dropped and counted (DropCause.MTU) instead of vanishing in the link."""
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch(port=port),
+                            action=fy.P4TableAction(action, max_frame_bytes=mtu + dp.ETHERNET_HEADER_BYTES))
+            for port, mtu in sorted(link_mtus.items())]
+
+
 def _range_pieces(lo: int, hi: int) -> list[tuple[int, int]]:
     """[lo, hi] as P4Runtime ranges BMv2's server accepts.
 
@@ -212,12 +221,14 @@ def config_entry(sched: Schedule, rotor: Rotor, mode: int, *, offset_us: int = 0
 
 def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode: int, *,
                    offset_us: int = 0, epoch_us: int = 0, generation: int = 1,
-                   egress_guard_us: int = 0) -> list[Any]:
-    """Everything one rotor switch needs, as INSERT/MODIFY updates, config last."""
+                   egress_guard_us: int = 0, link_mtus: dict[int, int] | None = None) -> list[Any]:
+    """Everything one rotor switch needs, as INSERT/MODIFY updates, config last.
+    ``link_mtus``: {port: MTU of its link} from the topology (none: no egress MTU check)."""
     missing = [i for i in range(sched.racks) if i not in port_map]
     if missing:
         raise ControllerError(f"rotor {rotor.name}: no port for racks {missing}")
     ents: list[Any] = [+e for e in circuit_entries(rotor, port_map)]
+    ents += [+e for e in port_mtu_entries(link_mtus or {})]
     if mode == dp.MODE_CLOCK:
         ents += [+e for e in clock_phase_entries(sched, rotor, egress_guard_us)]
     # The config goes last: the rotor starts switching only when its circuits exist.
@@ -415,7 +426,8 @@ class SwitchRuntime:
 
 
 def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
-               port_map: dict[int, int] | None = None, egress_guard_us: int = 0) -> Role:
+               port_map: dict[int, int] | None = None, egress_guard_us: int = 0,
+               link_mtus: dict[int, int] | None = None) -> Role:
     try:
         rotor = sched.rotor(spec.name)
     except ScheduleError as ex:
@@ -424,7 +436,7 @@ def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
 
     def ents(mode, offset, epoch, gen):
         return rotor_entities(sched, rotor, pm, mode, offset_us=offset, epoch_us=epoch, generation=gen,
-                              egress_guard_us=egress_guard_us)
+                              egress_guard_us=egress_guard_us, link_mtus=link_mtus)
 
     return Role(spec=spec, kind="rotor", p4info=p4info, p4blob=p4blob, entities=ents,
                 boundaries=lambda t0, now: boundary_times(sched, rotor, t0, now),

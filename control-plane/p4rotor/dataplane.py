@@ -25,6 +25,8 @@ FLAG_ACK = 0x02
 FLAG_AT = 0x04  # timed OP_SET_SLOT: applies at `at` (common us), night `night_us`
 
 CLOCK_INDEX_BITS = 12
+FABRIC_HEADER_BYTES = 8  # the fabric header the first ToR inserts (defines.p4)
+ETHERNET_HEADER_BYTES = 14  # a link's MTU counts from after this header (Linux)
 TIMESTAMP_BITS = 48
 
 
@@ -40,6 +42,7 @@ class DropCause(enum.IntEnum):
     DARK_UPLINK = 6
     HOP_LIMIT = 7
     BAD_HEADER = 8
+    MTU = 9  # longer than its egress link's MTU (port_mtu table)
 
 
 class CtrlCounter(enum.IntEnum):
@@ -56,6 +59,8 @@ T_CIRCUIT = "RotorIngress.circuit.circuit"
 A_CONFIGURE = "RotorIngress.slot_state.configure"
 A_CLOCK_SLOT = "RotorIngress.slot_state.clock_slot"
 A_CONNECT = "RotorIngress.circuit.connect"
+T_PORT_MTU = "RotorEgress.port_mtu.port_mtu"
+A_MTU_LIMIT = "RotorEgress.port_mtu.limit"
 C_DROP = "drop_counter"
 C_RX = "rx_port_counter"
 C_TX = "tx_port_counter"
@@ -66,6 +71,7 @@ ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     T_CONFIG: ((), {A_CONFIGURE: ("mode", "num_matchings", "offset", "epoch_us", "cycle", "night", "gen")}),
     T_CLOCK_PHASE: (("phase",), {A_CLOCK_SLOT: ("index", "slot_start", "slot_end")}),
     T_CIRCUIT: (("matching", "in_port"), {A_CONNECT: ("port",)}),
+    T_PORT_MTU: (("port",), {A_MTU_LIMIT: ("max_frame_bytes",)}),
 }
 ROTOR_COUNTERS = (C_DROP, C_RX, C_TX, C_CTRL)
 PACKET_OUT_FIELDS = ("opcode", "flags", "index", "slot", "seq", "at", "night_us")
@@ -87,6 +93,8 @@ A_DELIVER = "TorIngress.routing.deliver"
 T_ROUTE = "TorIngress.routing.route"
 A_VIA = "TorIngress.routing.via"
 A_VIA_VLB = "TorIngress.routing.via_vlb"
+TOR_T_PORT_MTU = "TorEgress.port_mtu.port_mtu"
+TOR_A_MTU_LIMIT = "TorEgress.port_mtu.limit"
 
 TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
     TOR_T_CONFIG: ((), {TOR_A_CONFIGURE: ROTOR_CONTRACT[T_CONFIG][1][A_CONFIGURE]}),
@@ -96,4 +104,5 @@ TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
     T_RACK_OF: (("ipv4_dst",), {A_TO_RACK: ("rack",)}),
     T_LOCAL_HOST: (("ipv4_dst",), {A_DELIVER: ("port",)}),
     T_ROUTE: (("slice", "dst_rack", "tclass"), {A_VIA: ("port", "mask"), A_VIA_VLB: ("port", "mask")}),
+    TOR_T_PORT_MTU: (("port",), {TOR_A_MTU_LIMIT: ("max_frame_bytes",)}),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import json
 import os
 import signal
@@ -89,17 +90,24 @@ class Emulation:
             nodes[k.tor.name] = net.addSwitch(k.tor.name, cls=BMv2Switch, json_path=None,
                                               grpc_port=k.tor.grpc_port, device_id=k.tor.device_id,
                                               log_file=str(self.run_dir / f"{k.tor.name}.log"))
+            plen = ipaddress.ip_network(k.prefix).prefixlen
             for h in k.hosts:
-                nodes[h.name] = net.addHost(h.name, ip=f"{h.ip}/16", mac=h.mac)
+                nodes[h.name] = net.addHost(h.name, ip=f"{h.ip}/{plen}", mac=h.mac)
         opts = {"bw": self.link_mbps} if self.link_mbps else {}
+        links = []  # (link, MTU from the topology)
         for k in t.racks:
             for h in k.hosts:
-                net.addLink(nodes[h.name], nodes[k.tor.name], port2=h.port, **opts)
+                links.append((net.addLink(nodes[h.name], nodes[k.tor.name], port2=h.port, **opts), t.host_mtu))
             for r in t.rotors:
-                net.addLink(nodes[k.tor.name], nodes[r.name], port1=k.tor.uplinks[r.name], port2=r.ports[k.id],
-                            **opts)
+                links.append((net.addLink(nodes[k.tor.name], nodes[r.name], port1=k.tor.uplinks[r.name],
+                                          port2=r.ports[k.id], **opts), t.fabric_mtu))
         net.build()
+        for link, mtu in links:
+            for intf in (link.intf1, link.intf2):
+                intf.node.cmd(f"ip link set dev {intf.name} mtu {mtu}")
         for h in net.hosts:
+            # Every other rack is reached through the ToR, which forwards by IP: on-link (static ARP).
+            h.cmd(f"ip route add default dev {h.defaultIntf().name}")
             # BMv2 does not complete checksums the kernel left to the NIC; no IPv6 chatter.
             for intf in h.intfList():
                 h.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
@@ -128,7 +136,48 @@ class Emulation:
             if pending:
                 time.sleep(0.25)
         self._start_controller(deadline)
+        # A probe may have to wait for its circuit: allow two cycles beyond the start deadline.
+        self._await_forwarding(max(deadline, time.monotonic() + 2 * t.schedule.hyperperiod_us / 1e6 + 10))
         return self
+
+    def _await_forwarding(self, deadline: float) -> None:
+        """Return once one probe per ordered rack pair has crossed the fabric and come back.
+
+        A ping from the first host of each rack to the first host of every other rack, tried in the
+        low-latency class (Opera's expander paths exist in every slice) and then as bulk (direct or
+        2-hop: a RotorNet schedule has no multi-hop paths), until one gets a reply.  The controller
+        being ready means every switch was written to, not that the fabric forwards yet.  Results
+        are files of "ip class" lines, one per reached rack; no log text is read."""
+        firsts = [(k, k.hosts[0]) for k in self.topo.racks if k.hosts]
+        if len(firsts) < 2:
+            return
+        total = len(firsts) * (len(firsts) - 1)
+        procs = []
+        for k, h in firsts:
+            out = self.run_dir / f"reach-{h.name}.txt"
+            out.unlink(missing_ok=True)
+            dsts = " ".join(o.ip for kk, o in firsts if kk.id != k.id)
+            script = (f"for ip in {dsts}; do ok=; while [ -z \"$ok\" ]; do "
+                      "ping -n -q -c1 -W0.5 -Q 0xb8 $ip >/dev/null 2>&1 && ok=low-latency || "
+                      "{ ping -n -q -c1 -W0.5 $ip >/dev/null 2>&1 && ok=bulk; }; done; "
+                      f"echo \"$ip $ok\" >> {out}; done")
+            procs.append((out, self.host(h.name).popen(["sh", "-c", script])))
+        reached = -1
+        try:
+            while True:
+                lines = [ln for out, _ in procs if out.exists() for ln in out.read_text().splitlines()]
+                if len(lines) != reached:
+                    reached = len(lines)
+                    self.say(f"[run]   fabric forwards: {reached}/{total} rack pairs answered a probe")
+                if all(p.poll() is not None for _, p in procs) and reached >= total:
+                    return
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"the fabric does not forward: {reached}/{total} rack pairs answered a "
+                                       f"probe before the start deadline")
+                time.sleep(0.2)
+        finally:
+            for _, p in procs:
+                stop_process_group(p)
 
     def _start_controller(self, deadline: float) -> None:
         topo_path = self.run_dir / "topology.json"

@@ -33,6 +33,7 @@ def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mo
     for h in rack.hosts:
         ents.append(+fy.P4TableEntry(dp.T_LOCAL_HOST, match=fy.P4TableMatch(ipv4_dst=h.ip),
                                      action=fy.P4TableAction(dp.A_DELIVER, port=h.port)))
+    ents += [+e for e in C.port_mtu_entries(topo.tor_link_mtus(rack), dp.TOR_T_PORT_MTU, dp.TOR_A_MTU_LIMIT)]
     for sr in routes:
         ents.append(+fy.P4TableEntry(dp.T_SLICE_INFO, match=fy.P4TableMatch(slice=sr.index),
                                      action=fy.P4TableAction(dp.A_SLICE_LIVE, live=sr.live_mask)))
@@ -74,7 +75,7 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
         if only and rs.name not in only:
             continue
         spec = C.SwitchSpec(rs.name, addr, rs.grpc_port, rs.device_id)
-        roles.append(C.rotor_role(s, spec, rinfo, rblob, port_map=rs.ports))
+        roles.append(C.rotor_role(s, spec, rinfo, rblob, port_map=rs.ports, link_mtus=topo.rotor_link_mtus(rs)))
     for rack in topo.racks:
         if only and rack.tor.name not in only:
             continue

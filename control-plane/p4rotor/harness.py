@@ -81,7 +81,7 @@ class Netns:
     def exec(self, cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess:
         return run(self.prefix() + list(cmd), check=check)
 
-    def veth(self, a: str, b: str, mtu: int = 9000) -> None:
+    def veth(self, a: str, b: str, mtu: int = 1500) -> None:
         self.exec(["ip", "link", "add", a, "type", "veth", "peer", "name", b])
         for i in (a, b):
             self.exec(["ip", "link", "set", i, "mtu", str(mtu), "up"])
@@ -162,9 +162,12 @@ class SwitchProcess:
 
 @contextlib.contextmanager
 def ptf_bench(num_switches: int = 1, ports: Sequence[int] = (1, 2, 3, 4), log_dir: Path | None = None,
-              extra_args: Sequence[str] = ()) -> Iterator[tuple[Netns, list[SwitchProcess], dict[tuple[int, int], str]]]:
+              extra_args: Sequence[str] = (), port_mtus: dict[int, int] | None = None
+              ) -> Iterator[tuple[Netns, list[SwitchProcess], dict[tuple[int, int], str]]]:
     """Switches in one fresh namespace, each port wired to a veth whose peer is for ptf.
 
+    ``port_mtus``: the MTU of each port's veth (default 1500, a host link), the same the
+    emulation gives the link that port is in, so a test sees what a user sees.
     Yields (namespace, switches, {(device index, port): ptf-side interface}).
     """
     ns = Netns()
@@ -175,7 +178,7 @@ def ptf_bench(num_switches: int = 1, ports: Sequence[int] = (1, 2, 3, 4), log_di
             sw_ports = {}
             for p in ports:
                 a, b = f"s{d}p{p}", f"t{d}p{p}"
-                ns.veth(a, b)
+                ns.veth(a, b, mtu=(port_mtus or {}).get(p, 1500))
                 sw_ports[p] = a
                 ptf_ifaces[(d, p)] = b
             log = (log_dir / f"switch{d}.log") if log_dir else None

@@ -3,7 +3,7 @@
 Format (docs/addressing.md):
 
 ```json
-{"version": 1, "schedule": "opera8.json",
+{"version": 1, "schedule": "opera8.json", "link_mtu": {"host": 1500, "fabric": 1600},
  "rotors": [{"name": "rotor0", "device_id": 1, "grpc_port": 50101, "ports": {"0": 1, "1": 2}}],
  "racks": [{"id": 0, "prefix": "10.0.0.0/24",
             "tor": {"name": "tor0", "device_id": 101, "grpc_port": 50201,
@@ -13,6 +13,12 @@ Format (docs/addressing.md):
 
 Rotor ``ports`` maps rack id -> rotor port; ToR ``uplinks`` maps rotor name -> ToR port; the link
 ToR(rack i).uplinks[r] <-> rotor r port ports[i] is implied by those two numbers, never by order.
+
+``link_mtu`` gives the MTU (bytes after the Ethernet header, as Linux counts it) of every link by
+its kind: ``host`` for host <-> ToR links, ``fabric`` for ToR uplink <-> rotor links.  A fabric link
+must carry a full-size host frame plus the fabric header the first ToR inserts, so
+``fabric >= host + 8``; the switches drop (and count, DropCause.MTU) a frame longer than its egress
+link instead of letting the link lose it silently.
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from . import schedule as S
+from .dataplane import FABRIC_HEADER_BYTES
 
 MAX_DATA_PORT = 253  # 254: clock port, 255: CPU port (p4src/shared/defines.p4)
+HOST_MTU = 1500  # what every host and application expects
+# Host frames plus the 8-byte fabric header, with room for one more header of up to 92 bytes.
+FABRIC_MTU = 1600
+MTU_RANGE = (576, 9216)  # IPv4's minimum datagram to a common jumbo limit
 
 
 class TopologyError(ValueError):
@@ -71,11 +82,14 @@ class Topology:
     schedule_path: str
     rotors: list[RotorSwitch]
     racks: list[Rack]
+    host_mtu: int = HOST_MTU
+    fabric_mtu: int = FABRIC_MTU
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": 1,
             "schedule": self.schedule_path,
+            "link_mtu": {"host": self.host_mtu, "fabric": self.fabric_mtu},
             "rotors": [{"name": r.name, "device_id": r.device_id, "grpc_port": r.grpc_port,
                         "ports": {str(k): v for k, v in r.ports.items()}} for r in self.rotors],
             "racks": [{"id": k.id, "prefix": k.prefix,
@@ -87,6 +101,16 @@ class Topology:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1) + "\n"
 
+    def tor_link_mtus(self, rack: Rack) -> dict[int, int]:
+        """{ToR port: MTU of its link}: uplinks are fabric links, host ports host links."""
+        out = {p: self.fabric_mtu for p in rack.tor.uplinks.values()}
+        out.update({h.port: self.host_mtu for h in rack.hosts})
+        return out
+
+    def rotor_link_mtus(self, rotor: RotorSwitch) -> dict[int, int]:
+        """{rotor port: MTU of its link}: every rotor port is a fabric link."""
+        return {p: self.fabric_mtu for p in rotor.ports.values()}
+
     def rotor_switch(self, name: str) -> RotorSwitch:
         for r in self.rotors:
             if r.name == name:
@@ -95,7 +119,8 @@ class Topology:
 
 
 def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grpc_base: int = 50100,
-             rotor_dev_base: int = 1, tor_dev_base: int = 101) -> Topology:
+             rotor_dev_base: int = 1, tor_dev_base: int = 101, host_mtu: int = HOST_MTU,
+             fabric_mtu: int = FABRIC_MTU) -> Topology:
     if sched.racks > 250:
         raise TopologyError("the generated addressing (10.<hi>.<lo>.0/24 per rack) covers up to 250 racks")
     rotors = []
@@ -110,7 +135,9 @@ def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grp
                            port=11 + h) for h in range(hosts_per_rack))
         tor = Tor(name=f"tor{i}", device_id=tor_dev_base + i, grpc_port=grpc_base + 101 + i, uplinks=uplinks)
         racks.append(Rack(id=i, prefix=f"10.0.{i}.0/24", tor=tor, hosts=hosts))
-    return Topology(sched, schedule_path, rotors, racks)
+    topo = Topology(sched, schedule_path, rotors, racks, host_mtu=host_mtu, fabric_mtu=fabric_mtu)
+    validate(topo)
+    return topo
 
 
 def load(path: str | Path) -> Topology:
@@ -143,13 +170,25 @@ def from_json(d: dict[str, Any], base: Path = Path(".")) -> Topology:
                   int(t.get("hop_limit", 8)))
         hosts = tuple(Host(h["name"], h["ip"], h["mac"], int(h["port"])) for h in k["hosts"])
         racks.append(Rack(int(k["id"]), k["prefix"], tor, hosts))
-    topo = Topology(sched, spath, rotors, racks)
+    mtu = d.get("link_mtu", {})
+    if not isinstance(mtu, dict) or set(mtu) - {"host", "fabric"}:
+        raise TopologyError('link_mtu must be {"host": N, "fabric": N}')
+    topo = Topology(sched, spath, rotors, racks, host_mtu=mtu.get("host", HOST_MTU),
+                    fabric_mtu=mtu.get("fabric", FABRIC_MTU))
     validate(topo)
     return topo
 
 
 def validate(t: Topology) -> None:
     s = t.schedule
+    lo, hi = MTU_RANGE
+    for kind, mtu in (("host", t.host_mtu), ("fabric", t.fabric_mtu)):
+        if type(mtu) is not int or not lo <= mtu <= hi:
+            raise TopologyError(f"link_mtu.{kind} must be an integer in {lo}..{hi}, got {mtu!r}")
+    if t.fabric_mtu < t.host_mtu + FABRIC_HEADER_BYTES:
+        raise TopologyError(f"link_mtu.fabric {t.fabric_mtu} cannot carry a full-size host frame "
+                            f"({t.host_mtu}) plus the {FABRIC_HEADER_BYTES}-byte fabric header: "
+                            f"need >= {t.host_mtu + FABRIC_HEADER_BYTES}")
     names = {r.name for r in s.rotors}
     if {r.name for r in t.rotors} != names:
         raise TopologyError(f"rotor switches {sorted(r.name for r in t.rotors)} != schedule rotors {sorted(names)}")

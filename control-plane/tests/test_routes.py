@@ -5,6 +5,8 @@ import json
 import networkx as nx
 import pytest
 
+from p4rotor import controller as C
+from p4rotor import dataplane as dp
 from p4rotor import routes as R
 from p4rotor import schedule as S
 from p4rotor import topology as TP
@@ -102,6 +104,17 @@ def test_topology_generate_roundtrip(tmp_path):
     assert t2.racks[3].tor.uplinks == {"rotor0": 1, "rotor1": 2, "rotor2": 3, "rotor3": 4}
 
 
+def test_link_mtus_by_port():
+    """Every link says its MTU: uplinks and rotor ports carry a host frame plus the fabric header."""
+    t = TP.generate(S.generate_opera(8, 4, 1000, 100), "s.json", hosts_per_rack=2)
+    assert t.tor_link_mtus(t.racks[2]) == {1: TP.FABRIC_MTU, 2: TP.FABRIC_MTU, 3: TP.FABRIC_MTU, 4: TP.FABRIC_MTU,
+                                           11: TP.HOST_MTU, 12: TP.HOST_MTU}
+    assert set(t.rotor_link_mtus(t.rotors[0]).values()) == {TP.FABRIC_MTU}
+    assert TP.FABRIC_MTU >= TP.HOST_MTU + dp.FABRIC_HEADER_BYTES
+    ents = C.port_mtu_entries(t.tor_link_mtus(t.racks[2]))
+    assert {e.match["port"]: e.action.args["max_frame_bytes"] for e in ents}[11] == TP.HOST_MTU + 14
+
+
 @pytest.mark.parametrize("mutate,msg", [
     (lambda d: d["racks"][1]["tor"].update(device_id=d["racks"][0]["tor"]["device_id"]), "device id"),
     (lambda d: d["racks"][1]["tor"].update(grpc_port=d["rotors"][0]["grpc_port"]), "gRPC port"),
@@ -112,6 +125,10 @@ def test_topology_generate_roundtrip(tmp_path):
     (lambda d: d.update(version=3), "unknown topology version"),
     (lambda d: d["racks"][0]["hosts"][0].update(port=254), "254 is the clock port"),
     (lambda d: d["rotors"][0]["ports"].update({"0": 255}), "outside 1..253"),
+    (lambda d: d["link_mtu"].update(fabric=1500), "cannot carry a full-size host frame"),
+    (lambda d: d["link_mtu"].update(host="1500"), "link_mtu.host must be an integer"),
+    (lambda d: d["link_mtu"].update(fabric=100000), "link_mtu.fabric must be an integer in 576..9216"),
+    (lambda d: d.update(link_mtu={"hosts": 1500}), "link_mtu must be"),
 ])
 def test_topology_bad(tmp_path, mutate, msg):
     s = S.generate_opera(8, 4, 1000, 100)

@@ -51,6 +51,7 @@ const bit<32> DROP_NO_ROUTE    = 5;  // ToR: no route for this destination now
 const bit<32> DROP_DARK_UPLINK = 6;  // ToR: the chosen uplink's rotor is dark
 const bit<32> DROP_HOP_LIMIT   = 7;  // ToR: transit hop limit exceeded
 const bit<32> DROP_BAD_HEADER  = 8;  // ToR: header the ToR cannot route
+const bit<32> DROP_MTU         = 9;  // longer than its egress link's MTU (port_mtu table)
 #define NUM_DROP_CAUSES 16
 
 // Control-packet counter indices.
@@ -66,6 +67,9 @@ const bit<16> ETHERTYPE_FABRIC = 0x88B6;  // local experimental: p4rotor fabric 
 const bit<16> ETHERTYPE_CLOCK_PROBE = 0x88B7;  // local experimental: time probe on CLOCK_PORT
 const bit<6>  DSCP_LOW_LATENCY = 46;      // EF: Opera low-latency class (docs/addressing.md)
 const bit<6>  DSCP_DIRECT_ONLY = 8;       // CS1: probes that may only take a live direct circuit
+// The fabric header (headers.p4, fabric_t) the first ToR inserts: links
+// between switches must carry a full-size host frame plus this many bytes.
+#define FABRIC_HEADER_BYTES 8
 const bit<8>  TCLASS_BULK         = 0;    // direct, else 2-hop VLB
 const bit<8>  TCLASS_LOW_LATENCY  = 1;    // Opera multi-hop on the slice's expander
 const bit<8>  TCLASS_BULK_TRANSIT = 2;    // VLB second hop: direct only

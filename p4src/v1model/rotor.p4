@@ -10,6 +10,7 @@
 #include "../shared/clock_probe.p4"
 #include "../shared/circuit.p4"
 #include "../shared/stale_guard.p4"
+#include "../shared/port_mtu.p4"
 
 control RotorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control RotorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -36,13 +37,19 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t
     StaleGuard() stale_guard;
     PacketInHeader() packet_in_header;
     ClockProbeEgress() clock_probe_egress;
+    PortMtu() port_mtu;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
         } else if (std.egress_port == CLOCK_PORT) {
             clock_probe_egress.apply(hdr, std);
         } else {
-            stale_guard.apply(meta, std);
+            // A circuit carries the frame's bytes unchanged.
+            bool too_long;
+            port_mtu.apply(std.packet_length, std, too_long);
+            if (!too_long) {
+                stale_guard.apply(meta, std);
+            }
         }
     }
 }

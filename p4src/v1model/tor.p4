@@ -9,6 +9,7 @@
 #include "../shared/control_packet.p4"
 #include "../shared/clock_probe.p4"
 #include "../shared/tor_routing.p4"
+#include "../shared/port_mtu.p4"
 
 control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control TorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -34,13 +35,21 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
 control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
     PacketInHeader() packet_in_header;
     ClockProbeEgress() clock_probe_egress;
+    PortMtu() port_mtu;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
         } else if (std.egress_port == CLOCK_PORT) {
             clock_probe_egress.apply(hdr, std);
         } else {
-            tx_port_counter.count((bit<32>) std.egress_port);
+            // At egress packet_length is the frame as ingress left it (BMv2 deparses
+            // between the two; TNA's eg_intr_md.pkt_length likewise), so it already
+            // counts a fabric header routing added or removed (ptf proves it).
+            bool too_long;
+            port_mtu.apply(std.packet_length, std, too_long);
+            if (!too_long) {
+                tx_port_counter.count((bit<32>) std.egress_port);
+            }
         }
     }
 }

@@ -21,6 +21,7 @@ import ptf.testutils as tu
 from ptf.base_tests import BaseTest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from p4rotor import controller as C
 from p4rotor import dataplane as dp
@@ -126,11 +127,11 @@ class RotorTest(BaseTest):
         return RotorTest._generation
 
     def install(self, sched: S.Schedule, rotor: S.Rotor, mode: int, sw=None, *, offset_us: int = 0,
-                epoch_us: int = 0, generation: int | None = None) -> None:
+                epoch_us: int = 0, generation: int | None = None, link_mtus: dict[int, int] | None = None) -> None:
         generation = generation or self.next_generation()
         (sw or self.sw).write(C.rotor_entities(sched, rotor, self.port_map(sched.racks), mode,
                                                offset_us=offset_us, epoch_us=epoch_us,
-                                               generation=generation))
+                                               generation=generation, link_mtus=link_mtus))
 
     def set_slot(self, slot: int, index: int, night: bool = False, sw=None, expect_ok: bool = True):
         """Signal mode: move the slot and wait until the pipeline has applied it (ack)."""
@@ -198,6 +199,18 @@ class RotorTest(BaseTest):
 
     def clock_port_iface(self, device: int = 0) -> str:
         return ptf.config["port_map"][(device, dp.CLOCK_PORT)]
+
+    def port_iface_mtu(self, port: int, device: int = 0) -> int:
+        """The MTU of the ptf-side veth wired to ``port`` (both ends of a veth are set alike)."""
+        ifc = ptf.config["port_map"][(device, port)]
+        return int(Path(f"/sys/class/net/{ifc}/mtu").read_text())
+
+    @staticmethod
+    def sized_frame(frame_len: int, dscp: int = 0, dst_ip: str = "10.0.1.1", src_ip: str = "10.0.0.1") -> bytes:
+        """An Ethernet/IPv4/UDP frame of exactly ``frame_len`` bytes (no FCS)."""
+        head = Ether(src="02:00:0a:00:00:01", dst="02:00:0a:00:00:99") / IP(
+            src=src_ip, dst=dst_ip, tos=dscp << 2, ttl=64) / UDP(sport=4000, dport=7)
+        return bytes(head / Raw(b"\xa5" * (frame_len - len(head))))
 
     def drops(self, cause: dp.DropCause, sw=None) -> int:
         return (sw or self.sw).counter(dp.C_DROP, int(cause))[0]
@@ -272,7 +285,6 @@ def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
 # ToR
 # ---------------------------------------------------------------------------
 
-from scapy.packet import Raw  # noqa: E402
 
 from p4rotor import fabric as F  # noqa: E402
 from p4rotor import routes as R  # noqa: E402

@@ -477,3 +477,27 @@ class ClockPortOtherFramesDropped(RotorTest):
         with self.assertRaises(queue.Empty):
             self.sw.packet_in(timeout=0.3)
         self.assertEqual(self.drops(dp.DropCause.BAD_HEADER) - before, 1)
+
+
+class FullSizeFrameCrossesCircuit(RotorTest):
+    """A full-size host frame with its fabric header (1522 bytes) crosses a circuit whose links
+    have the topology's fabric MTU; one byte over a port's limit is dropped and counted 'mtu'."""
+
+    def runTest(self):
+        from p4rotor import topology as TP
+
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        m = next(i for i, mm in enumerate(r.matchings) if mm[0] == 1)
+        wire = TP.HOST_MTU + 14 + dp.FABRIC_HEADER_BYTES
+        self.install(s, r, SIGNAL, link_mtus={PORTS[0]: TP.FABRIC_MTU, PORTS[1]: TP.FABRIC_MTU})
+        self.set_slot(1, m)
+        f = self.sized_frame(wire)
+        tu.send_packet(self, PORTS[0], f)
+        tu.verify_packet(self, f, PORTS[1])
+        tu.verify_no_other_packets(self)
+        before = self.drops(dp.DropCause.MTU)
+        self.sw.write([~e for e in C.port_mtu_entries({PORTS[1]: wire - 14 - 1})])
+        tu.send_packet(self, PORTS[0], f)
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.MTU) - before, 1)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ptf.testutils as tu
 
+from p4rotor import controller as C
 from p4rotor import dataplane as dp
 from p4rotor import routes as R
+from p4rotor import topology as TP
 from rotor_base import TorTest
 
 UP = {0: 1, 1: 2}  # rotor index -> uplink port
@@ -221,3 +223,80 @@ class TorClockPortProbeReflected(TorTest):
         self.assertEqual(seq, 0x60000042)
         self.assertGreaterEqual(t3, t2)
         tu.verify_no_other_packets(self)
+
+
+# ---------------------------------------------------------------------------
+# Full-size frames and link MTUs (docs/dataplane.md, "Link MTU")
+# ---------------------------------------------------------------------------
+
+FULL = TP.HOST_MTU + 14  # a full-size host frame: 1500-byte IP packet + Ethernet
+
+
+class TorLinksHaveTopologyMtus(TorTest):
+    """The ptf veths have the MTUs the topology gives the ToR's links (what Mininet sets in
+    ``make run``): uplinks the fabric MTU, host ports the host MTU."""
+
+    def runTest(self):
+        for port, mtu in sorted(self.topo.tor_link_mtus(self.topo.racks[0]).items()):
+            self.assertEqual(self.port_iface_mtu(port), mtu, f"port {port}")
+
+
+class TorFullSizeFrameCrossesUplink(TorTest):
+    """A full-size host frame (1500-byte IP) leaves on the uplink with the fabric header: 8 bytes
+    longer than the host link's MTU allows, within the fabric link's; both classes."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: (0, 1, R.TCLASS_BULK) in sr.hops
+                             and not sr.hops[(0, 1, R.TCLASS_BULK)].vlb
+                             and (0, 1, R.TCLASS_LOW_LATENCY) in sr.hops)
+        self.set_slice(k)
+        for dscp, tclass in ((0, R.TCLASS_BULK), (46, R.TCLASS_LOW_LATENCY)):
+            f = self.sized_frame(FULL, dscp=dscp)
+            tu.send_packet(self, H0, f)
+            out = self.with_fabric(f, 1, 0, 1, tclass)
+            self.assertEqual(len(out), FULL + dp.FABRIC_HEADER_BYTES)
+            hop = self.routes[k].hops[(0, 1, tclass)]
+            tu.verify_packet(self, out, UP[hop.rotor])
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.MTU), 0)
+
+
+class TorFullSizeFrameDeliveredToHost(TorTest):
+    """A full-size frame arriving from the fabric leaves on the host port without the fabric
+    header: exactly the host link's MTU."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(0)
+        inner = self.sized_frame(FULL, dst_ip="10.0.0.2", src_ip="10.0.1.1")
+        tu.send_packet(self, UP[0], self.with_fabric(inner, 0, 1, 1, R.TCLASS_BULK))
+        tu.verify_packet(self, inner, H1)
+        tu.verify_no_other_packets(self)
+
+
+class TorOversizeFrameDroppedAndCounted(TorTest):
+    """A frame longer than its egress link's MTU is dropped and counted under 'mtu', never lost
+    silently; the limit counts the fabric header the ToR adds (exactly at the limit passes)."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: (0, 1, R.TCLASS_BULK) in sr.hops
+                             and not sr.hops[(0, 1, R.TCLASS_BULK)].vlb)
+        port = UP[self.routes[k].hops[(0, 1, R.TCLASS_BULK)].rotor]
+        self.set_slice(k)
+        f = self.sized_frame(FULL)
+        wire = FULL + dp.FABRIC_HEADER_BYTES
+        before = self.drops(dp.DropCause.MTU)
+        # A link one byte too small for the frame with its fabric header.
+        self.sw.write([~e for e in C.port_mtu_entries({port: wire - 14 - 1}, dp.TOR_T_PORT_MTU,
+                                                      dp.TOR_A_MTU_LIMIT)])
+        tu.send_packet(self, H0, f)
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.MTU) - before, 1)
+        # Exactly large enough.
+        self.sw.write([~e for e in C.port_mtu_entries({port: wire - 14}, dp.TOR_T_PORT_MTU, dp.TOR_A_MTU_LIMIT)])
+        tu.send_packet(self, H0, f)
+        tu.verify_packet(self, self.with_fabric(f, 1, 0, 1, R.TCLASS_BULK), port)
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.MTU) - before, 1)
