@@ -445,6 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--doc", default="docs/performance.md", help="update the table in this file ('' to skip)")
     pb.add_argument("--build-dir")
     pb.set_defaults(fn=cmd_bench)
+    from .rotorlb.cli import add_model_parser
+    add_model_parser(sub)
     return p
 
 

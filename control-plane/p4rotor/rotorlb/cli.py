@@ -1,0 +1,104 @@
+"""``p4rotor model rotorlb``: the RotorLB fluid model from the command line.
+
+Kept out of ``p4rotor/cli.py`` (which only calls :func:`add_model_parser`)
+so the model's options live next to the model and the shared CLI file stays
+easy to merge.  Errors follow that file's contract: one line on stderr,
+exit 2 (``EXIT_BAD_INPUT``), and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import schedule as S
+from ..cli import _die
+from . import model as M
+
+
+def _load_matrices(path: str, racks: int) -> list[tuple[M.Pair, ...]]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as ex:
+        raise M.ModelError(f"{path}: cannot read: {ex.strerror}") from None
+    except json.JSONDecodeError as ex:
+        raise M.ModelError(f"{path}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    if not isinstance(data, list) or not data:
+        raise M.ModelError(f"{path}: must be a non-empty JSON list of matrices (lists of [src, dst] pairs)")
+    return [M.check_matrix(racks, m, f"{path}: matrix {i}") for i, m in enumerate(data)]
+
+
+def _schedule(a: argparse.Namespace) -> S.Schedule:
+    if a.schedule and (a.racks is not None or a.rotors is not None):
+        raise M.ModelError("give --schedule or --racks/--rotors, not both")
+    if a.schedule:
+        s = S.load(a.schedule)
+    else:
+        s = S.generate_rotornet(8 if a.racks is None else a.racks, 1 if a.rotors is None else a.rotors,
+                                slot_us=1000, reconfig_us=0)
+    M.check_schedule(s)
+    return s
+
+
+def cmd_model_rotorlb(a: argparse.Namespace) -> int:
+    try:
+        if a.warmup_cycles < 0 or a.measure_cycles < 1:
+            raise M.ModelError("need --warmup-cycles >= 0 and --measure-cycles >= 1")
+        s = _schedule(a)
+        if a.matrices:
+            mats = _load_matrices(a.matrices, s.racks)
+        else:
+            mats = M.random_matrices(s.racks, a.density, a.count, a.seed)
+    except (S.ScheduleError, M.ModelError) as ex:
+        _die(str(ex))
+    results = [M.evaluate(s, m, warmup_cycles=a.warmup_cycles, measure_cycles=a.measure_cycles)
+               for m in mats]
+    print(f"RotorLB vs one-hop: {s.racks} racks, {len(s.rotors)} rotor(s), cycle {M.cycle_slots(s)} slots; "
+          "throughput in uplink-slots delivered per slot (fraction of fabric capacity)")
+    print(f"{'#':>3} {'pairs':>5} {'rotorlb':>16} {'one-hop':>16} {'ratio':>7} {'relay delay':>11}")
+    for i, r in enumerate(results):
+        lb, one = r.rotorlb, r.onehop
+        dly = "-" if lb.mean_relay_delay is None else f"{lb.mean_relay_delay:.2f}"
+        print(f"{i:>3} {len(r.pairs):>5} {lb.delivered_per_slot:>7.3f} ({lb.fraction:>6.1%}) "
+              f"{one.delivered_per_slot:>7.3f} ({one.fraction:>6.1%}) {r.ratio:>7.3f} {dly:>11}")
+    ratios = [r.ratio for r in results]
+    summary = {"mean": statistics.fmean(ratios), "min": min(ratios), "max": max(ratios)}
+    print(f"ratio over {len(ratios)} matrices: mean {summary['mean']:.3f}, "
+          f"min {summary['min']:.3f}, max {summary['max']:.3f}")
+    if a.output:
+        doc: dict[str, Any] = {
+            "schedule": a.schedule or {"kind": "rotornet", "racks": s.racks, "rotors": len(s.rotors)},
+            "density": None if a.matrices else a.density, "seed": None if a.matrices else a.seed,
+            "warmup_cycles": a.warmup_cycles, "measure_cycles": a.measure_cycles,
+            "units": "uplink-slots delivered to the final destination per slot",
+            "ratio": summary, "matrices": [r.to_json() for r in results]}
+        try:
+            Path(a.output).write_text(json.dumps(doc, indent=1) + "\n")
+        except OSError as ex:
+            _die(f"{a.output}: cannot write: {ex.strerror}")
+        print(f"wrote {a.output}", file=sys.stderr)
+    return 0
+
+
+def add_model_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register ``model`` (with its ``rotorlb`` subcommand) on the top-level subparsers."""
+    pm = sub.add_parser("model", help="analytical and fluid models (no switch needed)")
+    sm = pm.add_subparsers(dest="sub", required=True)
+    p = sm.add_parser("rotorlb", help="RotorLB vs one-hop throughput for saturated heavy pairs "
+                                      "(seed 000 Figure 2.10)")
+    p.add_argument("--schedule", help="schedule file (default: rotornet, --racks racks, --rotors rotors)")
+    p.add_argument("--racks", type=int, help="default 8")
+    p.add_argument("--rotors", type=int, help="default 1")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--matrices", metavar="FILE", help="JSON list of matrices, each a list of [src, dst] pairs")
+    g.add_argument("--density", type=int, metavar="K", help="random matrices of K distinct heavy pairs")
+    p.add_argument("--count", type=int, default=8, metavar="M", help="with --density: matrices (default 8)")
+    p.add_argument("--seed", type=int, default=1, help="with --density (default 1)")
+    p.add_argument("--warmup-cycles", type=int, default=8)
+    p.add_argument("--measure-cycles", type=int, default=16)
+    p.add_argument("-o", "--output", metavar="OUT.json", help="also write the results here")
+    p.set_defaults(fn=cmd_model_rotorlb)
