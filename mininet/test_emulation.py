@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from p4rotor import schedule as S
-from p4rotor import topology as TP
-from p4rotor.harness import missing_tools
+from p4rotor.fabric import topology as TP
+from p4rotor.fabric.switch import missing_tools
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
@@ -45,7 +45,7 @@ def sched() -> S.Schedule:
 
 
 def test_host_reaches_other_rack_only_through_its_circuit(tmp_path):
-    from p4rotor.emulation import Emulation, leftovers
+    from p4rotor.fabric.mininet import Emulation, leftovers
 
     topo = TP.generate(sched(), "schedule.json", hosts_per_rack=1)
     emu = Emulation(topo, BUILD, tmp_path / "run", mode="clock", say=lambda m: None)
@@ -100,7 +100,7 @@ FULL_UDP = 1472  # UDP payload of a 1500-byte IP packet
 
 @pytest.fixture(scope="module")
 def opera_fabric(tmp_path_factory):
-    from p4rotor.emulation import Emulation, dilate
+    from p4rotor.fabric.mininet import Emulation, dilate
 
     sched = dilate(S.generate_opera(8, 4, 1000, 100), DILATION)
     topo = TP.generate(sched, "schedule.json", hosts_per_rack=1)
@@ -117,7 +117,7 @@ def _judge(topo, logs, t0_ns: int, tclass: int, lead_us: float, tail_us: float):
     """(judged, delivered, lost) full-size probes: a probe is judged when sent in a slice whose
     routes have a path for its class, at least ``lead_us`` after the slice starts (the ToR's clock
     may trail) and ``tail_us`` before it ends (time to cross up to 3 BMv2 hops on 2 busy cores)."""
-    from p4rotor import routes as R
+    from p4rotor.schedule import routes as R
 
     s = topo.schedule
     routes = R.compute(s, epsilon_us=EPSILON_US * DILATION)
@@ -145,7 +145,7 @@ def _judge(topo, logs, t0_ns: int, tclass: int, lead_us: float, tail_us: float):
 def test_full_size_frames_cross_every_rack_pair(opera_fabric, tmp_path, dscp, tclass):
     """1500-byte IP packets between every rack pair, both classes: every one sent while its
     class has a path (low latency: always, on Opera) arrives, across reconfigurations."""
-    from p4rotor.experiments import _run_probes
+    from p4rotor.experiments.runner import _run_probes
 
     emu, topo, _ = opera_fabric
     ips = [k.hosts[0].ip for k in topo.racks]

@@ -78,7 +78,7 @@ def cmd_schedule_show(a: argparse.Namespace) -> int:
             print(f"  [{sl.start_us:>8}, {sl.end_us:>8}) us  {live}  "
                   + (f"diameter {d}" if con else "DISCONNECTED"))
     if a.plot:
-        from .plot import plot_schedule
+        from .schedule.plot import plot_schedule
 
         out = plot_schedule(s, Path(a.plot))
         print(f"plot written to {out}")
@@ -91,7 +91,7 @@ def cmd_schedule_show(a: argparse.Namespace) -> int:
 
 
 def cmd_topology_generate(a: argparse.Namespace) -> int:
-    from . import topology as TP
+    from .fabric import topology as TP
 
     try:
         s = S.load(a.schedule)
@@ -106,7 +106,7 @@ def cmd_topology_generate(a: argparse.Namespace) -> int:
 
 
 def _load_sched_or_topo(a):
-    from . import topology as TP
+    from .fabric import topology as TP
 
     try:
         if getattr(a, "topology", None):
@@ -118,7 +118,7 @@ def _load_sched_or_topo(a):
 
 
 def cmd_routes(a: argparse.Namespace) -> int:
-    from . import routes as R
+    from .schedule import routes as R
 
     s, _ = _load_sched_or_topo(a)
     rs = R.compute(s, epsilon_us=a.epsilon_us)
@@ -148,7 +148,7 @@ def _with_clock_ifaces(specs, items: list[str]):
     """Apply ``--clock-iface NAME=IFACE`` to the matching --switch specs."""
     import dataclasses
 
-    from .controller import ControllerError
+    from .control.runtime import ControllerError
 
     by_name = {sp.name: sp for sp in specs}
     for it in items:
@@ -162,7 +162,7 @@ def _with_clock_ifaces(specs, items: list[str]):
 
 
 def cmd_control(a: argparse.Namespace) -> int:
-    from .controller import Controller, ControllerError, RotorController, SwitchSpec, summarize
+    from .control.runtime import Controller, ControllerError, RotorController, SwitchSpec, summarize
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
@@ -172,7 +172,7 @@ def cmd_control(a: argparse.Namespace) -> int:
         _die("give --schedule with --switch, or --topology")
     try:
         if a.topology:
-            from .fabric import fabric_roles
+            from .fabric.roles import fabric_roles
 
             _, topo = _load_sched_or_topo(a)
             ctl = Controller(fabric_roles(topo, build, epsilon_us=a.epsilon_us,
@@ -219,9 +219,9 @@ def cmd_control(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from . import topology as TP
-    from .emulation import Emulation, dilate, leftovers
-    from .harness import HarnessError
+    from .fabric import topology as TP
+    from .fabric.mininet import Emulation, dilate, leftovers
+    from .fabric.switch import HarnessError
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     try:
@@ -275,8 +275,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_experiment(a: argparse.Namespace) -> int:
-    from . import experiments as E
-    from .harness import HarnessError
+    from .experiments import runner as E
+    from .fabric.switch import HarnessError
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     kw = {}
@@ -300,8 +300,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
-    from . import bench
-    from .harness import missing_tools
+    from .bench import run as bench
+    from .fabric.switch import missing_tools
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     miss = missing_tools()

@@ -17,7 +17,7 @@ from finsy import P4Schema
 from finsy.proto import p4r, p4r_grpc, rpc_code, rpc_status
 from google.protobuf import any_pb2
 
-from p4rotor import dataplane as dp
+from p4rotor import p4 as dp
 
 
 class FakeSwitch(p4r_grpc.P4RuntimeServicer):

@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from p4rotor import clockport as CP
-from p4rotor import dataplane as dp
+from p4rotor.control import clockport as CP
+from p4rotor import p4 as dp
 
 REF = 1_000_000_000_000
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from p4rotor import experiments as E
-from p4rotor import probe as P
+from p4rotor.experiments import runner as E
+from p4rotor.host import probe as P
 from p4rotor import schedule as S
-from p4rotor.emulation import dilate
+from p4rotor.fabric.mininet import dilate
 
 T0 = 1_000_000_000_000_000
 
@@ -141,7 +141,7 @@ def test_gated_sends_go_round_robin_to_open_destinations():
 
 def test_probe_waits_for_go_after_reporting_ready(tmp_path):
     ready, go = tmp_path / "r", tmp_path / "go"
-    p = subprocess.Popen([sys.executable, "-m", "p4rotor.probe", "--me", "0", "--duration", "0.2", "--linger", "0",
+    p = subprocess.Popen([sys.executable, "-m", "p4rotor.host.probe", "--me", "0", "--duration", "0.2", "--linger", "0",
                           "--ready", str(ready), "--go", str(go), "--go-timeout", "20"])
     try:
         deadline = time.monotonic() + 20

@@ -14,8 +14,8 @@ from pathlib import Path
 import finsy as fy
 import pytest
 
-from p4rotor import controller as C
-from p4rotor import dataplane as dp
+from p4rotor.control import runtime as C
+from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from fake_p4rt import FakeSwitch, wait_for
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from p4rotor import measure as M
+from p4rotor.bench import measure as M
 from p4rotor import schedule as S
-from p4rotor.traffic import Rx, make_frame, parse_frame
+from p4rotor.host.traffic import Rx, make_frame, parse_frame
 
 T0 = 1_000_000_000_000
 
@@ -98,7 +98,7 @@ def test_departures_exact():
 
 def _train_times(trains):
     """SwitchTimes from {train: [(arrival us, matching index or None if dropped)]} on in-port 1."""
-    from p4rotor.traffic import TRAIN_SEQ_BASE
+    from p4rotor.host.traffic import TRAIN_SEQ_BASE
 
     s = sched()
     arr, dep = {}, {}
@@ -112,7 +112,7 @@ def _train_times(trains):
 
 
 def test_train_boundary_error_late_early_and_unresolved():
-    from p4rotor.traffic import TRAIN_SEQ_BASE
+    from p4rotor.host.traffic import TRAIN_SEQ_BASE
 
     s = sched()
     b5, b8 = 5 * 1000 + 100, 8 * 1000 + 100  # day starts of slots 5 (matching 2) and 8 (matching 2)
@@ -134,7 +134,7 @@ def test_train_boundary_error_late_early_and_unresolved():
 
 def test_train_frame_on_old_matching_is_not_the_new_one():
     """A frame forwarded on the previous matching after the boundary does not count as switched."""
-    from p4rotor.traffic import TRAIN_SEQ_BASE
+    from p4rotor.host.traffic import TRAIN_SEQ_BASE
 
     s = sched()
     b = 4 * 1000 + 100  # slot 4: matching 1; slot 3's matching is 0

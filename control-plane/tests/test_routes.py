@@ -5,11 +5,11 @@ import json
 import networkx as nx
 import pytest
 
-from p4rotor import controller as C
-from p4rotor import dataplane as dp
-from p4rotor import routes as R
+from p4rotor.control import runtime as C
+from p4rotor import p4 as dp
+from p4rotor.schedule import routes as R
 from p4rotor import schedule as S
-from p4rotor import topology as TP
+from p4rotor.fabric import topology as TP
 
 
 def four_racks():

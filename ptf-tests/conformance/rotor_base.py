@@ -23,8 +23,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from p4rotor import controller as C
-from p4rotor import dataplane as dp
+from p4rotor.control import runtime as C
+from p4rotor import p4 as dp
 from p4rotor import schedule as S
 
 PORTS = (1, 2, 3, 4)
@@ -185,7 +185,7 @@ class RotorTest(BaseTest):
     def clock_port_probe(self, seq: int, device: int = 0):
         """Send a time probe into the clock port; (wall ns before sending, reflected probe
         (seq, T2, T3), wall ns after it came back)."""
-        from p4rotor import clockport as CP
+        from p4rotor.control import clockport as CP
 
         t1 = time.time_ns()
         tu.send_packet(self, (device, dp.CLOCK_PORT), CP.probe_frame(seq))
@@ -286,9 +286,9 @@ def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
 # ---------------------------------------------------------------------------
 
 
-from p4rotor import fabric as F  # noqa: E402
-from p4rotor import routes as R  # noqa: E402
-from p4rotor import topology as TP  # noqa: E402
+from p4rotor.fabric import roles as F  # noqa: E402
+from p4rotor.schedule import routes as R  # noqa: E402
+from p4rotor.fabric import topology as TP  # noqa: E402
 
 ETH_FABRIC = 0x88B6
 SIGNAL_MODE = dp.MODE_SIGNAL

@@ -8,9 +8,9 @@ import time
 import ptf.testutils as tu
 from scapy.layers.l2 import Ether
 
-from p4rotor import dataplane as dp
+from p4rotor import p4 as dp
 from p4rotor import schedule as S
-from p4rotor import controller as C
+from p4rotor.control import runtime as C
 from rotor_base import PORTS, RotorTest, four_rack_rotornet
 
 SIGNAL, CLOCK = dp.MODE_SIGNAL, dp.MODE_CLOCK
@@ -444,7 +444,7 @@ class ClockPortBracketInsidePacketOutBracket(RotorTest):
     overlaps the one proven by PacketOut round trips, and is much narrower."""
 
     def runTest(self):
-        from p4rotor import clockport as CP
+        from p4rotor.control import clockport as CP
 
         ref = time.time_ns()
         with CP.ClockPort(self.clock_port_iface()) as cp:
@@ -484,7 +484,7 @@ class FullSizeFrameCrossesCircuit(RotorTest):
     have the topology's fabric MTU; one byte over a port's limit is dropped and counted 'mtu'."""
 
     def runTest(self):
-        from p4rotor import topology as TP
+        from p4rotor.fabric import topology as TP
 
         s = four_rack_rotornet()
         r = s.rotors[0]

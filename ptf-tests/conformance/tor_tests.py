@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ptf.testutils as tu
 
-from p4rotor import controller as C
-from p4rotor import dataplane as dp
-from p4rotor import routes as R
-from p4rotor import topology as TP
+from p4rotor.control import runtime as C
+from p4rotor import p4 as dp
+from p4rotor.schedule import routes as R
+from p4rotor.fabric import topology as TP
 from rotor_base import TorTest
 
 UP = {0: 1, 1: 2}  # rotor index -> uplink port

@@ -25,7 +25,7 @@ import struct
 import time
 from typing import Iterable, Sequence
 
-from . import dataplane as dp
+from .. import p4 as dp
 
 # <linux/net_tstamp.h>, <asm-generic/socket.h>
 SO_TIMESTAMPING = 37

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .dataplane import CPU_PORT
+from ..p4 import CPU_PORT
 
 
 class HarnessError(RuntimeError):

@@ -8,9 +8,9 @@ from typing import Any, Iterable, Sequence
 
 import finsy as fy
 
-from . import controller as C
-from . import dataplane as dp
-from . import routes as R
+from ..control import runtime as C
+from .. import p4 as dp
+from ..schedule import routes as R
 from .topology import Rack, Topology
 
 

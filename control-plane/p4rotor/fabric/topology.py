@@ -29,8 +29,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import schedule as S
-from .dataplane import FABRIC_HEADER_BYTES
+from .. import schedule as S
+from ..p4 import FABRIC_HEADER_BYTES
 
 MAX_DATA_PORT = 253  # 254: clock port, 255: CPU port (p4src/shared/defines.p4)
 HOST_MTU = 1500  # what every host and application expects

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .schedule import Schedule, analyse
+from ..schedule import Schedule, analyse
 
 
 def plot_schedule(s: Schedule, out: Path, cycles: int = 1) -> Path:

@@ -12,8 +12,8 @@ import math
 import statistics
 from typing import Iterable, Sequence
 
-from .schedule import Rotor, Schedule
-from .traffic import Rx
+from ..schedule import Rotor, Schedule
+from ..host.traffic import Rx
 
 
 def matchings_for(rotor: Rotor, port_map: dict[int, int]) -> dict[tuple[int, int], set[int]]:
@@ -153,7 +153,7 @@ def switch_times(pcap_dir, ports: dict[str, int]) -> SwitchTimes:
     """Parse ``<iface>_in.pcap`` / ``<iface>_out.pcap`` written by BMv2 (ports: iface -> port)."""
     from pathlib import Path
 
-    from .traffic import parse_frame
+    from ..host.traffic import parse_frame
 
     arr, dep = {}, {}
     for ifc, port in ports.items():

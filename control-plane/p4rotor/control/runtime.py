@@ -32,8 +32,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import finsy as fy
 
-from . import dataplane as dp
-from .schedule import Rotor, Schedule, ScheduleError
+from .. import p4 as dp
+from ..schedule import Rotor, Schedule, ScheduleError
 
 LOG = logging.getLogger("p4rotor.controller")
 

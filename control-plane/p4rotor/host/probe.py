@@ -47,7 +47,7 @@ def receiver(out_path: str, stop: threading.Event, s: socket.socket) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="p4rotor.probe")
+    p = argparse.ArgumentParser(prog="p4rotor.host.probe")
     p.add_argument("--me", type=int, required=True, help="this host's index")
     p.add_argument("--dst", action="append", default=[], help="IP to probe (repeat)")
     p.add_argument("--rate", type=float, default=200, help="probes/s in total")

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import schedule as S
+from .. import schedule as S
 from . import topology as TP
-from .harness import HarnessError, missing_tools, run, stop_process_group
+from .switch import HarnessError, missing_tools, run, stop_process_group
 
 
 def dilate(s: S.Schedule, x: float) -> S.Schedule:

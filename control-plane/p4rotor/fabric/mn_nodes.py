@@ -7,8 +7,8 @@ from pathlib import Path
 
 from mininet.node import Switch
 
-from .dataplane import CPU_PORT
-from .harness import stop_process_group
+from ..p4 import CPU_PORT
+from .switch import stop_process_group
 
 
 class BMv2Switch(Switch):

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import schedule as S
-from . import topology as TP
-from .emulation import Emulation, dilate
-from .harness import HarnessError, stop_process_group
+from .. import schedule as S
+from ..fabric import topology as TP
+from ..fabric.mininet import Emulation, dilate
+from ..fabric.switch import HarnessError, stop_process_group
 
 PROBE_PORT = 9999
 
@@ -56,7 +56,7 @@ def _launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir
 def _probe_cmd(me: int, dsts: list[str], rate: float, start_ns: int, duration: float, dscp: int,
                rx: Path | None, tx: Path | None, gate: Path | None = None, size: int = 64,
                linger: float = 1.5, go: Path | None = None, ready: Path | None = None, count: int = 0) -> str:
-    args = [sys.executable, "-m", "p4rotor.probe", "--me", str(me), "--rate", str(rate), "--dscp", str(dscp),
+    args = [sys.executable, "-m", "p4rotor.host.probe", "--me", str(me), "--rate", str(rate), "--dscp", str(dscp),
             "--start-ns", str(start_ns), "--duration", str(duration), "--size", str(size),
             "--linger", str(linger)]
     for d in dsts:

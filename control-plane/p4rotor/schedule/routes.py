@@ -20,7 +20,7 @@ from typing import Iterable
 
 import networkx as nx
 
-from .schedule import Schedule, Slice
+from ..schedule import Schedule, Slice
 
 TCLASS_BULK = 0
 TCLASS_LOW_LATENCY = 1

@@ -22,12 +22,12 @@ from typing import Sequence
 
 import finsy as fy
 
-from . import controller as C
-from . import dataplane as dp
+from ..control import runtime as C
+from .. import p4 as dp
 from . import measure as M
-from . import schedule as S
-from . import traffic as T
-from .harness import ptf_bench
+from .. import schedule as S
+from ..host import traffic as T
+from ..fabric.switch import ptf_bench
 
 PORTS = (1, 2, 3, 4)
 CLOCK_IFACE = "t0p254"  # host side of switch 0's clock port (harness: veth s0p254 <-> t0p254)
@@ -290,7 +290,7 @@ def inside_main(argv: list[str]) -> int:
 
 
 def _inside(ns, sp, build: Path, program: str, *args: str, timeout: float = 120) -> dict:
-    cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench", "inside", *args,
+    cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench.run", "inside", *args,
                          "--grpc-port", str(sp.grpc_port),
                          "--p4info", str(build / f"{program}.p4info.txtpb"),
                          "--p4blob", str(build / f"{program}.json")]
@@ -353,7 +353,7 @@ def run_control_plane(build: Path, racks: int = 108, rotors: int = 6, slot_us: i
     S.analyse(S.load(path))
     check_s = time.perf_counter() - t
     with ptf_bench(rotors, ports=()) as (ns, sws, _):
-        cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench", "inside", "install",
+        cmd = ns.prefix() + [sys.executable, "-m", "p4rotor.bench.run", "inside", "install",
                              "--schedule", str(path), "--grpc-ports", ",".join(str(s.grpc_port) for s in sws),
                              "--p4info", str(build / "rotor.p4info.txtpb"), "--p4blob", str(build / "rotor.json")]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -379,7 +379,7 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
 
     Stops at the first size that fails, and before a size whose switches would need more than
     ``mem_limit_mib`` (estimated from the last size's BMv2 RSS per switch)."""
-    from . import experiments as E
+    from ..experiments import runner as E
 
     rows = []
     per_switch = BMV2_MIB_GUESS

@@ -1,0 +1,3 @@
+"""Schedules: the data model, generators and analysis (``from p4rotor import schedule as S``)."""
+
+from .model import *  # noqa: F401,F403
