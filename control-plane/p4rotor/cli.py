@@ -148,7 +148,7 @@ def _with_clock_ifaces(specs, items: list[str]):
     """Apply ``--clock-iface NAME=IFACE`` to the matching --switch specs."""
     import dataclasses
 
-    from .control.runtime import ControllerError
+    from .control import ControllerError
 
     by_name = {sp.name: sp for sp in specs}
     for it in items:
@@ -162,7 +162,8 @@ def _with_clock_ifaces(specs, items: list[str]):
 
 
 def cmd_control(a: argparse.Namespace) -> int:
-    from .control.runtime import Controller, ControllerError, RotorController, SwitchSpec, summarize
+    from .control import Controller, ControllerError, RotorController, SwitchSpec
+    from .stats import summarize
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,

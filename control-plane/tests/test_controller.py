@@ -14,7 +14,8 @@ from pathlib import Path
 import finsy as fy
 import pytest
 
-from p4rotor.control import runtime as C
+from p4rotor import control as C
+from p4rotor.control import runtime
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from fake_p4rt import FakeSwitch, wait_for
@@ -350,7 +351,7 @@ def test_installs_are_paced(blob, monkeypatch):
         finally:
             live -= 1
 
-    monkeypatch.setattr(C, "write_batched", tracking)
+    monkeypatch.setattr(runtime, "write_batched", tracking)  # the name the controller calls
 
     async def main():
         s = S.generate_rotornet(8, 4, 20_000, 2_000)

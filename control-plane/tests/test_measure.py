@@ -3,6 +3,7 @@
 import pytest
 
 from p4rotor.bench import measure as M
+from p4rotor.stats import summarize
 from p4rotor import schedule as S
 from p4rotor.host.traffic import Rx, make_frame, parse_frame
 
@@ -66,15 +67,15 @@ def test_boundary_errors_exact_and_shifted():
     errs = M.boundary_errors(frames, s, r, PM, T0, one_way=0)
     assert len(errs) == 3
     assert errs == pytest.approx([5, 5, 5], abs=0.01)
-    p = M.percentiles(errs)
+    p = summarize(errs)
     assert p["p50"] == pytest.approx(5, abs=0.01)
 
 
 def test_one_way_and_percentiles():
     frames = [Rx(rx_ns=1000 + 40_000, out_port=1, in_port=2, seq=i, send_ns=1000) for i in range(5)]
     assert M.one_way_us(frames) == 20
-    assert M.percentiles([]) == {"n": 0}
-    p = M.percentiles(range(101))
+    assert summarize([]) == {"n": 0}
+    p = summarize(range(101))
     assert p["p50"] == 50 and p["p99"] == 99 and p["max"] == 100
 
 

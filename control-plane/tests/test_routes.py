@@ -5,7 +5,7 @@ import json
 import networkx as nx
 import pytest
 
-from p4rotor.control import runtime as C
+from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.schedule import routes as R
 from p4rotor import schedule as S

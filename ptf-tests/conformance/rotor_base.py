@@ -23,7 +23,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from p4rotor.control import runtime as C
+from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
 

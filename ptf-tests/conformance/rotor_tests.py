@@ -10,7 +10,7 @@ from scapy.layers.l2 import Ether
 
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
-from p4rotor.control import runtime as C
+from p4rotor import control as C
 from rotor_base import PORTS, RotorTest, four_rack_rotornet
 
 SIGNAL, CLOCK = dp.MODE_SIGNAL, dp.MODE_CLOCK

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ptf.testutils as tu
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
-from p4rotor.control import runtime as C
+from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.schedule import routes as R
 from p4rotor.fabric import topology as TP

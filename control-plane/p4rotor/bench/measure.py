@@ -101,18 +101,6 @@ def boundary_errors(rx: Sequence[Rx], sched: Schedule, rotor: Rotor, port_map: d
     return [first[k] for k in sorted(first)]
 
 
-def percentiles(xs: Iterable[float]) -> dict[str, float]:
-    s = sorted(xs)
-    if not s:
-        return {"n": 0}
-
-    def pct(p):
-        return s[min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))]
-
-    return {"n": len(s), "p50": pct(50), "p99": pct(99), "max": s[-1], "min": s[0],
-            "mean": statistics.fmean(s)}
-
-
 # ---------------------------------------------------------------------------
 # Exact switch-side times from BMv2's --pcap files
 # ---------------------------------------------------------------------------

@@ -22,12 +22,13 @@ from typing import Sequence
 
 import finsy as fy
 
-from ..control import runtime as C
+from .. import control as C
 from .. import p4 as dp
 from . import measure as M
 from .. import schedule as S
 from ..host import traffic as T
 from ..fabric.switch import ptf_bench
+from ..stats import summarize
 
 PORTS = (1, 2, 3, 4)
 CLOCK_IFACE = "t0p254"  # host side of switch 0's clock port (harness: veth s0p254 <-> t0p254)
@@ -136,12 +137,12 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             out["boundary_trains"] = {
                 "trains": len(trains), "resolved": len(errs), "gap_us": a.train_gap_us,
                 "before_us": a.train_before_us, "after_us": a.train_after_us,
-                "error_us": M.percentiles(errs), "abs_error_us": M.percentiles(abs(e) for e in errs),
-                "resolution_us": M.percentiles(b.resolution_us for b in tb
+                "error_us": summarize(errs), "abs_error_us": summarize(abs(e) for e in errs),
+                "resolution_us": summarize(b.resolution_us for b in tb
                                                if b.error_us is not None and b.resolution_us == b.resolution_us),
                 "late_over_gap": sum(1 for e in errs if e > a.train_gap_us),
                 "departed": tchk.departed, "left_outside_day": tchk.outside,
-                "left_outside_us": M.percentiles(tchk.outside_us),
+                "left_outside_us": summarize(tchk.outside_us),
             }
         transit = [(r.rx_ns - r.send_ns) / 1000 for r in rx]
         day_frac = sched.day_us / sched.slot_us
@@ -157,14 +158,14 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             "worst_late_at_receiver_us": chk.worst_late_us,
             "departed": dchk.departed if dchk else None,
             "left_outside_day": dchk.outside if dchk else None,
-            "left_outside_us": M.percentiles(dchk.outside_us) if dchk else None,
+            "left_outside_us": summarize(dchk.outside_us) if dchk else None,
             "misswitched": dchk.misswitched if dchk else None,
-            "misswitch_us": M.percentiles(dchk.miss_us) if dchk else None,
+            "misswitch_us": summarize(dchk.miss_us) if dchk else None,
             "reconfig_loss": delta["STALE"] / admitted if admitted > 0 else None,
             "expected_day_fraction": day_frac,
-            "transit_us": M.percentiles(transit),
-            "loss_bound": (M.percentiles(transit).get("mean", 0) / a.slot_us) if transit else None,
-            "boundary_error_us": M.percentiles(M.boundary_errors(rx, sched, rotor, pm, t0_ns)),
+            "transit_us": summarize(transit),
+            "loss_bound": (summarize(transit).get("mean", 0) / a.slot_us) if transit else None,
+            "boundary_error_us": summarize(M.boundary_errors(rx, sched, rotor, pm, t0_ns)),
             "probe_gap_us": 1e6 / a.rate,
             "clock_residual_us": skew,
             "packet_out_minus_clock_port_us": po_skew,
@@ -176,9 +177,9 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         })
         if a.mode == "signal":
             # The pipeline's boundary error: when it applied each change, after its boundary.
-            out["signal_delay_us"] = M.percentiles(c.ack_delays_us("scheduled", windows))
-            out["signal_transport_us"] = M.percentiles(c.ack_delays_us("sent", windows))
-            out["signal_send_late_us"] = M.percentiles((sent - sch) / 1000 for rt in c.runtimes.values()
+            out["signal_delay_us"] = summarize(c.ack_delays_us("scheduled", windows))
+            out["signal_transport_us"] = summarize(c.ack_delays_us("sent", windows))
+            out["signal_send_late_us"] = summarize((sent - sch) / 1000 for rt in c.runtimes.values()
                                                        for sch, sent, _, _ in rt.acks
                                                        if any(lo <= sch <= hi for lo, hi in windows))
             out["signal_timed"] = a.signal_timed
@@ -189,7 +190,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
                 out["timed_late_whole_run"] = late  # counter: every change that arrived after its start
                 out["timed_late"] = sum(1 for m in c.timed_margins_us(windows) if m < 0)
                 out["timed_refused"] = sum(rt.refused for rt in c.runtimes.values())
-                out["timed_margin_us"] = M.percentiles(c.timed_margins_us(windows))
+                out["timed_margin_us"] = summarize(c.timed_margins_us(windows))
 
     asyncio.run(ctl.run(duration=0.05, after_ready=measure))
     return out

@@ -22,6 +22,7 @@ from .. import schedule as S
 from ..fabric import topology as TP
 from ..fabric.mininet import Emulation, dilate
 from ..fabric.switch import HarnessError, stop_process_group
+from ..stats import summarize
 
 PROBE_PORT = 9999
 
@@ -513,7 +514,7 @@ def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilatio
     reconfigs = int(duration * 1e6 / dilation / sched.slot_us * len(sched.rotors))
     res = {"schedule": sched.to_json(), "dilation": dilation, "epsilon_us": eps, "sent": sent,
            "received": len(lat), "lost": lost, "reconfigurations": reconfigs,
-           "latency_emulated_us": _pcts(lat)}
+           "latency_emulated_us": summarize(lat)}
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     s = sorted(lat)
@@ -530,15 +531,6 @@ def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilatio
                       f"{res['latency_emulated_us'].get('p99', float('nan')):.1f} emulated us "
                       f"-> {'PASS' if lost == 0 else 'FAIL'}")
     return res
-
-
-def _pcts(xs):
-    s = sorted(xs)
-    if not s:
-        return {"n": 0}
-    pick = lambda p: s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]  # noqa: E731
-    return {"n": len(s), "p50": pick(50), "p90": pick(90), "p99": pick(99), "max": s[-1],
-            "mean": statistics.fmean(s)}
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import finsy as fy
 
-from ..control import runtime as C
+from .. import control as C
 from .. import p4 as dp
 from ..schedule import routes as R
 from .topology import Rack, Topology

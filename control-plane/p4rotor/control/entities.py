@@ -1,0 +1,149 @@
+"""Rotor entities and control packets as plain values (pure functions of the schedule).
+
+The ToR's entities are in ``tor.py``; both are written with ``write_batched``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import finsy as fy
+
+from .. import p4 as dp
+from ..schedule import Rotor, Schedule
+from .errors import ControllerError
+
+WRITE_BATCH = 500
+TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
+
+
+def default_port_map(racks: int) -> dict[int, int]:
+    """Rack i is wired to rotor port i+1 unless a topology says otherwise (docs/topology.md)."""
+    return {i: i + 1 for i in range(racks)}
+
+
+
+def circuit_entries(rotor: Rotor, port_map: dict[int, int]) -> list[fy.P4TableEntry]:
+    out = []
+    for mi, m in enumerate(rotor.matchings):
+        for i, j in enumerate(m):
+            if j is None:
+                continue
+            out.append(fy.P4TableEntry(
+                dp.T_CIRCUIT,
+                match=fy.P4TableMatch(matching=mi, in_port=port_map[i]),
+                action=fy.P4TableAction(dp.A_CONNECT, port=port_map[j]),
+            ))
+    return out
+
+
+def port_mtu_entries(link_mtus: dict[int, int], table: str = dp.T_PORT_MTU,
+                     action: str = dp.A_MTU_LIMIT) -> list[fy.P4TableEntry]:
+    """The egress MTU check: each port's longest frame is its link's MTU plus the Ethernet header;
+    a longer frame is dropped and counted (DropCause.MTU) instead of vanishing in the link."""
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch(port=port),
+                            action=fy.P4TableAction(action, max_frame_bytes=mtu + dp.ETHERNET_HEADER_BYTES))
+            for port, mtu in sorted(link_mtus.items())]
+
+
+def _range_pieces(lo: int, hi: int) -> list[tuple[int, int]]:
+    """[lo, hi] as P4Runtime ranges BMv2's server accepts.
+
+    PI refuses a range whose low is 0 and whose high is all-ones in its bytes (255, 65535, ...)
+    as a badly written "don't care"; split such a range so neither piece looks like one.
+    """
+    if lo == 0 and hi > 0 and (hi + 1) & hi == 0:
+        return [(0, 0), (1, hi)]
+    return [(lo, hi)]
+
+
+def phase_entries(spans: Sequence[tuple[int, int]], table: str = dp.T_CLOCK_PHASE,
+                  action: str = dp.A_CLOCK_SLOT, egress_guard_us: int = 0) -> list[fy.P4TableEntry]:
+    """Clock mode: range entries covering each [start, end) of the cycle -> its index.
+
+    ``egress_guard_us``: the egress re-check closes each day this much before its end
+    (``slot_end`` is what the re-check compares with), for frames a software switch still
+    transmits after its egress pipeline ran."""
+    return [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=piece),
+                            action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=hi - egress_guard_us),
+                            priority=1)
+            for i, (lo, hi) in enumerate(spans) for piece in _range_pieces(lo, hi - 1)]
+
+
+def check_egress_guard(sched: Schedule, egress_guard_us: int) -> None:
+    if not 0 <= egress_guard_us < sched.day_us:
+        raise ControllerError(f"egress guard {egress_guard_us} us must be >= 0 and shorter than the day "
+                              f"({sched.day_us} us)")
+
+
+def clock_phase_entries(sched: Schedule, rotor: Rotor, egress_guard_us: int = 0) -> list[fy.P4TableEntry]:
+    check_egress_guard(sched, egress_guard_us)
+    return phase_entries([(m * sched.slot_us, (m + 1) * sched.slot_us) for m in range(len(rotor.matchings))],
+                         egress_guard_us=egress_guard_us)
+
+
+def slot_config_entry(mode: int, count: int, cycle_us: int, night_us: int, *, offset_us: int = 0,
+                      epoch_us: int = 0, generation: int = 1, table: str = dp.T_CONFIG,
+                      action: str = dp.A_CONFIGURE) -> fy.P4TableEntry:
+    return fy.P4TableEntry(
+        table, is_default_action=True,
+        action=fy.P4TableAction(action, mode=mode, num_matchings=count, offset=offset_us & TS_MASK,
+                                epoch_us=epoch_us & TS_MASK, cycle=cycle_us, night=night_us,
+                                gen=generation & 0xFFFF))
+
+
+def config_entry(sched: Schedule, rotor: Rotor, mode: int, *, offset_us: int = 0,
+                 epoch_us: int = 0, generation: int = 1) -> fy.P4TableEntry:
+    return slot_config_entry(mode, len(rotor.matchings), sched.cycle_us(rotor), sched.reconfig_us,
+                             offset_us=offset_us, epoch_us=epoch_us, generation=generation)
+
+
+def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode: int, *,
+                   offset_us: int = 0, epoch_us: int = 0, generation: int = 1,
+                   egress_guard_us: int = 0, link_mtus: dict[int, int] | None = None) -> list[Any]:
+    """Everything one rotor switch needs, as INSERT/MODIFY updates, config last.
+    ``link_mtus``: {port: MTU of its link} from the topology (none: no egress MTU check)."""
+    missing = [i for i in range(sched.racks) if i not in port_map]
+    if missing:
+        raise ControllerError(f"rotor {rotor.name}: no port for racks {missing}")
+    ents: list[Any] = [+e for e in circuit_entries(rotor, port_map)]
+    ents += [+e for e in port_mtu_entries(link_mtus or {})]
+    if mode == dp.MODE_CLOCK:
+        ents += [+e for e in clock_phase_entries(sched, rotor, egress_guard_us)]
+    # The config goes last: the rotor starts switching only when its circuits exist.
+    ents.append(~config_entry(sched, rotor, mode, offset_us=offset_us, epoch_us=epoch_us,
+                              generation=generation))
+    return ents
+
+
+def set_slot_packet(slot: int, index: int, night: bool = False, *, seq: int = 0, ack: bool = False,
+                    at_us: int | None = None, night_us: int = 0) -> fy.P4PacketOut:
+    """OP_SET_SLOT.  Immediate (``at_us`` None): the switch moves when the packet arrives.
+    Timed: slot ``slot`` starts at common time ``at_us`` with a night of ``night_us``; the
+    switch holds it (one pending change) and applies it by its own clock."""
+    flags = (dp.FLAG_NIGHT if night else 0) | (dp.FLAG_ACK if ack else 0)
+    if at_us is not None:
+        if at_us < 0 or not 0 <= night_us < 1 << 32:
+            raise ControllerError(f"bad timed slot change: at {at_us} us, night {night_us} us")
+        flags = (flags & ~dp.FLAG_NIGHT) | dp.FLAG_AT
+    return fy.P4PacketOut(b"", opcode=dp.OP_SET_SLOT, flags=flags, index=index,
+                          slot=slot & 0xFFFFFFFF, seq=seq & 0xFFFFFFFF,
+                          at=(at_us or 0) & TS_MASK, night_us=night_us if at_us is not None else 0)
+
+
+def time_probe_packet(seq: int) -> fy.P4PacketOut:
+    return fy.P4PacketOut(b"", opcode=dp.OP_TIME_PROBE, flags=0, index=0, slot=0, seq=seq & 0xFFFFFFFF,
+                          at=0, night_us=0)
+
+
+async def write_batched(sw: fy.Switch, updates: Sequence[Any], batch: int = WRITE_BATCH) -> None:
+    """Write updates in batches; raise one ControllerError listing every failed update."""
+    for i in range(0, len(updates), batch):
+        chunk = updates[i:i + batch]
+        try:
+            await sw.write(chunk)
+        except fy.P4ClientError as ex:
+            fails = [f"#{i + idx}: {err.canonical_code.name} {err.message}"
+                     for idx, err in sorted(ex.details.items())]
+            raise ControllerError(f"{sw.name}: write failed ({ex.code.name})",
+                                  fails or [ex.message]) from None

@@ -1,0 +1,121 @@
+"""What the controller drives: switch addresses, roles (what to install, when slots change), traces."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import finsy as fy
+
+from ..schedule import Schedule, ScheduleError
+from .entities import default_port_map, rotor_entities
+from .errors import ControllerError
+from .timebase import OffsetEstimate, boundary_times
+
+_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<host>[^:@\s]+|\[[^\]]+\]):(?P<port>\d+)(@(?P<dev>\d+))?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class SwitchSpec:
+    """Where a rotor's switch is: ``NAME=HOST:PORT[@DEVICE_ID]``."""
+
+    name: str
+    host: str
+    port: int
+    device_id: int = 1
+    clock_iface: str | None = None   # host interface wired to the switch's clock port, if any
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @classmethod
+    def parse(cls, text: str) -> "SwitchSpec":
+        m = _SPEC_RE.match(text.strip())
+        if not m:
+            raise ControllerError(f"bad --switch {text!r}: expected NAME=HOST:PORT[@DEVICE_ID]")
+        port = int(m["port"])
+        if not 0 < port < 65536:
+            raise ControllerError(f"bad --switch {text!r}: port {port} out of range")
+        return cls(m["name"], m["host"], port, int(m["dev"] or 1))
+
+
+
+class Trace:
+    """One JSON line per slot change: wall ns, switch, slot, index, night, source."""
+
+    def __init__(self, path: Path | None):
+        self._f = open(path, "w", buffering=1) if path else None
+
+    @property
+    def enabled(self) -> bool:
+        return self._f is not None
+
+    def write(self, **rec: Any) -> None:
+        if self._f:
+            self._f.write(json.dumps(rec) + "\n")
+
+    def close(self) -> None:
+        if self._f:
+            self._f.close()
+
+
+@dataclasses.dataclass
+class Role:
+    """One switch the controller drives: what to install and when its slots change."""
+
+    spec: SwitchSpec
+    kind: str                       # "rotor" or "tor"
+    p4info: Path
+    p4blob: Path
+    # (mode, offset_us, epoch_us, generation) -> updates, config last
+    entities: Callable[[int, int, int, int], list[Any]]
+    # (t0_common_us, from_common_us) -> (at, slot k, index, night) boundaries (signal mode / trace)
+    boundaries: Callable[[int, float], Iterable[tuple[int, int, int, bool]]]
+    epoch_offset_us: int = 0        # this switch's slot 0 relative to the schedule's t0
+
+
+@dataclasses.dataclass
+class SwitchRuntime:
+    role: Role
+    offset: OffsetEstimate | None = None
+    generation: int = 0
+    ready: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    waiters: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
+    acks: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)  # (scheduled, sent, recv ns, local us)
+    error: BaseException | None = None
+    install_ms: float | None = None
+    entities: int = 0
+    refused: int = 0  # acked slot changes the switch refused (OP_ERROR)
+    # gRPC allows one write at a time on the P4Runtime stream; finsy does not serialise them.
+    send_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+
+    async def send(self, sw: fy.Switch, pkt: fy.P4PacketOut) -> None:
+        async with self.send_lock:
+            await sw.write([pkt])
+
+    @property
+    def spec(self) -> SwitchSpec:
+        return self.role.spec
+
+
+def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
+               port_map: dict[int, int] | None = None, egress_guard_us: int = 0,
+               link_mtus: dict[int, int] | None = None) -> Role:
+    try:
+        rotor = sched.rotor(spec.name)
+    except ScheduleError as ex:
+        raise ControllerError(str(ex)) from None
+    pm = port_map or default_port_map(sched.racks)
+
+    def ents(mode, offset, epoch, gen):
+        return rotor_entities(sched, rotor, pm, mode, offset_us=offset, epoch_us=epoch, generation=gen,
+                              egress_guard_us=egress_guard_us, link_mtus=link_mtus)
+
+    return Role(spec=spec, kind="rotor", p4info=p4info, p4blob=p4blob, entities=ents,
+                boundaries=lambda t0, now: boundary_times(sched, rotor, t0, now),
+                epoch_offset_us=rotor.offset_us)
