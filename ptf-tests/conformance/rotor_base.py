@@ -286,7 +286,7 @@ def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
 # ---------------------------------------------------------------------------
 
 
-from p4rotor.fabric import roles as F  # noqa: E402
+
 from p4rotor.schedule import routes as R  # noqa: E402
 from p4rotor.fabric import topology as TP  # noqa: E402
 
@@ -326,7 +326,7 @@ class TorTest(RotorTest):
         self.routes = R.compute(self.sched, epsilon_us=self.epsilon_us)
 
     def install_tor(self, mode: int = SIGNAL_MODE, epoch_us: int = 0) -> None:
-        self.sw.write(F.tor_entities(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us,
+        self.sw.write(C.tor_entities(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us,
                                      generation=self.next_generation()))
 
     def set_slice(self, idx: int) -> None:

@@ -14,5 +14,6 @@ from .errors import ControllerError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
 from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
+from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
 from .timebase import (OffsetEstimate, Timebase, boundary_times, estimate_offset,  # noqa: F401
                        timed_changes)

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
-import os
 import signal
 import subprocess
 import sys

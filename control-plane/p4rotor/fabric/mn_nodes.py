@@ -7,8 +7,7 @@ from pathlib import Path
 
 from mininet.node import Switch
 
-from ..p4 import CPU_PORT
-from .switch import stop_process_group
+from .switch import bmv2_command, stop_process_group
 
 
 class BMv2Switch(Switch):
@@ -24,12 +23,8 @@ class BMv2Switch(Switch):
         self.proc: subprocess.Popen | None = None
 
     def start(self, controllers):
-        args = ["simple_switch_grpc", "--device-id", str(self.device_id), "--no-p4",
-                "--thrift-port", str(self.grpc_port + 10000)]
-        for port, intf in sorted(self.intfs.items()):
-            if intf.name != "lo" and port > 0:
-                args += ["-i", f"{port}@{intf.name}"]
-        args += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(CPU_PORT)]
+        ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
+        args = bmv2_command(self.device_id, ports, self.grpc_port, self.grpc_port + 10000)
         self._log = open(self.log_file, "w")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -2,66 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
-from typing import Any, Iterable, Sequence
-
-import finsy as fy
 
 from .. import control as C
-from .. import p4 as dp
 from ..schedule import routes as R
-from .topology import Rack, Topology
-
-
-def slice_spans(routes: Sequence[R.SliceRoutes]) -> list[tuple[int, int]]:
-    return [(sr.slice.start_us, sr.slice.end_us) for sr in routes]
-
-
-def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mode: int, *,
-                 offset_us: int = 0, epoch_us: int = 0, generation: int = 1) -> list[Any]:
-    """Everything one ToR needs; the slot config (which starts it) goes last."""
-    s = topo.schedule
-    uplink = [rack.tor.uplinks[r.name] for r in s.rotors]
-    ents: list[Any] = [~fy.P4TableEntry(dp.T_TOR_CONFIG, is_default_action=True,
-                                        action=fy.P4TableAction(dp.A_SET_RACK, rack=rack.id,
-                                                                hop_limit=rack.tor.hop_limit))]
-    for other in topo.racks:
-        net = ipaddress.ip_network(other.prefix)
-        ents.append(+fy.P4TableEntry(dp.T_RACK_OF, match=fy.P4TableMatch(ipv4_dst=str(net)),
-                                     action=fy.P4TableAction(dp.A_TO_RACK, rack=other.id)))
-    for h in rack.hosts:
-        ents.append(+fy.P4TableEntry(dp.T_LOCAL_HOST, match=fy.P4TableMatch(ipv4_dst=h.ip),
-                                     action=fy.P4TableAction(dp.A_DELIVER, port=h.port)))
-    ents += [+e for e in C.port_mtu_entries(topo.tor_link_mtus(rack), dp.TOR_T_PORT_MTU, dp.TOR_A_MTU_LIMIT)]
-    for sr in routes:
-        ents.append(+fy.P4TableEntry(dp.T_SLICE_INFO, match=fy.P4TableMatch(slice=sr.index),
-                                     action=fy.P4TableAction(dp.A_SLICE_LIVE, live=sr.live_mask)))
-        for (src, dst, tclass), hop in sorted(sr.hops.items()):
-            if src != rack.id:
-                continue
-            act = dp.A_VIA_VLB if hop.vlb else dp.A_VIA
-            ents.append(+fy.P4TableEntry(
-                dp.T_ROUTE, match=fy.P4TableMatch(slice=sr.index, dst_rack=dst, tclass=tclass),
-                action=fy.P4TableAction(act, port=uplink[hop.rotor], mask=1 << hop.rotor)))
-    if mode == dp.MODE_CLOCK:
-        ents += [+e for e in C.phase_entries(slice_spans(routes), dp.TOR_T_CLOCK_PHASE, dp.TOR_A_CLOCK_SLOT)]
-    ents.append(~C.slot_config_entry(mode, len(routes), s.hyperperiod_us, 0, offset_us=offset_us,
-                                     epoch_us=epoch_us, generation=generation,
-                                     table=dp.TOR_T_CONFIG, action=dp.TOR_A_CONFIGURE))
-    return ents
-
-
-def slice_boundaries(topo: Topology, routes: Sequence[R.SliceRoutes], t0: int, now: float
-                     ) -> Iterable[tuple[int, int, int, bool]]:
-    """Every slice start from ``now`` on: (common us, absolute slice k, slice index, False)."""
-    H = topo.schedule.hyperperiod_us
-    S = len(routes)
-    c = max(0, int((now - t0) // H))
-    while True:
-        for i, sr in enumerate(routes):
-            yield t0 + c * H + sr.slice.start_us, c * S + i, i, False
-        c += 1
+from .topology import Topology
 
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,
@@ -82,8 +27,8 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
         spec = C.SwitchSpec(rack.tor.name, addr, rack.tor.grpc_port, rack.tor.device_id)
 
         def ents(mode, offset, epoch, gen, rack=rack):
-            return tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen)
+            return C.tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen)
 
         roles.append(C.Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
-                            boundaries=lambda t0, now: slice_boundaries(topo, routes, t0, now)))
+                            boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now)))
     return roles

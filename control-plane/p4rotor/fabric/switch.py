@@ -103,6 +103,17 @@ def free_port_in(ns: Netns, start: int = 50051) -> int:
     raise HarnessError("no free port")
 
 
+def bmv2_command(device_id: int, ports: dict[int, str], grpc_port: int, thrift_port: int,
+                 cpu_port: int = CPU_PORT, extra_args: Sequence[str] = ()) -> list[str]:
+    """The one simple_switch_grpc command line p4rotor uses (docs/toolchain.md): no program at
+    start (the controller pushes it), ports by explicit number, the CPU port for PacketIn/Out."""
+    cmd = ["simple_switch_grpc", "--device-id", str(device_id), "--thrift-port", str(thrift_port), "--no-p4"]
+    for p, ifc in sorted(ports.items()):
+        cmd += ["-i", f"{p}@{ifc}"]
+    cmd += list(extra_args)
+    return cmd + ["--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--cpu-port", str(cpu_port)]
+
+
 @dataclasses.dataclass
 class SwitchProcess:
     """One simple_switch_grpc with ports ``{port number: interface}`` in ``ns``."""
@@ -124,12 +135,8 @@ class SwitchProcess:
             self.thrift_port = free_port_in(self.ns, 9090 + self.device_id)
         if self.log_path is None:
             self.log_path = Path(tempfile.mkstemp(prefix=f"bmv2-{self.device_id}-", suffix=".log")[1])
-        cmd = self.ns.prefix() + ["simple_switch_grpc", "--device-id", str(self.device_id),
-                                  "--thrift-port", str(self.thrift_port), "--no-p4"]
-        for p, ifc in sorted(self.ports.items()):
-            cmd += ["-i", f"{p}@{ifc}"]
-        cmd += list(self.extra_args)
-        cmd += ["--", "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}", "--cpu-port", str(self.cpu_port)]
+        cmd = self.ns.prefix() + bmv2_command(self.device_id, self.ports, self.grpc_port, self.thrift_port,
+                                              self.cpu_port, self.extra_args)
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
