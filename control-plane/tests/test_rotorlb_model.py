@@ -7,6 +7,7 @@ import statistics
 import pytest
 
 from p4rotor import cli
+from p4rotor.cliutil import EXIT_BAD_INPUT
 from p4rotor import schedule as S
 from p4rotor.rotorlb import model as M
 
@@ -92,7 +93,7 @@ def test_cli_bad_exit2_nothing_written(tmp_path, capsys, args, needle):
     args = [str(mats) if x == "MATS" else x for x in args]
     with pytest.raises(SystemExit) as ex:
         cli.main(["model", "rotorlb", *args, "-o", str(out)])
-    assert ex.value.code == cli.EXIT_BAD_INPUT
+    assert ex.value.code == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1
     assert not out.exists()

@@ -35,6 +35,7 @@ from .entities import check_egress_guard, set_slot_packet, time_probe_packet, wr
 from .errors import ControllerError
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
+from .status import StatusFile
 from .timebase import OffsetEstimate, Timebase, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
@@ -55,7 +56,7 @@ class Controller:
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
                  signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
-                 on_event: Callable[[str], None] | None = None):
+                 on_event: Callable[[str], None] | None = None, status_file: Path | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if not roles:
@@ -100,6 +101,8 @@ class Controller:
                 raise ControllerError(f"switch {r.spec.name!r} given twice")
             # Fresh generation per run: state a previous run left in registers is void.
             self.runtimes[r.spec.name] = SwitchRuntime(role=r, generation=(time.time_ns() >> 20) & 0x7FFF)
+        # What other processes read (phase, switches installed, epoch, error); log text is for people.
+        self.status = StatusFile(status_file, mode, {n: rt.role.kind for n, rt in self.runtimes.items()})
         self.switches = [
             fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
                 p4info=rt.role.p4info, p4blob=rt.role.p4blob, device_id=rt.spec.device_id,
@@ -152,6 +155,8 @@ class Controller:
         await write_batched(sw, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
         rt.entities = len(ents)
+        self.status.installed(sw.name, len(ents), rt.install_ms, rt.offset.offset_us if rt.offset else None,
+                              rt.offset.describe() if rt.offset else None)
         self.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
                       f"({self.mode} mode)")
         rt.ready.set()
@@ -368,6 +373,7 @@ class Controller:
         task = asyncio.create_task(controller.run())
         try:
             await self._wait_ready(task, connect_timeout)
+            self.status.running(self.tb.wall_ns(self.t0_common_us))
             if after_ready is not None:
                 res = after_ready(self)
                 if asyncio.iscoroutine(res):
@@ -379,7 +385,14 @@ class Controller:
                 if task in done:
                     task.result()
                 self._raise_switch_errors()
+        except ControllerError as ex:
+            self.status.failed(str(ex))
+            raise
+        except fy.P4ClientError as ex:
+            self.status.failed(f"P4Runtime: {ex}")
+            raise
         finally:
+            self.status.stopped()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

@@ -22,6 +22,7 @@ from typing import Callable
 
 from .. import schedule as S
 from . import topology as TP
+from ..control.status import read_status
 from .switch import HarnessError, missing_tools, run, stop_process_group
 
 
@@ -186,29 +187,37 @@ class Emulation:
         d["schedule"] = "schedule.json"
         topo_path.write_text(json.dumps(d, indent=1))
         log = open(self.run_dir / "controller.log", "w")
+        status_path = self.run_dir / "status.json"
+        status_path.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "p4rotor.cli", "control", "--topology", str(topo_path),
                "--mode", self.mode, "--build-dir", str(self.build), "--trace", str(self.run_dir / "trace.jsonl"),
-               "--epoch-file", str(self.run_dir / "epoch.json"),
+               "--status-file", str(status_path),
                "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
                str(max(10, int(deadline - time.monotonic())))]
         self.say("[run] starting controller: " + " ".join(cmd[2:]))
         self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        n = len(self.topo.racks) + len(self.topo.rotors)
-        seen = 0
+        seen = -1
         while True:
-            text = (self.run_dir / "controller.log").read_text(errors="replace")
-            done = text.count(" installed ")
-            if done != seen:
-                seen = done
-                self.say(f"[run]   controller: {done}/{n} switches installed")
-            if done >= n and "running" in text and (self.run_dir / "epoch.json").exists():
-                self.t0_ns = json.loads((self.run_dir / "epoch.json").read_text())["t0_ns"]
+            st = read_status(status_path)  # structured (control/status.py): the log's wording is free
+            if st is not None and st["installed"] != seen:
+                seen = st["installed"]
+                self.say(f"[run]   controller: {seen}/{st['total']} switches installed")
+            if st is not None and st["phase"] == "running":
+                self.t0_ns = st["t0_ns"]
                 return
-            if self.controller.poll() is not None:
-                raise HarnessError("controller exited: " + (text.strip().splitlines() or ["?"])[-1])
+            if (st is not None and st["phase"] == "failed") or self.controller.poll() is not None:
+                why = st["error"] if st and st.get("error") else self._controller_last_line()
+                raise HarnessError(f"controller failed: {why}")
             if time.monotonic() > deadline:
-                raise HarnessError("controller not ready in time: " + (text.strip().splitlines() or ["?"])[-1])
+                raise HarnessError(f"controller not ready in time ({seen} switches installed; "
+                                   f"log: {self.run_dir / 'controller.log'})")
             time.sleep(0.2)
+
+    def _controller_last_line(self) -> str:
+        """For a controller that died before it could say why in its status (bad arguments):
+        its last output line, shown to the user as is."""
+        lines = (self.run_dir / "controller.log").read_text(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"exited with status {self.controller.returncode}"
 
     def stop(self) -> None:
         stop_process_group(self.controller, signal.SIGINT)

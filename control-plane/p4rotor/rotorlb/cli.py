@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import schedule as S
-from ..cli import _die
+from ..cliutil import die as _die
 from . import model as M
 
 

@@ -23,7 +23,7 @@ import json
 import math
 import random
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import networkx as nx
 

@@ -1,0 +1,54 @@
+"""``p4rotor bench``: benchmarks into results/bench.json and docs/performance.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..cliutil import EXIT_RUNTIME, default_build_dir, die
+
+
+def add_parser(sub) -> None:
+    pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
+    pb.add_argument("--only", help="comma list of: slot, throughput, control, scale")
+    pb.add_argument("--scale-sizes", help="scale: comma list of rack counts, 4 rotors each (default 16,32,64)")
+    pb.add_argument("--quick", action="store_true", help="fewer slot lengths, shorter runs")
+    pb.add_argument("--rate", type=float, default=1000, help="offered probe load, frames/s")
+    pb.add_argument("--output", default="results/bench.json",
+                    help="with --only, the sections run are merged into the results already there")
+    pb.add_argument("--doc", default="docs/performance.md", help="update the table in this file ('' to skip)")
+    pb.add_argument("--build-dir")
+    pb.set_defaults(fn=cmd_bench)
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    from . import run as bench
+    from ..fabric.switch import missing_tools
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    miss = missing_tools()
+    for prog in ("rotor", "passthrough"):
+        if not (build / f"{prog}.json").exists():
+            miss.append(f"{build / prog}.json (make build)")
+    if miss:
+        die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
+    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "control", "scale"}
+    unknown = only - {"slot", "throughput", "control", "scale"}
+    if unknown:
+        die(f"--only: unknown benchmark {', '.join(sorted(unknown))} (slot, throughput, control, scale)")
+    sizes = bench.SCALE_SIZES
+    if a.scale_sizes:
+        try:
+            sizes = tuple(int(x) for x in a.scale_sizes.split(","))
+        except ValueError:
+            die(f"--scale-sizes: comma list of rack counts, got {a.scale_sizes!r}")
+        if any(n < 2 for n in sizes):
+            die(f"--scale-sizes: rack counts must be >= 2, got {a.scale_sizes!r}")
+    command = " ".join(["p4rotor bench", *sys.argv[2:]])
+    res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate, scale_sizes=sizes,
+                        merge=bool(a.only), command=command)
+    if a.doc:
+        bench.update_doc(Path(a.doc), res, command)
+        print(f"updated {a.doc}", file=sys.stderr)
+    return 0

@@ -1,0 +1,27 @@
+"""What every command shares: exit statuses, the one-line error, where the build is."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+EXIT_RUNTIME = 1
+
+
+def die(msg: str, code: int = EXIT_BAD_INPUT) -> "None":
+    """Bad input (or a failure) in one line on stderr, and the exit status for it."""
+    print(f"p4rotor: error: {msg}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def default_build_dir() -> Path:
+    env = os.environ.get("P4ROTOR_BUILD")
+    if env:
+        return Path(env)
+    # Search upward from the working directory for a checkout's build/.
+    for d in [Path.cwd(), *Path.cwd().parents]:
+        if (d / "p4src").is_dir():
+            return d / "build"
+    return Path.cwd() / "build"

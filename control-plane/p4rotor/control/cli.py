@@ -1,0 +1,136 @@
+"""``p4rotor control``: drive a schedule's switches over P4Runtime."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from .. import schedule as S
+from ..cliutil import EXIT_RUNTIME, default_build_dir, die
+
+
+def add_parser(sub) -> None:
+    pc = sub.add_parser("control", help="drive rotor switches over P4Runtime")
+    pc.add_argument("--schedule", help="a schedule, with --switch for each rotor")
+    pc.add_argument("--topology", help="a topology: drives its rotors and ToRs")
+    pc.add_argument("--only", help="with --topology: comma list of switch names to drive")
+    pc.add_argument("--epsilon-us", type=float, default=0.0,
+                    help="low-latency routes avoid circuits going dark within this after the slice")
+    pc.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[@DEVICE_ID]",
+                    help="a rotor of the schedule and its P4Runtime address (repeat)")
+    pc.add_argument("--clock-iface", action="append", default=[], metavar="NAME=IFACE",
+                    help="time probes for switch NAME through host interface IFACE, wired to the "
+                         "switch's clock port 254 (precise offsets; docs/dataplane.md)")
+    pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
+    pc.add_argument("--egress-guard-us", type=int, default=0,
+                    help="clock mode: the egress re-check closes each day this early (frames a "
+                         "software switch would still transmit after the day ended)")
+    pc.add_argument("--signal-lead-us", default="0", metavar="US|auto",
+                    help="signal mode: send each slot change this early; 'auto' (needs --ack-every): "
+                         "the median measured send-to-applied delay")
+    pc.add_argument("--install-concurrency", type=int, default=8, metavar="N",
+                    help="at most N switches clear and install at once (default 8): a hundred BMv2 "
+                         "installing together on a small machine outlive P4Runtime deadlines")
+    pc.add_argument("--signal-timed", action="store_true",
+                    help="signal mode: send each slot change one slot ahead with its start time; the "
+                         "switch applies it by its own clock (gRPC jitter no longer moves boundaries)")
+    pc.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
+    pc.add_argument("--trace", metavar="FILE", help="write one JSON line per slot change")
+    pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are")
+    pc.add_argument("--program", default="rotor")
+    pc.add_argument("--election-id", type=int, default=10)
+    pc.add_argument("--lead", type=float, default=1.0, help="seconds from start to slot 0")
+    pc.add_argument("--connect-timeout", type=float, default=10.0)
+    pc.add_argument("--status-file", help="keep the controller's status here as JSON (phase, switches "
+                    "installed, t0_ns = wall time of schedule slot 0, error): control/status.py")
+    pc.add_argument("--ack-every", type=int, default=0,
+                    help="signal mode: ask every Nth slot change for an ack and report the delay")
+    pc.set_defaults(fn=cmd_control)
+
+
+def _lead_arg(text: str) -> float | str:
+    if text == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        die(f"bad --signal-lead-us {text!r}: microseconds or 'auto'")
+
+
+def _with_clock_ifaces(specs, items: list[str]):
+    """Apply ``--clock-iface NAME=IFACE`` to the matching --switch specs."""
+    import dataclasses
+
+    from . import ControllerError
+
+    by_name = {sp.name: sp for sp in specs}
+    for it in items:
+        name, sep, iface = it.partition("=")
+        if not sep or not iface:
+            raise ControllerError(f"bad --clock-iface {it!r}: expected NAME=IFACE")
+        if name not in by_name:
+            raise ControllerError(f"--clock-iface {it!r}: no --switch named {name!r}")
+        by_name[name] = dataclasses.replace(by_name[name], clock_iface=iface)
+    return [by_name[sp.name] for sp in specs]
+
+
+def cmd_control(a: argparse.Namespace) -> int:
+    from . import Controller, ControllerError, RotorController, SwitchSpec
+    from ..stats import summarize
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
+                  lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
+                  signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
+                  on_event=lambda m: print(m, file=sys.stderr, flush=True),
+                  status_file=Path(a.status_file) if a.status_file else None)
+    if bool(a.topology) == bool(a.schedule):
+        die("give --schedule with --switch, or --topology")
+    try:
+        if a.topology:
+            from ..fabric.roles import fabric_roles
+            from ..schedule.cli import load_sched_or_topo
+
+            _, topo = load_sched_or_topo(a)
+            ctl = Controller(fabric_roles(topo, build, epsilon_us=a.epsilon_us,
+                                          only=set(a.only.split(",")) if a.only else None), **common)
+        else:
+            s = S.load(a.schedule)
+            specs = [SwitchSpec.parse(x) for x in a.switch]
+            specs = _with_clock_ifaces(specs, a.clock_iface)
+            ctl = RotorController(s, specs, egress_guard_us=a.egress_guard_us,
+                                  p4info=build / f"{a.program}.p4info.txtpb",
+                                  p4blob=build / f"{a.program}.json", **common)
+    except S.ScheduleError as ex:
+        die(str(ex))
+    except ControllerError as ex:
+        die(str(ex))
+
+    async def report(c) -> None:
+        print(f"running {a.mode} mode; slot 0 starts in {a.lead:.1f} s"
+              + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"), file=sys.stderr)
+        if a.mode == "clock":
+            skew = await c.measure_skew()
+            if skew:
+                vals = ", ".join(f"{k} {v:+d} us" for k, v in skew.items())
+                spread = max(skew.values()) - min(skew.values())
+                print(f"residual clock error per switch: {vals}; skew between switches {spread} us",
+                      file=sys.stderr)
+
+    try:
+        asyncio.run(ctl.run(duration=a.duration, connect_timeout=a.connect_timeout, after_ready=report))
+    except ControllerError as ex:
+        die(str(ex), EXIT_RUNTIME)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+    if a.ack_every:
+        print("slot change applied after its boundary (us): " + json.dumps(summarize(ctl.ack_delays_us()))
+              + "; after it was sent: " + json.dumps(summarize(ctl.ack_delays_us("sent"))), file=sys.stderr)
+        if a.signal_timed:
+            refused = sum(rt.refused for rt in ctl.runtimes.values())
+            print("timed changes reached the switch this long before their start (us): "
+                  + json.dumps(summarize(ctl.timed_margins_us())) + f"; refused {refused}", file=sys.stderr)
+    return 0

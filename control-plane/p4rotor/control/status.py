@@ -1,0 +1,83 @@
+"""The controller's status as structured data: what other processes read instead of its log.
+
+``p4rotor control --status-file F`` keeps F a JSON object, rewritten atomically (write a
+temporary file, rename) on every change, so a reader never sees half of it:
+
+```json
+{"version": 1, "pid": 1234, "mode": "clock", "phase": "running",
+ "switches": {"rotor0": {"kind": "rotor", "installed": true, "entities": 42, "install_ms": 12.5,
+                         "offset_us": -3, "offset": "+/- 12.0 us proven, clock port, 64 probes"}},
+ "installed": 12, "total": 12, "t0_ns": 1763900000000000000, "error": null, "updated_ns": ...}
+```
+
+``phase``: ``starting`` (connecting), ``installing``, ``running`` (every switch installed; ``t0_ns``
+is the wall time of schedule slot 0), ``failed`` (``error`` says why, one line) or ``stopped``.
+The launcher (fabric/mininet.py), experiments and bench wait on ``phase`` and ``t0_ns``; the log
+text is for people and free to change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+PHASES = ("starting", "installing", "running", "failed", "stopped")
+FORMAT_VERSION = 1
+
+
+class StatusFile:
+    """Publishes the controller's status to a file (or nowhere, with ``path=None``)."""
+
+    def __init__(self, path: Path | None, mode: str, switches: dict[str, str]):
+        self.path = Path(path) if path else None
+        self.data: dict[str, Any] = {
+            "version": FORMAT_VERSION, "pid": os.getpid(), "mode": mode, "phase": "starting",
+            "switches": {name: {"kind": kind, "installed": False} for name, kind in switches.items()},
+            "installed": 0, "total": len(switches), "t0_ns": None, "error": None}
+        self._write()
+
+    def installed(self, name: str, entities: int, install_ms: float, offset_us: int | None = None,
+                  offset: str | None = None) -> None:
+        sw = self.data["switches"][name]
+        sw.update(installed=True, entities=entities, install_ms=round(install_ms, 3))
+        if offset_us is not None:
+            sw.update(offset_us=offset_us, offset=offset)
+        self.data["installed"] = sum(1 for s in self.data["switches"].values() if s["installed"])
+        if self.data["phase"] == "starting":
+            self.data["phase"] = "installing"
+        self._write()
+
+    def running(self, t0_ns: int) -> None:
+        self.data.update(phase="running", t0_ns=t0_ns)
+        self._write()
+
+    def failed(self, error: str) -> None:
+        self.data.update(phase="failed", error=error.splitlines()[0] if error else "unknown error")
+        self._write()
+
+    def stopped(self) -> None:
+        if self.data["phase"] != "failed":
+            self.data["phase"] = "stopped"
+        self._write()
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        self.data["updated_ns"] = time.time_ns()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1) + "\n")
+        os.replace(tmp, self.path)
+
+
+def read_status(path: Path) -> dict[str, Any] | None:
+    """The last status written, or None if there is none yet (the file appears atomically)."""
+    try:
+        d = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return None
+    if d.get("version") != FORMAT_VERSION or d.get("phase") not in PHASES:
+        raise ValueError(f"{path}: not a p4rotor controller status file")
+    return d

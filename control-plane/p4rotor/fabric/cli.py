@@ -1,0 +1,109 @@
+"""``p4rotor topology generate`` and ``p4rotor run`` (the emulated fabric in Mininet)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from .. import schedule as S
+from ..cliutil import EXIT_RUNTIME, default_build_dir, die
+
+
+def add_parsers(sub) -> None:
+    pt = sub.add_parser("topology", help="topologies: racks, hosts, ports, addresses")
+    st = pt.add_subparsers(dest="sub", required=True)
+    tg = st.add_parser("generate", help="a topology for a schedule (explicit ports and addresses)")
+    tg.add_argument("--schedule", required=True)
+    tg.add_argument("--hosts-per-rack", type=int, default=2)
+    tg.add_argument("--grpc-base", type=int, default=50100)
+    tg.add_argument("-o", "--output", required=True)
+    tg.set_defaults(fn=cmd_topology_generate)
+
+    pn = sub.add_parser("run", help="launch an emulated fabric in Mininet (root)")
+    pn.add_argument("--schedule", help="schedule file (default: opera, 8 racks, 4 rotors, 1 ms slots)")
+    pn.add_argument("--topology", help="topology file (instead of --schedule)")
+    pn.add_argument("--hosts-per-rack", type=int, default=2)
+    pn.add_argument("--dilation", type=float, default=100.0,
+                    help="multiply every schedule time (and divide link rates) by this")
+    pn.add_argument("--mode", choices=["clock", "signal"], default="clock")
+    pn.add_argument("--link-mbps", type=float, default=0, help="emulated link rate (0: unshaped)")
+    pn.add_argument("--epsilon-us", type=float, default=0.0, help="low-latency guard (emulated us)")
+    pn.add_argument("--script", help="run these Mininet CLI commands, then stop")
+    pn.add_argument("--duration", type=float, help="run this many seconds without a CLI, then stop")
+    pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
+    pn.add_argument("--build-dir")
+    pn.set_defaults(fn=cmd_run)
+
+
+def cmd_topology_generate(a: argparse.Namespace) -> int:
+    from . import topology as TP
+
+    try:
+        s = S.load(a.schedule)
+        out = Path(a.output)
+        rel = os.path.relpath(Path(a.schedule).resolve(), out.resolve().parent)
+        t = TP.generate(s, rel, hosts_per_rack=a.hosts_per_rack, grpc_base=a.grpc_base)
+    except (S.ScheduleError, TP.TopologyError) as ex:
+        die(str(ex))
+    out.write_text(t.dumps())
+    print(f"wrote {out}: {len(t.racks)} racks x {a.hosts_per_rack} hosts, {len(t.rotors)} rotors", file=sys.stderr)
+    return 0
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from . import topology as TP
+    from .mininet import Emulation, dilate, leftovers
+    from .switch import HarnessError
+
+    build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    try:
+        if a.topology:
+            topo = TP.load(a.topology)
+        else:
+            if a.schedule:
+                sched = S.load(a.schedule)
+            else:
+                sched = S.generate_opera(8, 4, 1000, 100)
+            topo = TP.generate(sched, "schedule.json", hosts_per_rack=a.hosts_per_rack)
+        topo.schedule = dilate(topo.schedule, a.dilation)
+    except (S.ScheduleError, TP.TopologyError) as ex:
+        die(str(ex))
+    run_dir = Path(a.run_dir or f"results/run-{time.strftime('%Y%m%d-%H%M%S')}")
+    link = a.link_mbps / a.dilation if a.link_mbps else None
+    s = topo.schedule
+    print(f"[run] {s.kind} schedule x{a.dilation:g}: slot {s.slot_us} us, night {s.reconfig_us} us "
+          f"(emulated {s.slot_us / a.dilation:g} / {s.reconfig_us / a.dilation:g} us); logs in {run_dir}",
+          file=sys.stderr)
+    emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation)
+    code = 0
+    try:
+        emu.start()
+        print("[run] fabric ready: hosts " + ", ".join(h.name for k in topo.racks for h in k.hosts), file=sys.stderr)
+        if a.script:
+            from mininet.cli import CLI
+
+            CLI(emu.net, script=a.script)
+        elif a.duration is not None:
+            time.sleep(a.duration)
+        else:
+            from mininet.cli import CLI
+
+            CLI(emu.net)
+    except HarnessError as ex:
+        print(f"p4rotor: error: {ex}", file=sys.stderr)
+        code = EXIT_RUNTIME
+    except KeyboardInterrupt:
+        print("[run] interrupted", file=sys.stderr)
+    finally:
+        print("[run] stopping", file=sys.stderr)
+        emu.stop()
+        left = leftovers(topo)
+        if left:
+            print("[run] warning: left behind: " + ", ".join(left), file=sys.stderr)
+            code = code or EXIT_RUNTIME
+        else:
+            print("[run] stopped cleanly (no switch processes, no interfaces left)", file=sys.stderr)
+    return code
