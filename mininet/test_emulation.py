@@ -48,7 +48,8 @@ def test_host_reaches_other_rack_only_through_its_circuit(tmp_path):
     from p4rotor.fabric.mininet import Emulation, leftovers
 
     topo = TP.generate(sched(), "schedule.json", hosts_per_rack=1)
-    emu = Emulation(topo, BUILD, tmp_path / "run", mode="clock", say=lambda m: None)
+    # --quiet: the controller logs nothing; start-up reads only its status file (control/status.py)
+    emu = Emulation(topo, BUILD, tmp_path / "run", mode="clock", say=lambda m: None, controller_args=("--quiet",))
     pids = []
     try:
         emu.start()

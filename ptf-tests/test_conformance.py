@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -64,25 +63,22 @@ def skip_reason() -> str | None:
     return None
 
 
-_START = re.compile(r"^(?P<name>\w+\.\w+) \.\.\. ?(?P<rest>.*)$")
-_RES = re.compile(r"(?:^|\s)(ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)\s*$")
+def read_xunit(xunit_dir: Path) -> dict[str, tuple[str, str]]:
+    """{module.Class: (result, detail)} from ptf's xUnit reports (``--xunit``): ok, FAIL, ERROR
+    or skipped, with the failure text.  Structured results, not unittest's console lines."""
+    import xml.etree.ElementTree as ET
 
-
-def parse_results(output: str, names: set[str]) -> dict[str, str]:
-    """unittest's 'name ... result' lines, tolerating output printed between the two."""
-    results: dict[str, str] = {}
-    current = None
-    for line in output.splitlines():
-        m = _START.match(line.strip())
-        if m and m["name"] in names:
-            current = m["name"]
-            line = m["rest"]
-        if current is None:
-            continue
-        r = _RES.search(line.strip())
-        if r:
-            results[current] = r.group(1)
-            current = None
+    results: dict[str, tuple[str, str]] = {}
+    for f in sorted(Path(xunit_dir).rglob("*.xml")):
+        for tc in ET.parse(f).getroot().iter("testcase"):
+            name = tc.get("classname", "")
+            res, detail = "ok", ""
+            for tag, word in (("failure", "FAIL"), ("error", "ERROR"), ("skipped", "skipped")):
+                el = tc.find(tag)
+                if el is not None:
+                    res, detail = word, (el.get("message") or "") + "\n" + (el.text or "")
+                    break
+            results[name] = (res, detail)
     return results
 
 
@@ -102,7 +98,7 @@ def ptf_results(tmp_path_factory):
                   f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}'")
         cmd = ns.prefix() + [ptf_bin, "--test-dir", str(SUITE), "--pypath", str(SUITE),
                              "--log-file", str(logdir / "ptf.log"), "--test-params", params,
-                             "--default-negative-timeout", "0.1"]
+                             "--default-negative-timeout", "0.1", "--xunit", "--xunit-dir", str(logdir / "xunit")]
         for (d, p), ifc in sorted(ifaces.items()):
             cmd += ["-i", f"{d}-{p}@{ifc}"]
         # P4ROTOR_PTF_ONLY="rotor_tests.NightDropsAndCounts,..." runs a subset (development).
@@ -112,7 +108,7 @@ def ptf_results(tmp_path_factory):
                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
         output = r.stdout + r.stderr
         (logdir / "ptf-output.txt").write_text(output)
-        results = parse_results(output, {t for t, _ in TESTS})
+        results = read_xunit(logdir / "xunit")
         logs = {f"switch{i}": s.log_tail(80) for i, s in enumerate(switches)}
     return results, output, logs
 
@@ -120,23 +116,15 @@ def ptf_results(tmp_path_factory):
 @pytest.mark.parametrize("name", [t for t, _ in TESTS])
 def test_ptf(name, ptf_results):
     results, output, logs = ptf_results
-    res = results.get(name)
+    res, detail = results.get(name, (None, ""))
     only = [x for x in os.environ.get("P4ROTOR_PTF_ONLY", "").split(",") if x]
     if only and name not in only:
         pytest.skip("not selected by P4ROTOR_PTF_ONLY")
     if res == "ok":
         return
-    # Failure: show ptf's own report for this test and the switch logs.
-    chunk = _failure_section(output, name)
-    msg = f"ptf {name}: {res or 'no result line found'}\n{chunk}\n" + "\n".join(
+    # Failure: ptf's own report for this test and the switch logs.
+    msg = f"ptf {name}: {res or 'no result in the xUnit report (crashed?): ' + output[-3000:]}\n{detail[-6000:]}\n" + "\n".join(
         f"--- {k} log (tail) ---\n{v}" for k, v in logs.items())
     if res and res.startswith("skipped"):
         pytest.skip(msg)
     pytest.fail(msg, pytrace=False)
-
-
-def _failure_section(output: str, name: str) -> str:
-    cls = name.split(".")[-1]
-    blocks = output.split("=" * 70)
-    hits = [b for b in blocks if cls in b and ("Traceback" in b or "Error" in b)]
-    return "\n".join(hits)[-6000:] or output[-3000:]

@@ -373,3 +373,57 @@ def test_installs_are_paced(blob, monkeypatch):
     with pytest.raises(C.ControllerError, match="install concurrency"):
         C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="clock", p4info=P4INFO,
                           p4blob=blob, install_concurrency=0)
+
+
+def test_status_file_tells_phase_installs_epoch_and_stop(blob, tmp_path):
+    """The status file (what the launcher reads) says installing -> running with the epoch, then
+    stopped, whatever the log says: here every log message is reworded."""
+    from p4rotor.control.status import read_status
+
+    status = tmp_path / "status.json"
+    seen = []
+
+    async def main():
+        fake = await FakeSwitch(P4INFO).start()
+        ctl = make_ctl(fake, blob, mode="clock", status_file=status,
+                       on_event=lambda m: None)  # the log says nothing at all
+
+        async def after_ready(c):
+            seen.append(read_status(status))
+
+        try:
+            await ctl.run(duration=0.2, after_ready=after_ready)
+        finally:
+            await fake.stop()
+        return ctl
+
+    ctl = run(main())
+    running = seen[0]
+    assert running["phase"] == "running" and running["installed"] == running["total"] == 1
+    assert running["t0_ns"] == ctl.tb.wall_ns(ctl.t0_common_us)
+    sw = running["switches"]["rotor0"]
+    assert sw["installed"] and sw["entities"] > 0 and "offset_us" in sw
+    assert read_status(status)["phase"] == "stopped"
+
+
+def test_status_file_says_failed_with_the_error(blob, tmp_path):
+    """An unreachable switch: phase 'failed' and the one-line error, for the launcher to show."""
+    from p4rotor.control.status import read_status
+
+    status = tmp_path / "status.json"
+    s = S.generate_rotornet(4, 1, 20_000, 2_000)
+    ctl = C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", 1, 1)], mode="clock", p4info=P4INFO,
+                            p4blob=blob, status_file=status)
+    with pytest.raises(C.ControllerError):
+        run(ctl.run(duration=1, connect_timeout=0.5))
+    st = read_status(status)
+    assert st["phase"] == "failed" and "unreachable" in st["error"] and "\n" not in st["error"]
+
+
+def test_read_status_refuses_other_files(tmp_path):
+    from p4rotor.control.status import read_status
+
+    assert read_status(tmp_path / "none.json") is None
+    (tmp_path / "x.json").write_text('{"phase": "dancing"}')
+    with pytest.raises(ValueError, match="not a p4rotor controller status file"):
+        read_status(tmp_path / "x.json")

@@ -48,6 +48,8 @@ def add_parser(sub) -> None:
                     "installed, t0_ns = wall time of schedule slot 0, error): control/status.py")
     pc.add_argument("--ack-every", type=int, default=0,
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
+    pc.add_argument("-q", "--quiet", action="store_true",
+                    help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
 
 
@@ -82,10 +84,15 @@ def cmd_control(a: argparse.Namespace) -> int:
     from ..stats import summarize
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
+
+    def say(msg: str) -> None:
+        if not a.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
     common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
                   lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
                   signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
-                  on_event=lambda m: print(m, file=sys.stderr, flush=True),
+                  on_event=say,
                   status_file=Path(a.status_file) if a.status_file else None)
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
@@ -110,27 +117,26 @@ def cmd_control(a: argparse.Namespace) -> int:
         die(str(ex))
 
     async def report(c) -> None:
-        print(f"running {a.mode} mode; slot 0 starts in {a.lead:.1f} s"
-              + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"), file=sys.stderr)
+        say(f"running {a.mode} mode; slot 0 starts in {a.lead:.1f} s"
+            + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"))
         if a.mode == "clock":
             skew = await c.measure_skew()
             if skew:
                 vals = ", ".join(f"{k} {v:+d} us" for k, v in skew.items())
                 spread = max(skew.values()) - min(skew.values())
-                print(f"residual clock error per switch: {vals}; skew between switches {spread} us",
-                      file=sys.stderr)
+                say(f"residual clock error per switch: {vals}; skew between switches {spread} us")
 
     try:
         asyncio.run(ctl.run(duration=a.duration, connect_timeout=a.connect_timeout, after_ready=report))
     except ControllerError as ex:
         die(str(ex), EXIT_RUNTIME)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted")
     if a.ack_every:
-        print("slot change applied after its boundary (us): " + json.dumps(summarize(ctl.ack_delays_us()))
-              + "; after it was sent: " + json.dumps(summarize(ctl.ack_delays_us("sent"))), file=sys.stderr)
+        say("slot change applied after its boundary (us): " + json.dumps(summarize(ctl.ack_delays_us()))
+            + "; after it was sent: " + json.dumps(summarize(ctl.ack_delays_us("sent"))))
         if a.signal_timed:
             refused = sum(rt.refused for rt in ctl.runtimes.values())
-            print("timed changes reached the switch this long before their start (us): "
-                  + json.dumps(summarize(ctl.timed_margins_us())) + f"; refused {refused}", file=sys.stderr)
+            say("timed changes reached the switch this long before their start (us): "
+                + json.dumps(summarize(ctl.timed_margins_us())) + f"; refused {refused}")
     return 0

@@ -48,6 +48,7 @@ class Emulation:
     mode: str = "clock"
     link_mbps: float | None = None
     epsilon_us: float = 0.0
+    controller_args: tuple[str, ...] = ()  # more `p4rotor control` options, e.g. ("--quiet",)
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)
     net: object | None = None
     controller: subprocess.Popen | None = None
@@ -193,7 +194,7 @@ class Emulation:
                "--mode", self.mode, "--build-dir", str(self.build), "--trace", str(self.run_dir / "trace.jsonl"),
                "--status-file", str(status_path),
                "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
-               str(max(10, int(deadline - time.monotonic())))]
+               str(max(10, int(deadline - time.monotonic()))), *self.controller_args]
         self.say("[run] starting controller: " + " ".join(cmd[2:]))
         self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         seen = -1
