@@ -101,7 +101,8 @@ FULL_UDP = 1472  # UDP payload of a 1500-byte IP packet
 
 @pytest.fixture(scope="module")
 def opera_fabric(tmp_path_factory):
-    from p4rotor.fabric.mininet import Emulation, dilate
+    from p4rotor.fabric.mininet import Emulation
+    from p4rotor.schedule import dilate
 
     sched = dilate(S.generate_opera(8, 4, 1000, 100), DILATION)
     topo = TP.generate(sched, "schedule.json", hosts_per_rack=1)
@@ -146,11 +147,11 @@ def _judge(topo, logs, t0_ns: int, tclass: int, lead_us: float, tail_us: float):
 def test_full_size_frames_cross_every_rack_pair(opera_fabric, tmp_path, dscp, tclass):
     """1500-byte IP packets between every rack pair, both classes: every one sent while its
     class has a path (low latency: always, on Opera) arrives, across reconfigurations."""
-    from p4rotor.experiments.runner import _run_probes
+    from p4rotor.experiments.runner import run_probes
 
     emu, topo, _ = opera_fabric
     ips = [k.hosts[0].ip for k in topo.racks]
-    logs = _run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": 70,
+    logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": 70,
                                                 "dscp": dscp, "size": FULL_UDP}, 3.0, tmp_path)
     for k in topo.racks:
         assert all(r["len"] == FULL_UDP for r in logs[f"{k.hosts[0].name}.rx"])

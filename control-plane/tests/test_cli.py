@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from p4rotor import cli
+from p4rotor import schedule as S
 
 
 def run(*args):
@@ -81,3 +82,35 @@ def test_control_clock_iface_must_name_a_switch(tmp_path):
     r = run("control", "--schedule", str(s), "--switch", "rotor0=127.0.0.1:50051",
             "--clock-iface", "rotor0", "--build-dir", str(tmp_path))
     assert r.returncode == 2 and "NAME=IFACE" in r.stderr
+
+
+@pytest.fixture
+def keep_signals(monkeypatch):
+    """cli.main() installs process-wide SIGPIPE/SIGTERM handlers: not in pytest's process."""
+    import signal
+
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+
+
+def test_experiment_option_it_does_not_take_is_bad_input(tmp_path, capsys, keep_signals):
+    """--schedule on an experiment that takes none: one line, exit 2, nothing started."""
+    sched = tmp_path / "s.json"
+    sched.write_text(S.generate_rotornet(4, 1, 1000, 100).dumps())
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["experiment", "duty-cycle", "--schedule", str(sched), "--output", str(tmp_path / "o")])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["p4rotor: error: experiment duty-cycle takes no --schedule"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_type_error_inside_an_experiment_is_not_bad_input(monkeypatch, tmp_path, keep_signals):
+    """A bug inside a running experiment stays a bug (traceback), not 'bad input' (exit 2)."""
+    from p4rotor import experiments
+
+    def broken(build, out, dilation=1.0):
+        return None + 1  # TypeError from deep inside
+
+    monkeypatch.setitem(experiments.EXPERIMENTS, "shuffle", broken)
+    with pytest.raises(TypeError):
+        cli.main(["experiment", "shuffle", "--output", str(tmp_path / "o")])

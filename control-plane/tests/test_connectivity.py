@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from p4rotor.experiments import runner as E
+from p4rotor.experiments import connectivity as E
 from p4rotor.host import probe as P
 from p4rotor import schedule as S
-from p4rotor.fabric.mininet import dilate
+from p4rotor.schedule import dilate
 
 T0 = 1_000_000_000_000_000
 
@@ -70,46 +70,81 @@ def test_reprobe_evidence_resolves_lost_cells_but_never_a_false_positive():
 
 def test_predicted_circuits_rotornet():
     s = S.generate_rotornet(8, 2, 1000, 100)
-    slots = s.hyperperiod_us // s.slot_us
-    p = E.predicted_circuits(s, slots)
-    assert slots == 4  # 7 matchings dealt to 2 rotors, one padded with an idle matching
+    p = E.predicted_circuits(s)
+    assert len(p) == 8  # 4 slots (7 matchings dealt to 2 rotors, one idle), each a night and a day
     for i in range(8):
-        assert not any(p[k][i][i] for k in range(slots))
+        assert not any(p[k][i][i] for k in range(len(p)))
+        assert not any(p[k][i][j] for k in range(0, 8, 2) for j in range(8))  # nights: dark
         for j in range(8):
-            if i != j:  # RotorNet: every pair has exactly one direct slot per cycle
-                assert sum(p[k][i][j] for k in range(slots)) == 1
+            if i != j:  # RotorNet: every pair has exactly one direct slice per cycle
+                assert sum(p[k][i][j] for k in range(len(p))) == 1
+
+
+def _staggered():
+    """Rotor b is offset half a slot: during the first half of slot 0 it still has its slot -1's
+    matching (index 1), not index 0."""
+    return S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": 1000, "reconfig_us": 100,
+                        "rotors": [{"name": "a", "offset_us": 0, "matchings": [[1, 0, 3, 2]]},
+                                   {"name": "b", "offset_us": 500, "matchings": [[2, 3, 0, 1], [3, 2, 1, 0]]}]})
+
+
+def test_predicted_circuits_count_rotor_offsets():
+    """An Opera schedule through the prediction: at t = 300 us rotor b is live with matching 1
+    (0 <-> 3), not matching 0 (0 <-> 2) as a per-slot, offset-0 reading would say."""
+    s = _staggered()
+    p = E.predicted_circuits(s)
+    clock = S.SliceClock(s)
+    k = clock.index(300)
+    assert p[k][0][1] and p[k][0][3] and not p[k][0][2]
+    k2 = clock.index(550)  # b in the night of its slot 0 ([500, 600)): only a
+    assert p[k2][0][1] and not p[k2][0][3] and not p[k2][0][2]
+    assert p[clock.index(700)][0][2]  # b's slot 0 (matching 0) has its day from 600 to 1500
+    assert p[clock.index(1700)][0][3]  # b's slot 1 (matching 1) from 1600
 
 
 def _ds():
-    # 4 racks, 1 rotor, 3 matchings; dilated x1000: slot 1 s, night 0.1 s, margin 0.135 s
+    # 4 racks, 1 rotor, 3 matchings; dilated x1000: slot 1 s, night 0.1 s, margin 0.135 s.
+    # Slices: night of slot k = 2k, day of slot k = 2k + 1 (nights are too short to judge).
     s = S.generate_rotornet(4, 1, 1000, 100)
     return s, dilate(s, 1000.0)
 
 
-def test_tally_counts_by_send_slot_inside_the_judged_window():
+def test_tally_counts_by_send_slice_inside_the_judged_window():
     s, ds = _ds()
     margin = 0.15 * ds.day_us
     ips = ["10.0.0.1", "10.0.1.1", "10.0.2.1", "10.0.3.1"]
     names = ["h0", "h1", "h2", "h3"]
     us = 1000
     logs = {
-        "h0.tx": [{"tx": T0 + 500_000 * us, "dst": ips[1]},              # slot 0, mid-day
+        "h0.tx": [{"tx": T0 + 500_000 * us, "dst": ips[1]},              # day of slot 0 (slice 1)
                   {"tx": T0 + 3_500_000 * us, "dst": ips[1]},            # slot 3 = slot 0 of the next cycle
                   {"tx": T0 + 1_050_000 * us, "dst": ips[2]},            # night of slot 1: not judged
                   {"tx": T0 + 1_200_000 * us, "dst": ips[2]},            # day but within the margin: not judged
                   {"tx": T0 + 1_990_000 * us, "dst": ips[2]},            # just before the end of slot 1: not judged
-                  {"tx": T0 + 1_500_000 * us, "dst": ips[3]}],           # slot 1
-        "h1.rx": [{"rx": T0 + 2_600_000 * us, "src": 0, "tx": T0 + 500_000 * us}],  # counted in its send slot
+                  {"tx": T0 + 1_500_000 * us, "dst": ips[3]}],           # day of slot 1 (slice 3)
+        "h1.rx": [{"rx": T0 + 2_600_000 * us, "src": 0, "tx": T0 + 500_000 * us}],  # counted in its send slice
     }
     sent, got = E.tally(ds, logs, names, ips, T0, margin)
-    assert sent[0][0][1] == 2 and sent[1][0][3] == 1 and sent[1][0][2] == 0
-    assert got[0][0][1] == 1 and E._total(got) == 1 and E._total(sent) == 3
+    assert sent[1][0][1] == 2 and sent[3][0][3] == 1 and sent[3][0][2] == 0
+    assert got[1][0][1] == 1 and E._total(got) == 1 and E._total(sent) == 3
 
 
-def test_reprobe_plan_windows_are_the_judged_part_of_the_slot():
+def test_nights_have_no_unprobed_cells():
+    s, ds = _ds()
+    clock = S.SliceClock(ds)
+    judgeable = [clock.judged_window(k, 0.15 * ds.day_us) is not None for k in range(len(clock.slices))]
+    assert judgeable == [False, True] * 3
+    n = 4
+    zero = [[[0] * n for _ in range(n)] for _ in range(6)]
+    j = E.judge_cells(zero, zero, E.predicted_circuits(s), judgeable)
+    assert j.unprobed and all(k % 2 == 1 for k, _, _ in j.unprobed)
+
+
+def test_reprobe_plan_windows_are_the_judged_part_of_the_slice():
     s, ds = _ds()
     margin = 0.15 * ds.day_us
-    cells = [(0, 0, 1), (2, 0, 1), (2, 0, 3), (1, 2, 3)]
+    clock = S.SliceClock(ds)
+    cells = [(1, 0, 1), (5, 0, 1), (5, 0, 3), (3, 2, 3)]
     plan = E.reprobe_plan(cells, ds, margin, per_cell=4)
     assert set(plan) == {0, 2}
     assert sorted(plan[0]["open"]) == [1, 3] and list(plan[2]["open"]) == [3]
@@ -118,16 +153,24 @@ def test_reprobe_plan_windows_are_the_judged_part_of_the_slot():
         for j, ws in p["open"].items():
             for a, b in ws:
                 assert 0 <= a < b <= period
-                k = (a // 1000) // ds.slot_us
+                k = clock.index(a / 1000)
                 assert (k, i, j) in cells
-                # every gated send time falls in the judged window of that slot (what tally counts)
+                # every gated send time falls in the judged window of that slice (what tally counts)
                 for t in (a, (a + b) // 2, b - 1):
-                    assert E._slot_of(ds, t / 1000, margin) == k
-                assert E._slot_of(ds, (a - 1000) / 1000, margin) is None
-                assert E._slot_of(ds, (b + 1000) / 1000, margin) is None
+                    assert clock.judged(t / 1000, margin) == k
+                assert clock.judged((a - 1000) / 1000, margin) is None
+                assert clock.judged((b + 1000) / 1000, margin) is None
     window_s = (ds.day_us - 2 * margin) / 1e6
-    assert plan[0]["rate"] == pytest.approx(4 * 2 / window_s)  # two destinations share slot 2
+    assert plan[0]["rate"] == pytest.approx(4 * 2 / window_s)  # two destinations share slice 5
     assert plan[2]["rate"] == pytest.approx(4 * 1 / window_s)
+
+
+def test_direct_windows_count_offsets_and_guard():
+    s = _staggered()
+    # 0 -> 2 only through b's matching 0: b's slot 0 is [500, 1500), its day [600, 1500)
+    assert S.direct_windows(s, 0, 2) == [(600, 1500)]
+    # 0 -> 3 through b's matching 1: slot -1 (= slot 1 of the cycle) [1500, 2500) wraps at H = 2000
+    assert S.direct_windows(s, 0, 3, guard_us=100) == [(0.0, 400), (1600, 2000)]
 
 
 def test_gated_sends_go_round_robin_to_open_destinations():

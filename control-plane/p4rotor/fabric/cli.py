@@ -55,7 +55,7 @@ def cmd_topology_generate(a: argparse.Namespace) -> int:
 
 def cmd_run(a: argparse.Namespace) -> int:
     from . import topology as TP
-    from .mininet import Emulation, dilate, leftovers
+    from .mininet import Emulation, leftovers
     from .switch import HarnessError
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
@@ -68,7 +68,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             else:
                 sched = S.generate_opera(8, 4, 1000, 100)
             topo = TP.generate(sched, "schedule.json", hosts_per_rack=a.hosts_per_rack)
-        topo.schedule = dilate(topo.schedule, a.dilation)
+        topo.schedule = S.dilate(topo.schedule, a.dilation)
     except (S.ScheduleError, TP.TopologyError) as ex:
         die(str(ex))
     run_dir = Path(a.run_dir or f"results/run-{time.strftime('%Y%m%d-%H%M%S')}")

@@ -26,15 +26,6 @@ from ..control.status import read_status
 from .switch import HarnessError, missing_tools, run, stop_process_group
 
 
-def dilate(s: S.Schedule, x: float) -> S.Schedule:
-    """Every schedule time multiplied by x (slot, night, offsets)."""
-    if x <= 0:
-        raise S.ScheduleError(f"--dilation must be > 0, got {x}")
-    rs = tuple(dataclasses.replace(r, offset_us=int(round(r.offset_us * x))) for r in s.rotors)
-    return dataclasses.replace(s, slot_us=int(round(s.slot_us * x)), reconfig_us=int(round(s.reconfig_us * x)),
-                               rotors=rs)
-
-
 def _tcp_listening(port: int) -> bool:
     r = run(["ss", "-Hltn", f"sport = :{port}"], check=False)
     return bool(r.stdout.strip())
