@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_bench(a: argparse.Namespace) -> int:
+    from . import report
     from . import run as bench
     from ..fabric.switch import missing_tools
 
@@ -49,6 +50,6 @@ def cmd_bench(a: argparse.Namespace) -> int:
     res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate, scale_sizes=sizes,
                         merge=bool(a.only), command=command)
     if a.doc:
-        bench.update_doc(Path(a.doc), res, command)
+        report.update_doc(Path(a.doc), res, command)
         print(f"updated {a.doc}", file=sys.stderr)
     return 0

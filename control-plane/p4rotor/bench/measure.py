@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from ..schedule import Rotor, Schedule
 from ..host.traffic import Rx

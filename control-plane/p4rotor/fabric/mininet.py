@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import schedule as S
 from . import topology as TP
 from ..control.status import read_status
 from .switch import HarnessError, missing_tools, run, stop_process_group

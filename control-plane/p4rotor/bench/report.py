@@ -1,0 +1,124 @@
+"""The benchmark report: markdown tables from results/bench.json, into docs/performance.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EGRESS_GUARD_US = 150  # slot_clock_guard rows: covers BMv2's egress-to-wire latency seen here
+
+def pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def fmt(x, nd: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def markdown(res: dict) -> str:
+    lines = [f"Machine: {res['machine']['cores']} cores, Python {res['machine']['python']}, "
+             f"kernel {res['machine']['kernel']}; run started {res['started']}; offered load "
+             f"{res['rate_pps']:.0f} frames/s from one port.", ""]
+    for key, title in (("slot_clock", "clock mode, clock-port time base"),
+                       ("slot_clock_packet_out", "clock mode, PacketOut time base (the old one, for comparison)"),
+                       ("slot_clock_guard", f"clock mode, clock-port time base, egress guard {EGRESS_GUARD_US} us"),
+                       ("slot_signal", "signal mode (immediate changes, sent at the boundary)"),
+                       ("slot_signal_timed", "signal mode, timed changes (sent one slot ahead, applied by the "
+                                             "switch's clock)")):
+        rows = res.get(key)
+        if not rows:
+            continue
+        signal = key.startswith("slot_signal")
+        extra = (" slot change applied after its boundary (acks) p50 / p99 / max us | reached the switch "
+                 "before its start p50 / min us; late |" if key == "slot_signal_timed"
+                 else " slot-change delay (acks) p50 / p99 us |" if signal
+                 else " clock offset +/- us (clock port: half the proven bracket; PacketOut: RTT/2) / PacketOut minus clock-port us |")
+        lines += [f"### Slot precision and reconfiguration loss, {title}", "",
+                  "| slot us | night us | boundary error p50 / p99 / max us (trains resolved) "
+                  "| paced frames departed | left outside its matching's day (by max us) "
+                  "| arrived outside its matching's day (by p50 / p99 us) | reconfig loss | bound |" + extra,
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r.get('slot_us', '?')} | | error: {r['error'][:80]} | | | | | | |")
+                continue
+            ms = r.get("misswitch_us") or {}
+            lo = r.get("left_outside_us") or {}
+            bt = r.get("boundary_trains") or {}
+            be = bt.get("error_us") or {}
+            row = (f"| {r['slot_us']} | {r['night_us']} | {fmt(be.get('p50'), 0)} / {fmt(be.get('p99'), 0)} / "
+                   f"{fmt(be.get('max'), 0)} ({bt.get('resolved', 0)}/{bt.get('trains', 0)}) | {r['departed']} | "
+                   f"{r['left_outside_day']} ({fmt(lo.get('max'), 0)}) | {r['misswitched']} "
+                   f"({fmt(ms.get('p50'), 0)} / {fmt(ms.get('p99'), 0)}) | "
+                   f"{pct(r['reconfig_loss'])} | {pct(r['loss_bound'])} |")
+            if key == "slot_signal_timed":
+                sd = r.get("signal_delay_us", {})
+                tm = r.get("timed_margin_us", {})
+                row += (f" {fmt(sd.get('p50'), 0)} / {fmt(sd.get('p99'), 0)} / {fmt(sd.get('max'), 0)} "
+                        f"(n={sd.get('n', 0)}) | {fmt(tm.get('p50'), 0)} / {fmt(tm.get('min'), 0)}; "
+                        f"{r.get('timed_late', 'n/a')} of {r.get('signal_changes_acked', 'n/a')} |")
+            elif signal:
+                sd = r.get("signal_delay_us", {})
+                row += f" {fmt(sd.get('p50'), 0)} / {fmt(sd.get('p99'), 0)} |"
+            else:
+                po = r.get("packet_out_minus_clock_port_us") or {}
+                row += (f" {fmt(r.get('clock_offset_uncertainty_us'), 1)} / "
+                        + (", ".join(f"{v:+d}" for v in po.values()) or "n/a") + " |")
+            lines.append(row)
+        lines.append("")
+    tp = res.get("throughput")
+    if tp:
+        lines += ["### Pipeline throughput", "",
+                  f"rotor (clock mode, one circuit): {tp['rotor'].get('pps', 0):.0f} frames/s; trivial port-to-port "
+                  f"program, same BMv2, same traffic, measured before and after: "
+                  + ", ".join(f"{x.get('pps', 0):.0f}" for x in tp["passthrough"])
+                  + f" frames/s; ratio **{fmt(tp['ratio'])}**.", ""]
+    cp = res.get("control_plane")
+    if cp and "error" not in cp:
+        lines += ["### Control plane at opera-sim scale", "",
+                  f"{cp['racks']} racks, {cp['rotors']} rotors: generate {cp['generate_s']:.2f} s, validate "
+                  f"{cp['validate_s']:.2f} s, install on {cp['switches']} switches concurrently: max "
+                  f"**{cp['install_max_ms']:.0f} ms** per switch ({max(cp['entities'].values())} entities each)"
+                  f"; whole run incl. pipeline push {cp['wall_s_incl_pipeline_push']:.1f} s.", ""]
+    sc = res.get("scale")
+    if sc:
+        lines += ["### Scale (RotorNet, connectivity check in Mininet, dilation 2000)", "",
+                  "*cells agree*: (slot, src, dst) cells measured as the schedule predicts, of those probed "
+                  "(of all). *re-probe*: rounds run, cells re-probed per round (live cells whose every probe "
+                  "was lost, plus cells no probe fell in), live cells resolved by a re-probe.", "",
+                  "| racks x rotors | BMv2 switches | connectivity cells agree | first pass | passed "
+                  "| re-probe: rounds; cells per round; resolved | BMv2 RSS total MiB | wall s |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sc:
+            total = f" (of {r['cells_total']})" if r.get("cells_total") else ""
+            first = (f"{r['first_pass_agree']}/{r['first_pass_cells']}" if "first_pass_agree" in r else "-")
+            if "rounds" in r:
+                rp = (f"{r['rounds']}; {', '.join(str(x) for x in r.get('reprobed_per_round', [])) or '-'}; "
+                      f"{r.get('resolved_by_reprobe', 0)}")
+            else:
+                rp = "- (no re-probe)"
+            if r["passed"]:
+                ok = "yes"
+            elif "error" in r:
+                ok = "no: " + r["error"][:100]
+            else:
+                ok = (f"no: {r.get('false_positive', '?')} across a dark circuit, "
+                      f"{r.get('missed', '?')} live with every probe lost" if "missed" in r else "no: mismatch")
+            lines.append(f"| {r['racks']} x {r['rotors']} | {r.get('switches', '?')} | {r.get('agree', '-')}/"
+                         f"{r.get('cells', '-')}{total} | {first} | {ok} | {rp} | "
+                         f"{fmt(r.get('bmv2_rss_mib'), 0)} | {r['wall_s']:.0f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def update_doc(doc: Path, res: dict, command: str) -> None:
+    note = "".join(f"; then `{m['command']}` (started {m['started']}), merged" for m in res.get("merged", []))
+    body = f"{BEGIN}\nCommand: `{res.get('command', command)}`{note}\n\n{markdown(res)}\n{END}"
+    text = doc.read_text() if doc.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + body + text[text.index(END) + len(END):]
+    else:
+        text += "\n" + body + "\n"
+    doc.write_text(text)
