@@ -13,7 +13,7 @@ APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps python3-
 APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help deps venv build test test-unit test-ptf run bench clean check-tools
+.PHONY: help deps venv build test test-unit test-ptf run bench clean check-tools constants fixtures
 
 help:
 	@echo "make deps   install everything the package registries offer (apt + a venv in $(VENV))"
@@ -53,6 +53,14 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(BUILD)/$*.out \
 	  --p4runtime-files $(BUILD)/$*.out/$*.p4info.txt $<
 	@mv $(BUILD)/$*.out/$*.json $@ && mv $(BUILD)/$*.out/$*.p4info.txt $(BUILD)/$*.p4info.txtpb && rm -rf $(BUILD)/$*.out
+
+# The Python side's numeric P4 constants are generated from the P4 (a unit test checks they agree).
+constants:
+	$(PY) -m p4rotor.p4.generate p4src/shared/defines.p4 > control-plane/p4rotor/p4/constants.py
+
+# The P4Info fixtures the unit tests use without p4c (a test checks they match build/).
+fixtures: build
+	cp $(BUILD)/rotor.p4info.txtpb $(BUILD)/tor.p4info.txtpb control-plane/tests/data/
 
 # Build what can be built, then run every test; ptf tests skip (saying why) without p4c/BMv2.
 test:

@@ -6,14 +6,6 @@ import statistics
 from typing import Iterable, Sequence
 
 
-def percentile(xs: Sequence[float], p: float) -> float:
-    """Nearest-rank percentile of ``xs`` (nan when empty)."""
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    return _pick(s, p)
-
-
 def _pick(s: Sequence[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))]
 

@@ -1,7 +1,7 @@
 """Controller logic against an in-process fake P4Runtime server: no switch needed.
 
-The P4Info fixture in data/ is the compiled rotor program's; test_p4info_fixture_is_current
-keeps it in step with build/ when a build exists.
+The P4Info fixture in data/ is the compiled rotor program's; test_p4_contract.py keeps it in
+step with build/ when a build exists.
 """
 
 from __future__ import annotations
@@ -121,13 +121,6 @@ def test_check_p4info_ok_and_mismatch(tmp_path):
     junk.write_text("tables { this is not text proto")
     with pytest.raises(C.ControllerError, match="unreadable"):
         C.check_p4info(junk)
-
-
-def test_p4info_fixture_is_current():
-    built = ROOT / "build" / "rotor.p4info.txtpb"
-    if not built.exists():
-        pytest.skip("no build/rotor.p4info.txtpb (needs p4c): fixture not compared")
-    assert built.read_text() == P4INFO.read_text(), "refresh control-plane/tests/data from build/"
 
 
 # ------------------------------------------------------------ against the fake

@@ -117,7 +117,8 @@ def test_link_mtus_by_port():
 
 @pytest.mark.parametrize("mutate,msg", [
     (lambda d: d["racks"][1]["tor"].update(device_id=d["racks"][0]["tor"]["device_id"]), "device id"),
-    (lambda d: d["racks"][1]["tor"].update(grpc_port=d["rotors"][0]["grpc_port"]), "gRPC port"),
+    (lambda d: d["racks"][1]["tor"].update(grpc_port=d["rotors"][0]["grpc_port"]),
+     "gRPC port 50101 used by rotor0 and tor1"),
     (lambda d: d["racks"][0]["hosts"][0].update(ip="10.9.9.9"), "outside its rack prefix"),
     (lambda d: d["racks"][0]["hosts"][0].update(port=1), "a port is used twice"),
     (lambda d: d["rotors"][0]["ports"].pop("3"), "ports must map every rack"),

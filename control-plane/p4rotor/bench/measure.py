@@ -166,15 +166,9 @@ class DepartureCheck:
     misswitched: int           # arrived while its matching was not live
     miss_us: list[float]       # for those: distance from arrival to the nearest day of that matching
 
-    @property
-    def worst_outside_us(self) -> float:
-        return max(self.outside_us, default=0.0)
-
-
 def outside_day_us(sched: Schedule, rotor: Rotor, m: int, t_us: float) -> float:
     """0 if matching m is live (in its day) at t, else the distance to its nearest day."""
     M = len(rotor.matchings)
-    cyc = M * sched.slot_us
     best = math.inf
     k = math.floor(t_us / sched.slot_us)
     k -= (k - m) % M  # latest slot of matching m at or before t
@@ -183,7 +177,7 @@ def outside_day_us(sched: Schedule, rotor: Rotor, m: int, t_us: float) -> float:
         if a <= t_us < b:
             return 0.0
         best = min(best, a - t_us if t_us < a else t_us - b)
-    return best if best < cyc else best
+    return best
 
 
 def check_departures(st: SwitchTimes, sched: Schedule, rotor: Rotor, port_map: dict[int, int],

@@ -23,7 +23,7 @@ import select
 import socket
 import struct
 import time
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from .. import p4 as dp
 
@@ -207,5 +207,3 @@ class ClockPort:
         self.close()
 
 
-def samples_from(rows: Sequence[tuple[int, int, int, int]]) -> list[Sample]:
-    return [Sample(*r) for r in rows]

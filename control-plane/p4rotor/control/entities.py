@@ -18,7 +18,7 @@ TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
 
 
 def default_port_map(racks: int) -> dict[int, int]:
-    """Rack i is wired to rotor port i+1 unless a topology says otherwise (docs/topology.md)."""
+    """Rack i is wired to rotor port i+1 unless a topology says otherwise (docs/addressing.md)."""
     return {i: i + 1 for i in range(racks)}
 
 

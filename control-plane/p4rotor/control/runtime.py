@@ -88,8 +88,10 @@ class Controller:
             if not r.p4blob.exists():
                 raise ControllerError(f"pipeline {r.p4blob} not found: run 'make build' first")
             if r.p4info not in checked:
-                contract = dp.ROTOR_CONTRACT if r.kind == "rotor" else dp.TOR_CONTRACT
-                check_p4info(r.p4info, contract)
+                if r.kind == "rotor":
+                    check_p4info(r.p4info, dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS)
+                else:
+                    check_p4info(r.p4info, dp.TOR_CONTRACT, dp.TOR_COUNTERS)
                 checked.add(r.p4info)
         self.trace = Trace(trace)
         self.tb = Timebase(ref_ns=time.time_ns())

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .. import p4 as dp
 from .. import schedule as S
 from ..fabric.mininet import Emulation
 from .runner import launch, pyplot, run_probes, say
@@ -155,7 +156,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
         if on_running:
             on_running(emu)
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
-                                                    "dscp": 8}, duration, out)
+                                                    "dscp": dp.DSCP_DIRECT_ONLY}, duration, out)
         sent, got = tally(ds, logs, names, ips, emu.t0_ns, margin)
         judged = first = judge_cells(sent, got, predicted, judgeable)
         say(f"[experiment] connectivity: first pass {len(first.agree)}/{first.cells} cells agree, "
@@ -171,7 +172,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
                               "open": {ips[j]: w for j, w in plan[i]["open"].items()}}
             t = time.monotonic()
             logs = run_probes(emu, topo, lambda i, h: {"dsts": [ips[j] for j in plan[i]["open"]],
-                                                        "rate": plan[i]["rate"], "dscp": 8, "gate": gate(i)}
+                                                        "rate": plan[i]["rate"], "dscp": dp.DSCP_DIRECT_ONLY, "gate": gate(i)}
                                if i in plan else None, ds.hyperperiod_us / 1e6, out / f"reprobe{r}")
             s2, g2 = tally(ds, logs, names, ips, emu.t0_ns, margin)
             _add(sent, s2)

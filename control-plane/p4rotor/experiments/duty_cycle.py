@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import p4 as dp
 from .. import schedule as S
 from .runner import launch, pyplot, run_probes, say
 
@@ -71,7 +72,7 @@ def _duty_point(build, out, dilation, slot_us, night_us, guard_us, rate, duratio
                 windows = S.direct_windows(ds, 0, 1, guard_us=guard_us * dilation)
                 gate = {"t0_ns": emu.t0_ns, "period_ns": ds.hyperperiod_us * 1000,
                         "open": {dst: [[int(a * 1000), int(b * 1000)] for a, b in windows]}}
-            return {"dsts": [dst], "rate": rate, "dscp": 8, "gate": gate}
+            return {"dsts": [dst], "rate": rate, "dscp": dp.DSCP_DIRECT_ONLY, "gate": gate}
 
         logs = run_probes(emu, topo, plan, duration, out)
     finally:

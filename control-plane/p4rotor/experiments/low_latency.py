@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import p4 as dp
 from .. import schedule as S
 from ..stats import summarize
 from .runner import launch, pyplot, run_probes
@@ -21,7 +22,7 @@ def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilatio
     ips = [k.hosts[0].ip for k in topo.racks]
     try:
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
-                                                    "dscp": 46}, duration, out)
+                                                    "dscp": dp.DSCP_LOW_LATENCY}, duration, out)
     finally:
         emu.stop()
     sent = sum(len(logs[f"{k.hosts[0].name}.tx"]) for k in topo.racks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import p4 as dp
 from .. import schedule as S
 from .runner import launch, pyplot, run_probes, say
 
@@ -59,7 +60,7 @@ def _shuffle_point(build, out, sched, dilation, guard_us, count, rate) -> dict:
         predicted = ideal * sched.slot_us / (sched.slot_us - sched.reconfig_us - guard_us)
         duration = predicted * 3 + 2
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
-                                                    "dscp": 8, "gate": gate_for(i), "count": count},
+                                                    "dscp": dp.DSCP_DIRECT_ONLY, "gate": gate_for(i), "count": count},
                            duration, out, align_ns=cyc)
     finally:
         emu.stop()

@@ -111,13 +111,6 @@ class Topology:
         """{rotor port: MTU of its link}: every rotor port is a fabric link."""
         return {p: self.fabric_mtu for p in rotor.ports.values()}
 
-    def rotor_switch(self, name: str) -> RotorSwitch:
-        for r in self.rotors:
-            if r.name == name:
-                return r
-        raise TopologyError(f"no rotor switch {name!r}")
-
-
 def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grpc_base: int = 50100,
              rotor_dev_base: int = 1, tor_dev_base: int = 101, host_mtu: int = HOST_MTU,
              fabric_mtu: int = FABRIC_MTU) -> Topology:
@@ -201,7 +194,7 @@ def validate(t: Topology) -> None:
             raise TopologyError(f"device id {dev} used by {seen_dev[dev]} and {name}")
         if grpc in seen_grpc:
             raise TopologyError(f"gRPC port {grpc} used by {seen_grpc[grpc]} and {name}")
-        seen_dev[dev], seen_grpc[grpc] = name, dev
+        seen_dev[dev], seen_grpc[grpc] = name, name
     def check_ports(who: str, ports) -> None:
         for p in ports:
             if not 1 <= p <= MAX_DATA_PORT:

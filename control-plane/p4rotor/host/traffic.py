@@ -15,7 +15,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Iterable, Sequence
+from typing import Sequence
 
 ETH_P_ALL = 0x0003
 ETHERTYPE = 0x88B5
@@ -209,5 +209,3 @@ def blast(ifname: str, in_port: int, count: int) -> float:
     return time.perf_counter() - t
 
 
-def by_seq(rx: Iterable[Rx]) -> dict[tuple[int, int], Rx]:
-    return {(r.in_port, r.seq): r for r in rx}

@@ -1,55 +1,26 @@
-"""Names and constants of the P4 programs (p4src/shared/defines.p4), in one place.
+"""The P4 programs' contract: numeric constants (generated: constants.py), counter enums, and the
+P4Info names and shapes the controller relies on (``ROTOR_CONTRACT``, ``TOR_CONTRACT``).
 
-Keep in step with the P4: tests/test_p4info.py checks these names against the
-compiled P4Info when a build exists.
+control-plane/tests/test_p4_contract.py checks the constants against p4src/shared/defines.p4 and
+the contracts against the rotor's and the ToR's P4Info (the committed fixtures, and build/ when
+there is one).
 """
 
 from __future__ import annotations
 
 import enum
 
-CPU_PORT = 255
-CLOCK_PORT = 254  # time probes on the data path (docs/dataplane.md)
-ETHERTYPE_CLOCK_PROBE = 0x88B7
+from . import constants as K
+from .constants import *  # noqa: F401,F403  (the numeric constants, generated from defines.p4)
 
-MODE_UNCONFIGURED = 0
-MODE_SIGNAL = 1
-MODE_CLOCK = 2
-
-OP_SET_SLOT = 1
-OP_TIME_PROBE = 2
-OP_ERROR = 255
-
-FLAG_NIGHT = 0x01
-FLAG_ACK = 0x02
-FLAG_AT = 0x04  # timed OP_SET_SLOT: applies at `at` (common us), night `night_us`
-
-CLOCK_INDEX_BITS = 12
-FABRIC_HEADER_BYTES = 8  # the fabric header the first ToR inserts (defines.p4)
 ETHERNET_HEADER_BYTES = 14  # a link's MTU counts from after this header (Linux)
-TIMESTAMP_BITS = 48
+TIMESTAMP_BITS = 48         # v1model on BMv2: 48-bit microsecond timestamps (p4src/v1model/target.p4)
 
-
-class DropCause(enum.IntEnum):
-    """Index of each cause in ``drop_counter``."""
-
-    NIGHT = 0
-    NO_CIRCUIT = 1
-    STALE = 2  # reconfiguration loss (egress re-check)
-    CTRL_ERROR = 3
-    NOT_STARTED = 4
-    NO_ROUTE = 5
-    DARK_UPLINK = 6
-    HOP_LIMIT = 7
-    BAD_HEADER = 8
-    MTU = 9  # longer than its egress link's MTU (port_mtu table)
-
-
-class CtrlCounter(enum.IntEnum):
-    SET_SLOT = 0
-    TIME_PROBE = 1
-    CLOCK_PORT_PROBE = 2
-    SET_SLOT_LATE = 3  # a timed OP_SET_SLOT arrived at or after its start time
+# Counter indices as enums, built from the generated DROP_* and CTRL_* constants.
+DropCause = enum.IntEnum("DropCause", {n[len("DROP_"):]: v for n, v in vars(K).items() if n.startswith("DROP_")})
+DropCause.__doc__ = "Index of each cause in ``drop_counter``."
+CtrlCounter = enum.IntEnum("CtrlCounter", {n[len("CTRL_"):]: v for n, v in vars(K).items() if n.startswith("CTRL_")})
+CtrlCounter.__doc__ = "Index of each control-packet kind in ``ctrl_counter``."
 
 
 # Fully qualified P4Info names the controller relies on.
@@ -106,3 +77,4 @@ TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
     T_ROUTE: (("slice", "dst_rack", "tclass"), {A_VIA: ("port", "mask"), A_VIA_VLB: ("port", "mask")}),
     TOR_T_PORT_MTU: (("port",), {TOR_A_MTU_LIMIT: ("max_frame_bytes",)}),
 }
+TOR_COUNTERS = ROTOR_COUNTERS  # the ToR has the same four counters (p4src/shared/state.p4)

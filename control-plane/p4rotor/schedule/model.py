@@ -23,7 +23,7 @@ import json
 import math
 import random
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import networkx as nx
 
@@ -119,9 +119,6 @@ class Schedule:
         k = math.floor((t_us - rotor.offset_us) / self.slot_us)
         into = (t_us - rotor.offset_us) - k * self.slot_us
         return k, k % len(rotor.matchings), into < self.reconfig_us
-
-    def slot_start(self, rotor: Rotor, k: int) -> int:
-        return rotor.offset_us + k * self.slot_us
 
     # ---- slices ----------------------------------------------------------
     def slices(self) -> list["Slice"]:
@@ -539,13 +536,5 @@ def summary(s: Schedule) -> str:
         bad = sum(1 for c in a.connected if not c)
         lines.append(f"{bad} of {len(a.slices)} slices are NOT connected")
     return "\n".join(lines)
-
-
-def iter_matching_entries(rotor: Rotor) -> Iterable[tuple[int, int, int]]:
-    """(matching index, in rack, out rack) for every circuit of a rotor."""
-    for mi, m in enumerate(rotor.matchings):
-        for i, j in enumerate(m):
-            if j is not None:
-                yield mi, i, j
 
 

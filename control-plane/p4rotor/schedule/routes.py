@@ -20,11 +20,9 @@ from typing import Iterable
 
 import networkx as nx
 
+from ..p4.constants import TCLASS_BULK, TCLASS_BULK_TRANSIT, TCLASS_LOW_LATENCY
 from ..schedule import Schedule, Slice
 
-TCLASS_BULK = 0
-TCLASS_LOW_LATENCY = 1
-TCLASS_BULK_TRANSIT = 2
 TCLASS_NAMES = {TCLASS_BULK: "bulk", TCLASS_LOW_LATENCY: "low-latency", TCLASS_BULK_TRANSIT: "bulk-transit"}
 
 
