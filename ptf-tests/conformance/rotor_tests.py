@@ -388,7 +388,9 @@ class OperaStaggerTwoRotors(RotorTest):
     num_switches = 2
 
     def runTest(self):
-        slot, night = 400_000, 100_000
+        # Slots long enough that each check lands >= 250 ms from a boundary: a check costs
+        # ~0.1 s (the negative timeout) and more on a loaded machine.
+        slot, night = 800_000, 200_000
         s = S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": slot, "reconfig_us": night,
                          "rotors": [
                              {"name": "rotor0", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]},
