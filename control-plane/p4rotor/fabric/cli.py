@@ -30,7 +30,10 @@ def add_parsers(sub) -> None:
                     help="multiply every schedule time (and divide link rates) by this")
     pn.add_argument("--mode", choices=["clock", "signal"], default="clock")
     pn.add_argument("--link-mbps", type=float, default=0, help="emulated link rate (0: unshaped)")
-    pn.add_argument("--epsilon-us", type=float, default=0.0, help="low-latency guard (emulated us)")
+    pn.add_argument("--epsilon-us", type=float, default=50.0,
+                    help="low-latency guard (emulated us, default 50): low-latency routes avoid a circuit "
+                         "that goes dark within this after the slice ends, so a frame in flight at a "
+                         "reconfiguration still crosses (Opera's epsilon, seed 000 §2.6.1)")
     pn.add_argument("--script", help="run these Mininet CLI commands, then stop")
     pn.add_argument("--duration", type=float, help="run this many seconds without a CLI, then stop")
     pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
