@@ -1,0 +1,300 @@
+"""The RotorLB host agent (``python -m p4rotor.host.agent``): bulk held at the hosts, offered and
+relayed over the circuits (seed 000 §2.5.1; the thesis's testbed ran RotorLB the same way, as
+user-space agents on the servers: stock BMv2 cannot keep queues per destination).
+
+One agent per rack, on a host of that rack (the experiment runs one host per rack).  It keeps
+bulk per *final destination rack*: L (local: made by its own flows) and N (non-local: relayed for
+other racks), as FIFO queues of whole frames.  For every circuit of its rack (host/gate.py), inside
+the circuit's day less a guard at both ends, it runs one RotorLB exchange with the agent at the
+other end, deciding every amount with the pure algorithm in ``p4rotor.rotorlb.core`` (the same code
+the fluid model runs; amounts are in frames, capacity = frames one window carries):
+
+1. phase 1: send N[peer] (FIFO), then L[peer];
+2. OFFER its spare capacity and L for third racks; on the peer's OFFER, ACCEPT by water-filling
+   against its headroom; on the peer's ACCEPT, phase 3: send the granted L frames, relayed;
+3. frames it receives for itself are delivered (exactly once: (origin, flow, seq) seen before is
+   counted as a duplicate); frames for another rack join N[final rack].
+
+All agent frames ride the direct-only class (DSCP 8): a live direct circuit or a counted drop.
+Sends are paced at ``--rate`` frames/s.  At the end the agent writes one JSON summary (``--out``):
+what it accepted, sent, delivered, still holds, and the relay delays in slots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import socket
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+from .. import p4 as dp
+from .. import schedule as S
+from ..rotorlb import core
+from . import wire
+from .gate import Circuit, circuits
+
+PORT = 9977
+
+
+class Agent:
+    def __init__(self, sched: S.Schedule, t0_ns: int, rack: int, peers: dict[int, str], *, rate: float,
+                 frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
+                 end_ns: int, measure: tuple[int, int]):
+        self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
+        self.rate, self.frame, self.one_hop = rate, frame, one_hop
+        self.guard_ns = int(guard_us * 1000)
+        window_s = (sched.day_us * 1000 - 2 * self.guard_ns) / 1e9
+        self.capacity = max(0, int(rate * window_s))  # frames one circuit window carries
+        self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
+        self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)  # (flow, seq)
+        self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)  # (origin, flow, seq, acc)
+        self.flows = flows
+        self.next_seq = {f["flow"]: 0 for f in flows}
+        self.accepted = collections.Counter()       # flow -> frames taken from the application
+        self.seen: set[tuple[int, int, int]] = set()
+        self.delivered = collections.Counter()      # origin -> frames delivered here
+        self.in_window = collections.Counter()      # origin -> delivered inside the measurement window
+        self.duplicates = 0
+        self.sent = collections.Counter()           # direct / relay_first / relay_second
+        self.relay_delay = collections.Counter()    # slots spent at the relay -> frames
+        self.missed = collections.Counter()         # offer / accept not received in time
+        self.waiters: dict[tuple, asyncio.Future] = {}
+        for f in flows:
+            if f.get("frames", -1) > 0:
+                self._make(f, f["frames"])
+
+    # -- application side ----------------------------------------------------------------
+    def _make(self, f: dict, n: int) -> None:
+        q = self.local[f["dst"]]
+        for _ in range(n):
+            q.append((f["flow"], self.next_seq[f["flow"]]))
+            self.next_seq[f["flow"]] += 1
+        self.accepted[f["flow"]] += n
+
+    def _refill(self) -> None:
+        """Saturated flows keep two windows' worth queued until the sending stops."""
+        if time.time_ns() >= self.stop_ns:
+            return
+        for f in self.flows:
+            if f.get("frames", -1) < 0:
+                short = 2 * self.capacity - len(self.local[f["dst"]])
+                if short > 0:
+                    self._make(f, short)
+
+    # -- the algorithm's view of the queues (frames as exact fractions) --------------------
+    def queues(self) -> core.RackQueues:
+        relay = {}
+        for d, q in self.relay.items():
+            chunks: list[core.Chunk] = []
+            for origin, _, _, acc in q:
+                if chunks and chunks[-1].origin == origin and chunks[-1].slot == acc:
+                    chunks[-1] = core.Chunk(origin, acc, chunks[-1].amount + 1)
+                else:
+                    chunks.append(core.Chunk(origin, acc, Fraction(1)))
+            if chunks:
+                relay[d] = tuple(chunks)
+        return core.RackQueues(local={d: Fraction(len(q)) for d, q in self.local.items() if q}, relay=relay)
+
+    # -- one circuit ----------------------------------------------------------------------
+    async def exchange(self, c: Circuit) -> None:
+        start, end = c.window(self.guard_ns)
+        await _sleep_until(start)
+        self._refill()
+        cap = Fraction(self.capacity)
+        rq, direct = core.phase1(self.queues(), c.peer, cap)
+        out: list[bytes] = []  # every frame of this window goes to the circuit's peer
+        n_relay = int(sum(ch.amount for ch in direct.relayed))
+        for _ in range(n_relay):
+            origin, flow, seq, acc = self.relay[c.peer].popleft()
+            out.append(self._data(c, origin, flow, seq, c.peer, True, acc))
+        for _ in range(int(direct.local)):
+            flow, seq = self.local[c.peer].popleft()
+            out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot))
+        self.sent["relay_second"] += n_relay
+        self.sent["direct"] += int(direct.local)
+        sender = asyncio.ensure_future(self._pace(c.peer, out, end))
+        if not self.one_hop:
+            offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
+            key = (c.rotor, c.slot, c.peer)
+            self._send(c.peer, wire.encode_offer(wire.Offer(c.rotor, c.slot, int(offer.capacity),
+                                                            {d: int(v) for d, v in offer.demand.items()})))
+            wait = max(0.001, min(0.05, (end - start) / 4e9))
+            peer_offer = await self._wait(("offer",) + key, wait)
+            if peer_offer is None:
+                self.missed["offer"] += 1
+            else:
+                grant = core.accept(rq, self.me, [core.Offer(Fraction(peer_offer.spare),
+                                                              {d: Fraction(v) for d, v in peer_offer.demand.items()})],
+                                    cap)[0]
+                self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in grant.items()
+                                                                                    if int(v) > 0})))
+            acc = await self._wait(("accept",) + key, wait)
+            if acc is None:
+                self.missed["accept"] += 1
+            else:
+                _, moved = core.phase3(rq, {d: Fraction(v) for d, v in acc.grant.items()})
+                for d, amount in sorted(moved.items()):
+                    for _ in range(int(amount)):
+                        flow, seq = self.local[d].popleft()
+                        out.append(self._data(c, self.me, flow, seq, d, False, c.slot))
+                        self.sent["relay_first"] += 1
+        await sender
+
+    def _data(self, c: Circuit, origin: int, flow: int, seq: int, dst: int, relayed: bool, acc: int) -> bytes:
+        return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns()),
+                                self.frame)
+
+    async def _pace(self, peer: int, out: list[bytes], end: int) -> None:
+        """Send ``out`` (growing while the exchange adds relayed frames) at the rate, until ``end``.
+        What the window could not carry goes back to the head of its queue: never dropped."""
+        gap = 1e9 / self.rate
+        nxt = time.time_ns()
+        i = 0
+        while time.time_ns() < end:
+            if i >= len(out):
+                nxt = max(nxt, time.time_ns())  # idle (waiting for an ACCEPT): no burst after it
+            if i < len(out) and time.time_ns() >= nxt:
+                self._send(peer, out[i])
+                i += 1
+                nxt += gap
+                continue
+            await asyncio.sleep(max(0.0005, min((nxt - time.time_ns()) / 1e9, 0.002)))
+        for buf in reversed(out[i:]):
+            m = wire.decode(buf)
+            if m.relayed or m.origin != self.me:
+                self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot))
+            else:
+                self.local[m.dst].appendleft((m.flow, m.seq))
+            self.sent["unsent_returned"] += 1
+
+    async def _wait(self, key: tuple, timeout: float):
+        fut = self.waiters.setdefault(key, asyncio.get_running_loop().create_future())
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            self.waiters.pop(key, None)
+
+    # -- network ----------------------------------------------------------------------------
+    def _send(self, peer: int, buf: bytes) -> None:
+        self.sock.sendto(buf, (self.peers[peer], PORT))
+
+    def received(self, buf: bytes) -> None:
+        try:
+            m = wire.decode(buf)
+        except wire.WireError:
+            self.missed["bad_message"] += 1
+            return
+        if isinstance(m, (wire.Offer, wire.Accept)):
+            peer = self.s.rotors[m.rotor].matchings[m.slot % len(self.s.rotors[m.rotor].matchings)][self.me]
+            kind = "offer" if isinstance(m, wire.Offer) else "accept"
+            fut = self.waiters.setdefault((kind, m.rotor, m.slot, peer), asyncio.get_running_loop().create_future())
+            if not fut.done():
+                fut.set_result(m)
+            return
+        if m.dst == self.me:
+            key = (m.origin, m.flow, m.seq)
+            if key in self.seen:
+                self.duplicates += 1
+                return
+            self.seen.add(key)
+            self.delivered[m.origin] += 1
+            now = time.time_ns()
+            if self.measure[0] <= now < self.measure[1]:
+                self.in_window[m.origin] += 1
+            if m.relayed:
+                self.relay_delay[m.slot - m.accepted_slot] += 1
+        else:  # first hop of a relay: hold it for its final rack (N)
+            self.relay[m.dst].append((m.origin, m.flow, m.seq, m.slot))
+
+    async def run(self) -> dict:
+        await self.open()
+        tasks = []
+        for c in circuits(self.s, self.t0, self.me, time.time_ns()):
+            if c.day_start_ns >= self.end_ns:
+                break
+            await _sleep_until(c.day_start_ns - 5_000_000)
+            tasks.append(asyncio.ensure_future(self.exchange(c)))
+        await asyncio.gather(*tasks)
+        await _sleep_until(self.end_ns)
+        self.close()
+        return self.summary()
+
+    async def open(self) -> None:
+        """The agent's UDP socket, in the direct-only class (tests replace open/close/_send)."""
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dp.DSCP_DIRECT_ONLY << 2)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.sock.bind(("0.0.0.0", PORT))
+        self.sock.setblocking(False)
+        asyncio.get_running_loop().add_reader(self.sock.fileno(), self._drain_socket)
+
+    def close(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.sock.fileno())
+        self.sock.close()
+
+    def _drain_socket(self) -> None:
+        while True:
+            try:
+                buf = self.sock.recv(65535)
+            except BlockingIOError:
+                return
+            self.received(buf)
+
+    def summary(self) -> dict:
+        return {"rack": self.me, "capacity_frames": self.capacity, "frame_bytes": self.frame,
+                "accepted": {str(k): v for k, v in self.accepted.items()},
+                "delivered": {str(k): v for k, v in self.delivered.items()},
+                "delivered_in_window": {str(k): v for k, v in self.in_window.items()},
+                "duplicates": self.duplicates, "sent": dict(self.sent),
+                "held_local": sum(len(q) for q in self.local.values()),
+                "held_relay": {str(d): len(q) for d, q in self.relay.items() if q},
+                "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
+                                                                 for o, _, _, _ in q)),
+                "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
+                "missed": dict(self.missed)}
+
+
+async def _sleep_until(t_ns: int) -> None:
+    d = (t_ns - time.time_ns()) / 1e9
+    if d > 0:
+        await asyncio.sleep(d)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="p4rotor.host.agent", description=__doc__.splitlines()[0])
+    p.add_argument("--schedule", required=True, help="the DILATED schedule the fabric runs")
+    p.add_argument("--t0-ns", type=int, required=True, help="wall time of schedule slot 0 (status file)")
+    p.add_argument("--rack", type=int, required=True)
+    p.add_argument("--peers", required=True, help='JSON {"rack": "agent IP", ...} for every rack')
+    p.add_argument("--flows", default="[]", help='JSON [{"flow": id, "dst": rack, "frames": n (-1: saturate)}]')
+    p.add_argument("--rate", type=float, default=500, help="frames/s on a circuit")
+    p.add_argument("--frame", type=int, default=1400, help="UDP payload bytes per data frame")
+    p.add_argument("--guard-us", type=float, default=0, help="wall us kept free at each end of a day")
+    p.add_argument("--one-hop", action="store_true", help="baseline: direct only, no offers")
+    p.add_argument("--stop-ns", type=int, required=True, help="saturated flows stop making data")
+    p.add_argument("--end-ns", type=int, required=True, help="stop (after draining relays)")
+    p.add_argument("--measure", default="0,0", help="START_NS,END_NS of the throughput window")
+    p.add_argument("--out", required=True, help="the JSON summary goes here")
+    a = p.parse_args(argv)
+    sched = S.load(a.schedule)
+    peers = {int(k): v for k, v in json.loads(a.peers).items()}
+    ms = tuple(int(x) for x in a.measure.split(","))
+    agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
+                  flows=json.loads(a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
+                  measure=(ms[0], ms[1]))
+    res = asyncio.run(agent.run())
+    tmp = Path(a.out + ".tmp")
+    tmp.write_text(json.dumps(res))
+    tmp.replace(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The RotorLB agents' messages (UDP payloads, network byte order), as values.
+
+Every agent message rides the direct-only class (DSCP 8, ``DSCP_DIRECT_ONLY``): the ToR forwards it
+only over a live circuit to the rack of its IP destination, and drops it (counted, NO_ROUTE)
+otherwise, so an agent's frame never takes a multi-hop path the algorithm did not choose.
+
+* OFFER  (phase 2): rotor, slot, the offerer's spare capacity and its local demand per
+  destination rack, in frames.
+* ACCEPT (phase 2): rotor, slot, the frames granted per destination rack.
+* DATA: one frame of bulk data: origin rack, flow, sequence number in the flow, final destination
+  rack, whether it is being relayed (second hop), the slot its relay accepted it in, padding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+OFFER, ACCEPT, DATA = 1, 2, 3
+_HEAD = struct.Struct("!BHI")         # type, rotor, slot
+_PAIR = struct.Struct("!HI")          # dst rack, frames
+_OFFER = struct.Struct("!IH")         # spare frames, entries
+_DATA = struct.Struct("!HIIHBIQ")     # origin, flow, seq, final dst, relayed, accepted slot, sent ns
+DATA_HEADER = _HEAD.size + _DATA.size
+
+
+class WireError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Offer:
+    rotor: int
+    slot: int
+    spare: int
+    demand: dict[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Accept:
+    rotor: int
+    slot: int
+    grant: dict[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Data:
+    rotor: int
+    slot: int
+    origin: int
+    flow: int
+    seq: int
+    dst: int
+    relayed: bool
+    accepted_slot: int
+    sent_ns: int
+
+
+def encode_offer(m: Offer) -> bytes:
+    return (_HEAD.pack(OFFER, m.rotor, m.slot) + _OFFER.pack(m.spare, len(m.demand))
+            + b"".join(_PAIR.pack(d, n) for d, n in sorted(m.demand.items())))
+
+
+def encode_accept(m: Accept) -> bytes:
+    return (_HEAD.pack(ACCEPT, m.rotor, m.slot) + struct.pack("!H", len(m.grant))
+            + b"".join(_PAIR.pack(d, n) for d, n in sorted(m.grant.items())))
+
+
+def encode_data(m: Data, size: int) -> bytes:
+    head = _HEAD.pack(DATA, m.rotor, m.slot) + _DATA.pack(m.origin, m.flow, m.seq, m.dst, int(m.relayed),
+                                                         m.accepted_slot, m.sent_ns)
+    return head + bytes(max(0, size - len(head)))
+
+
+def decode(buf: bytes) -> Offer | Accept | Data:
+    try:
+        kind, rotor, slot = _HEAD.unpack_from(buf)
+        off = _HEAD.size
+        if kind == OFFER:
+            spare, n = _OFFER.unpack_from(buf, off)
+            off += _OFFER.size
+            return Offer(rotor, slot, spare, dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(n)))
+        if kind == ACCEPT:
+            (n,) = struct.unpack_from("!H", buf, off)
+            off += 2
+            return Accept(rotor, slot, dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(n)))
+        if kind == DATA:
+            origin, flow, seq, dst, relayed, acc, sent = _DATA.unpack_from(buf, off)
+            return Data(rotor, slot, origin, flow, seq, dst, bool(relayed), acc, sent)
+    except struct.error as ex:
+        raise WireError(f"truncated agent message: {ex}") from None
+    raise WireError(f"unknown agent message type {kind}")
