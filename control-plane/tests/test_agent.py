@@ -86,7 +86,7 @@ def test_one_heavy_pair_relays_through_every_other_rack():
     got_lb = lb[1]["delivered_in_window"].get("0", 0)
     got_oh = oh[1]["delivered_in_window"].get("0", 0)
     assert got_oh > 0
-    assert got_lb / got_oh > 2.5, (got_lb, got_oh, lb[0]["missed"], lb[0]["sent"])
+    assert got_lb / got_oh > 2.3, (got_lb, got_oh, lb[0]["missed"], lb[0]["sent"])
     assert lb[1]["relay_delay_slots"], "some frames were relayed"
     assert max(int(k) for k in lb[1]["relay_delay_slots"]) <= 3 + 1
 

@@ -48,6 +48,8 @@ def add_parser(sub) -> None:
                     "installed, t0_ns = wall time of schedule slot 0, error): control/status.py")
     pc.add_argument("--ack-every", type=int, default=0,
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
+    pc.add_argument("--counters-every", type=float, default=0.0, metavar="S",
+                    help="read every switch's drop counter every S seconds into the status file (0: never)")
     pc.add_argument("-q", "--quiet", action="store_true",
                     help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
@@ -93,7 +95,8 @@ def cmd_control(a: argparse.Namespace) -> int:
                   lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
                   signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
                   on_event=say,
-                  status_file=Path(a.status_file) if a.status_file else None)
+                  status_file=Path(a.status_file) if a.status_file else None,
+                  counters_every=a.counters_every)
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
     try:

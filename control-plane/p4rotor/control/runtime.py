@@ -56,7 +56,8 @@ class Controller:
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
                  signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
-                 on_event: Callable[[str], None] | None = None, status_file: Path | None = None):
+                 on_event: Callable[[str], None] | None = None, status_file: Path | None = None,
+                 counters_every: float = 0.0):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if not roles:
@@ -81,6 +82,9 @@ class Controller:
         self.install_concurrency = install_concurrency
         self._install_sem: asyncio.Semaphore | None = None
         self.spin_s = spin_us / 1e6
+        if counters_every < 0:
+            raise ControllerError(f"bad counter interval {counters_every}: seconds >= 0")
+        self.counters_every = counters_every
         self._timer = None
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
         checked: set[Path] = set()
@@ -130,6 +134,8 @@ class Controller:
                 sw.create_task(self._rotate_timed(sw, rt) if self.signal_timed else self._rotate(sw, rt))
             else:
                 sw.create_task(self._trace_clock(sw, rt))
+            if self.counters_every:
+                sw.create_task(self._publish_counters(sw))
         except ControllerError as ex:
             rt.error = ex
             raise
@@ -356,6 +362,17 @@ class Controller:
             rt.acks.append((scheduled, sent, recv, reply["timestamp"]))
         else:
             rt.refused += 1
+
+    async def _publish_counters(self, sw: fy.Switch) -> None:
+        """Every ``counters_every`` s: the switch's drop counter, by cause, into the status file
+        (what experiments and a loss monitor read; one wildcard read per switch)."""
+        while True:
+            drops = {}
+            async for e in sw.read(fy.P4CounterEntry(dp.C_DROP)):
+                if e.data is not None and e.index in dp.DropCause._value2member_map_:
+                    drops[dp.DropCause(e.index).name] = e.data.packet_count
+            self.status.counters(sw.name, drops)
+            await asyncio.sleep(self.counters_every)
 
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         """Clock mode: the switch moves by itself; trace the boundaries it follows (no spinning)."""

@@ -6,7 +6,8 @@ temporary file, rename) on every change, so a reader never sees half of it:
 ```json
 {"version": 1, "pid": 1234, "mode": "clock", "phase": "running",
  "switches": {"rotor0": {"kind": "rotor", "installed": true, "entities": 42, "install_ms": 12.5,
-                         "offset_us": -3, "offset": "+/- 12.0 us proven, clock port, 64 probes"}},
+                         "offset_us": -3, "offset": "+/- 12.0 us proven, clock port, 64 probes",
+                         "drops": {"NIGHT": 0, "STALE": 2}, "drops_ns": ...}},
  "installed": 12, "total": 12, "t0_ns": 1763900000000000000, "error": null, "updated_ns": ...}
 ```
 
@@ -48,6 +49,11 @@ class StatusFile:
         self.data["installed"] = sum(1 for s in self.data["switches"].values() if s["installed"])
         if self.data["phase"] == "starting":
             self.data["phase"] = "installing"
+        self._write()
+
+    def counters(self, name: str, drops: dict[str, int]) -> None:
+        """The switch's drop counter by cause (``--counters-every``), with the time it was read."""
+        self.data["switches"][name].update(drops=drops, drops_ns=time.time_ns())
         self._write()
 
     def running(self, t0_ns: int) -> None:

@@ -12,9 +12,10 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
 def add_parser(sub) -> None:
     pe = sub.add_parser("experiment", help="run an experiment on an emulated fabric (root)")
-    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle"])
+    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb"])
     pe.add_argument("--schedule", help="schedule to use (connectivity, low-latency)")
     pe.add_argument("--dilation", type=float)
+    pe.add_argument("--quick", action="store_true", help="a short variant (rotorlb: densities 1 and 56)")
     pe.add_argument("--output", help="results directory (default results/NAME)")
     pe.add_argument("--build-dir")
     pe.set_defaults(fn=cmd_experiment)
@@ -35,11 +36,13 @@ def cmd_experiment(a: argparse.Namespace) -> int:
             die(str(ex))
     if a.dilation:
         kw["dilation"] = a.dilation
+    if a.quick:
+        kw["quick"] = True
     run = EXPERIMENTS[a.name]
     # An option the experiment does not take is bad input; checked before anything starts, so a
     # TypeError raised inside a running experiment stays what it is (a bug, with its traceback).
     takes = inspect.signature(run).parameters
-    for key, flag in (("sched", "--schedule"), ("dilation", "--dilation")):
+    for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -182,7 +182,7 @@ class Emulation:
         status_path.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "p4rotor.cli", "control", "--topology", str(topo_path),
                "--mode", self.mode, "--build-dir", str(self.build), "--trace", str(self.run_dir / "trace.jsonl"),
-               "--status-file", str(status_path),
+               "--status-file", str(status_path), "--counters-every", "1",
                "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
                str(max(10, int(deadline - time.monotonic()))), *self.controller_args]
         self.say("[run] starting controller: " + " ".join(cmd[2:]))
@@ -203,6 +203,11 @@ class Emulation:
                 raise HarnessError(f"controller not ready in time ({seen} switches installed; "
                                    f"log: {self.run_dir / 'controller.log'})")
             time.sleep(0.2)
+
+    def drops(self) -> dict[str, dict[str, int]]:
+        """{switch: {cause: packets dropped}} as the controller last read them (each second)."""
+        st = read_status(self.run_dir / "status.json") or {}
+        return {n: dict(sw.get("drops", {})) for n, sw in st.get("switches", {}).items()}
 
     def _controller_last_line(self) -> str:
         """For a controller that died before it could say why in its status (bad arguments):

@@ -49,7 +49,10 @@ class Agent:
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
         window_s = (sched.day_us * 1000 - 2 * self.guard_ns) / 1e9
-        self.capacity = max(0, int(rate * window_s))  # frames one circuit window carries
+        # Frames one circuit window carries, with 10% slack: a user-space sender's pacing slips
+        # (timer granularity, a busy CPU), and a frame that misses its window waits a whole cycle,
+        # breaking RotorLB's promise that a relay delivers before the pair meets again.
+        self.capacity = max(0, int(rate * window_s * 0.9))
         self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
         self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)  # (flow, seq)
         self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)  # (origin, flow, seq, acc)
@@ -143,15 +146,24 @@ class Agent:
                         flow, seq = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot))
                         self.sent["relay_first"] += 1
-        await sender
+        sent = await sender
+        # What the window could not carry (or what was granted after it closed) goes back to the
+        # head of its queue: never dropped.
+        for buf in reversed(out[sent:]):
+            m = wire.decode(buf)
+            if m.relayed or m.origin != self.me:
+                self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot))
+            else:
+                self.local[m.dst].appendleft((m.flow, m.seq))
+            self.sent["unsent_returned"] += 1
 
     def _data(self, c: Circuit, origin: int, flow: int, seq: int, dst: int, relayed: bool, acc: int) -> bytes:
         return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns()),
                                 self.frame)
 
-    async def _pace(self, peer: int, out: list[bytes], end: int) -> None:
-        """Send ``out`` (growing while the exchange adds relayed frames) at the rate, until ``end``.
-        What the window could not carry goes back to the head of its queue: never dropped."""
+    async def _pace(self, peer: int, out: list[bytes], end: int) -> int:
+        """Send ``out`` (growing while the exchange adds relayed frames) at the rate, until ``end``;
+        returns how many were sent."""
         gap = 1e9 / self.rate
         nxt = time.time_ns()
         i = 0
@@ -164,13 +176,7 @@ class Agent:
                 nxt += gap
                 continue
             await asyncio.sleep(max(0.0005, min((nxt - time.time_ns()) / 1e9, 0.002)))
-        for buf in reversed(out[i:]):
-            m = wire.decode(buf)
-            if m.relayed or m.origin != self.me:
-                self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot))
-            else:
-                self.local[m.dst].appendleft((m.flow, m.seq))
-            self.sent["unsent_returned"] += 1
+        return i
 
     async def _wait(self, key: tuple, timeout: float):
         fut = self.waiters.setdefault(key, asyncio.get_running_loop().create_future())
@@ -216,8 +222,10 @@ class Agent:
     async def run(self) -> dict:
         await self.open()
         tasks = []
+        # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
+        last_ns = self.end_ns - self.s.slot_us * 1000
         for c in circuits(self.s, self.t0, self.me, time.time_ns()):
-            if c.day_start_ns >= self.end_ns:
+            if c.day_end_ns > last_ns:
                 break
             await _sleep_until(c.day_start_ns - 5_000_000)
             tasks.append(asyncio.ensure_future(self.exchange(c)))
@@ -258,7 +266,17 @@ class Agent:
                 "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
                                                                  for o, _, _, _ in q)),
                 "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
-                "missed": dict(self.missed)}
+                "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_rcvbuf_errors()}
+
+
+def _udp_rcvbuf_errors() -> int | None:
+    """UDP datagrams this host's kernel dropped for a full receive buffer (per network namespace):
+    a loss the agent's own counters cannot see."""
+    try:
+        lines = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines() if ln.startswith("Udp:")]
+        return int(lines[1][lines[0].index("RcvbufErrors")])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 async def _sleep_until(t_ns: int) -> None:

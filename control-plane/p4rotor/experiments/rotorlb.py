@@ -1,0 +1,178 @@
+"""RotorLB on the emulated fabric vs the fluid model (seed 000 §2.5.1, Figure 2.10).
+
+8 racks x 1 host, one rotor cycling the 7 matchings of the complete graph (RotorNet).  For every
+traffic matrix (saturated heavy pairs) the same fabric runs the host agents twice, RotorLB and
+one-hop (direct only), and the fluid model (p4rotor.rotorlb.model) runs the same matrix: the
+throughput ratio per matrix, measured beside modelled, and the relay delay in slots.  Every frame an
+agent accepted is delivered exactly once, still held (L or N), or counted lost.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from .. import schedule as S
+from ..fabric.switch import HarnessError, stop_process_group
+from ..rotorlb import model as RM
+from .runner import launch, pyplot, say
+
+DENSITIES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56)
+
+
+def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[int, ...] = DENSITIES,
+            matrices_per_density: int = 3, seed: int = 1, rate: float = 300.0, guard_us: float = 10000.0,
+            cycles: int = 3, quick: bool = False) -> dict:
+    """``rate``: data frames per second per circuit (wall); ``guard_us``: wall us kept free at both
+    ends of every day; ``cycles``: measured cycles per run."""
+    if quick:
+        densities, matrices_per_density, cycles = (1, 56), 1, 2
+    sched = S.generate_rotornet(8, 1, 1000, 100)
+    RM.check_schedule(sched)
+    n_pairs = sched.racks * (sched.racks - 1)
+    for d in densities:
+        if not 1 <= d <= n_pairs:
+            raise RM.ModelError(f"density {d} outside 1..{n_pairs}")
+    out.mkdir(parents=True, exist_ok=True)
+    ds = S.dilate(sched, dilation)
+    plan = [(d, m) for d in densities for m in RM.random_matrices(sched.racks, d, matrices_per_density, seed)]
+    emu, topo = launch(sched, dilation, 1, build, out / "run")
+    rows = []
+    try:
+        (out / "schedule.json").write_text(ds.dumps())
+        for i, (density, pairs) in enumerate(plan):
+            model = RM.evaluate(sched, pairs)
+            runs = {}
+            for mode in ("rotorlb", "one-hop"):
+                runs[mode] = _run(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
+                                  guard_us, cycles)
+            lb, oh = runs["rotorlb"]["throughput_fps"], runs["one-hop"]["throughput_fps"]
+            row = {"density": density, "pairs": [list(p) for p in pairs], "model_ratio": model.ratio,
+                   "ratio": lb / oh if oh else None, "rotorlb": runs["rotorlb"], "one_hop": runs["one-hop"]}
+            rows.append(row)
+            say(f"[experiment] rotorlb: {i + 1}/{len(plan)} density {density}: RotorLB {lb:.0f} fps, one-hop "
+                f"{oh:.0f} fps -> ratio {row['ratio'] or float('nan'):.2f} (model {model.ratio:.2f}); lost "
+                f"{runs['rotorlb']['lost'] + runs['one-hop']['lost']}, duplicates "
+                f"{runs['rotorlb']['duplicates'] + runs['one-hop']['duplicates']}")
+    finally:
+        emu.stop()
+    res = _report(rows, sched, dilation, rate, guard_us, cycles, out)
+    return res
+
+
+def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,
+         cycles: int) -> dict:
+    """Start one agent per rack, let them run ``cycles`` measured cycles after one warm-up cycle,
+    drain for two cycles, and read their summaries."""
+    out.mkdir(parents=True, exist_ok=True)
+    H = ds.hyperperiod_us * 1000
+    now = time.time_ns() + 1_500_000_000  # Python start-up of 8 agents
+    c0 = emu.t0_ns + -(-(now - emu.t0_ns) // H) * H  # a cycle boundary
+    measure = (c0 + H, c0 + (1 + cycles) * H)
+    stop, end = measure[1], measure[1] + 2 * H
+    peers = json.dumps({str(k.id): k.hosts[0].ip for k in topo.racks})
+    drops0 = emu.drops()
+    procs = []
+    for k in topo.racks:
+        flows = [{"flow": 1000 * k.id + d, "dst": d, "frames": -1} for (o, d) in pairs if o == k.id]
+        args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(out.parent / "schedule.json"),
+                "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers, "--flows", json.dumps(flows),
+                "--rate", str(rate), "--guard-us", str(guard_us), "--stop-ns", str(stop), "--end-ns", str(end),
+                "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent{k.id}.json")]
+        if one_hop:
+            args.append("--one-hop")
+        procs.append((k.id, emu.host(k.hosts[0].name).popen(args)))
+    try:
+        for rack, p in procs:
+            p.wait(max(5.0, (end - time.time_ns()) / 1e9 + 20))
+            if p.returncode != 0:
+                err = (p.stderr.read() if p.stderr else b"").decode(errors="replace").strip().splitlines()
+                raise HarnessError(f"agent of rack {rack} exited {p.returncode}: {err[-1] if err else '?'}")
+    finally:
+        for _, p in procs:
+            stop_process_group(p)
+    agents = [json.loads((out / f"agent{k.id}.json").read_text()) for k in topo.racks]
+    time.sleep(1.5)  # the controller reads the drop counters every second
+    drops = _drop_delta(drops0, emu.drops())
+    accepted = sum(sum(a["accepted"].values()) for a in agents)
+    delivered = sum(sum(a["delivered"].values()) for a in agents)
+    held = sum(a["held_local"] + sum(a["held_relay"].values()) for a in agents)
+    in_window = sum(sum(a["delivered_in_window"].values()) for a in agents)
+    delay: dict[str, int] = {}
+    for a in agents:
+        for k, v in a["relay_delay_slots"].items():
+            delay[k] = delay.get(k, 0) + v
+    return {"throughput_fps": in_window / ((measure[1] - measure[0]) / 1e9), "accepted": accepted,
+            "delivered": delivered, "held": held, "lost": accepted - delivered - held,
+            "duplicates": sum(a["duplicates"] for a in agents), "relay_delay_slots": delay,
+            "udp_rcvbuf_errors": sum(a.get("udp_rcvbuf_errors") or 0 for a in agents),
+            "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("offer", "accept")},
+            "capacity_frames": agents[0]["capacity_frames"], "switch_drops": drops}
+
+
+def _drop_delta(before: dict, after: dict) -> dict[str, int]:
+    """Frames the switches dropped between two readings, by cause, summed over switches."""
+    out: dict[str, int] = {}
+    for sw, d in after.items():
+        for cause, n in d.items():
+            k = n - before.get(sw, {}).get(cause, 0)
+            if k:
+                out[cause] = out.get(cause, 0) + k
+    return out
+
+
+def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path) -> dict:
+    by_d: dict[int, list] = {}
+    for r in rows:
+        by_d.setdefault(r["density"], []).append(r)
+    summary = []
+    for d, rs in sorted(by_d.items()):
+        got = [r["ratio"] for r in rs if r["ratio"] is not None]
+        mod = [r["model_ratio"] for r in rs]
+        summary.append({"density": d, "mean": statistics.fmean(got) if got else None,
+                        "min": min(got, default=None), "max": max(got, default=None),
+                        "model_mean": statistics.fmean(mod)})
+    lost = sum(r[m]["lost"] for r in rows for m in ("rotorlb", "one_hop"))
+    dups = sum(r[m]["duplicates"] for r in rows for m in ("rotorlb", "one_hop"))
+    delay: dict[str, int] = {}
+    for r in rows:
+        for k, v in r["rotorlb"]["relay_delay_slots"].items():
+            delay[k] = delay.get(k, 0) + v
+    res = {"schedule": sched.to_json(), "dilation": dilation, "rate_fps": rate, "guard_us_wall": guard_us,
+           "cycles": cycles, "rows": rows, "summary": summary, "lost": lost, "duplicates": dups,
+           "relay_delay_slots": delay}
+    (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
+    plt = pyplot()
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    xs = [s["density"] for s in summary if s["mean"] is not None]
+    ax.errorbar(xs, [s["mean"] for s in summary if s["mean"] is not None],
+                yerr=[[s["mean"] - s["min"] for s in summary if s["mean"] is not None],
+                      [s["max"] - s["mean"] for s in summary if s["mean"] is not None]],
+                fmt="o", capsize=3, label="emulated (mean, min-max)")
+    ax.plot([s["density"] for s in summary], [s["model_mean"] for s in summary], "k-", label="model")
+    ax.set_xlabel("heavy pairs (of 56)")
+    ax.set_ylabel("RotorLB / one-hop throughput")
+    ax.set_title("RotorLB vs one-hop, 8 racks (seed 000 Fig. 2.10)")
+    ax.legend()
+    ks = sorted(delay, key=int)
+    ax2.bar([int(k) for k in ks], [delay[k] for k in ks])
+    ax2.set_xlabel("slots a relayed frame waited at its relay")
+    ax2.set_ylabel("frames")
+    ax2.set_title("relay delay")
+    fig.tight_layout()
+    fig.savefig(out / "rotorlb.png", dpi=110)
+    plt.close(fig)
+    one = next((s for s in summary if s["density"] == 1), None)
+    uni = next((s for s in summary if s["density"] == 56), None)
+    verdict = [f"lost {lost}, duplicates {dups}"]
+    if one and one["mean"]:
+        verdict.append(f"1 heavy pair {one['mean']:.2f}x one-hop (model {one['model_mean']:.2f}, goal >= 6.65)")
+    if uni and uni["mean"]:
+        verdict.append(f"uniform {uni['mean']:.2f} (goal 1.00 +/- 5%)")
+    ok = (lost == 0 and dups == 0 and (not one or (one["mean"] or 0) >= 6.65)
+          and (not uni or abs((uni["mean"] or 0) - 1) <= 0.05))
+    res["verdict"] = "rotorlb: " + "; ".join(verdict) + f" -> {'PASS' if ok else 'FAIL'}"
+    return res
