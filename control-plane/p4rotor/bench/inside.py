@@ -20,6 +20,7 @@ from .. import control as C
 from .. import p4 as dp
 from .. import schedule as S
 from ..host import traffic as T
+from ..control.acks import ack_delays_us, timed_margins_us
 from ..stats import summarize
 from . import measure as M
 
@@ -170,20 +171,20 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
         })
         if a.mode == "signal":
             # The pipeline's boundary error: when it applied each change, after its boundary.
-            out["signal_delay_us"] = summarize(c.ack_delays_us("scheduled", windows))
-            out["signal_transport_us"] = summarize(c.ack_delays_us("sent", windows))
+            out["signal_delay_us"] = summarize(ack_delays_us(c, "scheduled", windows))
+            out["signal_transport_us"] = summarize(ack_delays_us(c, "sent", windows))
             out["signal_send_late_us"] = summarize((sent - sch) / 1000 for rt in c.runtimes.values()
                                                        for sch, sent, _, _ in rt.acks
                                                        if any(lo <= sch <= hi for lo, hi in windows))
             out["signal_timed"] = a.signal_timed
-            out["signal_changes_acked"] = len(c.ack_delays_us("scheduled", windows))
-            out["signal_changes_acked_whole_run"] = len(c.ack_delays_us("scheduled"))
+            out["signal_changes_acked"] = len(ack_delays_us(c, "scheduled", windows))
+            out["signal_changes_acked_whole_run"] = len(ack_delays_us(c, "scheduled"))
             if a.signal_timed:
                 late = (await _read_counter(sw, dp.C_CTRL, int(dp.CtrlCounter.SET_SLOT_LATE)))[0] - late0
                 out["timed_late_whole_run"] = late  # counter: every change that arrived after its start
-                out["timed_late"] = sum(1 for m in c.timed_margins_us(windows) if m < 0)
+                out["timed_late"] = sum(1 for m in timed_margins_us(c, windows) if m < 0)
                 out["timed_refused"] = sum(rt.refused for rt in c.runtimes.values())
-                out["timed_margin_us"] = summarize(c.timed_margins_us(windows))
+                out["timed_margin_us"] = summarize(timed_margins_us(c, windows))
 
     asyncio.run(ctl.run(duration=0.05, after_ready=measure))
     return out

@@ -84,6 +84,7 @@ def _with_clock_ifaces(specs, items: list[str]):
 def cmd_control(a: argparse.Namespace) -> int:
     from . import Controller, ControllerError, RotorController, SwitchSpec
     from ..stats import summarize
+    from .acks import ack_delays_us, timed_margins_us
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
 
@@ -136,10 +137,10 @@ def cmd_control(a: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         say("interrupted")
     if a.ack_every:
-        say("slot change applied after its boundary (us): " + json.dumps(summarize(ctl.ack_delays_us()))
-            + "; after it was sent: " + json.dumps(summarize(ctl.ack_delays_us("sent"))))
+        say("slot change applied after its boundary (us): " + json.dumps(summarize(ack_delays_us(ctl)))
+            + "; after it was sent: " + json.dumps(summarize(ack_delays_us(ctl, "sent"))))
         if a.signal_timed:
             refused = sum(rt.refused for rt in ctl.runtimes.values())
             say("timed changes reached the switch this long before their start (us): "
-                + json.dumps(summarize(ctl.timed_margins_us())) + f"; refused {refused}")
+                + json.dumps(summarize(timed_margins_us(ctl))) + f"; refused {refused}")
     return 0

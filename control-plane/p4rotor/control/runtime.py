@@ -371,7 +371,15 @@ class Controller:
             async for e in sw.read(fy.P4CounterEntry(dp.C_DROP)):
                 if e.data is not None and e.index in dp.DropCause._value2member_map_:
                     drops[dp.DropCause(e.index).name] = e.data.packet_count
-            self.status.counters(sw.name, drops)
+            rx = tx = 0
+            async for e in sw.read(fy.P4CounterEntry(dp.C_RX)):
+                rx += e.data.packet_count if e.data is not None else 0
+            async for e in sw.read(fy.P4CounterEntry(dp.C_TX)):
+                tx += e.data.packet_count if e.data is not None else 0
+            # Data frames the pipeline took in but neither sent nor dropped by a cause: lost in
+            # BMv2's queues (64 frames per port, dropped silently when full) or still in flight.
+            pipeline_drops = sum(n for c, n in drops.items() if c != dp.DropCause.CTRL_ERROR.name)
+            self.status.counters(sw.name, drops, rx=rx, tx=tx, unaccounted=rx - tx - pipeline_drops)
             await asyncio.sleep(self.counters_every)
 
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
@@ -440,40 +448,6 @@ class Controller:
                 last_report = time.monotonic()
                 self.on_event(f"{len(self.runtimes) - len(pending)}/{len(self.runtimes)} switches ready")
             await asyncio.sleep(0.05)
-
-    def _acks(self, windows):
-        for rt in self.runtimes.values():
-            if rt.offset is None:
-                continue
-            for a in rt.acks:
-                if windows is None or any(lo <= a[0] <= hi for lo, hi in windows):
-                    yield rt, a
-
-    def ack_delays_us(self, since: str = "scheduled",
-                      windows: Sequence[tuple[int, int]] | None = None) -> list[float]:
-        """Signal mode: when the pipeline applied each acked slot change, after its scheduled
-        boundary (``since="scheduled"``: the boundary error) or after the controller sent it
-        (``since="sent"``: the transport delay alone), in us.
-
-        The pipeline's timestamp is local: the offset measured by time probes at start maps it
-        to common time (clock port: within its proven bracket; PacketOut: within RTT/2).
-        ``windows``: only changes scheduled within these (wall ns) intervals.
-        """
-        out = []
-        for rt, (scheduled, sent, _recv, local) in self._acks(windows):
-            ref = scheduled if since == "scheduled" else sent
-            d = local + rt.offset.offset_us - (ref - self.tb.ref_ns) / 1000
-            if self.signal_timed and since == "scheduled":
-                # A timed change is applied at its start time, or on arrival if later.
-                d = max(0.0, d)
-            out.append(d)
-        return out
-
-    def timed_margins_us(self, windows: Sequence[tuple[int, int]] | None = None) -> list[float]:
-        """Timed changes: how long before its start time each acked change reached the
-        pipeline (negative: it arrived late and was applied on arrival)."""
-        return [(s - self.tb.ref_ns) / 1000 - (local + rt.offset.offset_us)
-                for rt, (s, _sent, _recv, local) in self._acks(windows)]
 
 
 class RotorController(Controller):

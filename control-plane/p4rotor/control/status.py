@@ -7,7 +7,8 @@ temporary file, rename) on every change, so a reader never sees half of it:
 {"version": 1, "pid": 1234, "mode": "clock", "phase": "running",
  "switches": {"rotor0": {"kind": "rotor", "installed": true, "entities": 42, "install_ms": 12.5,
                          "offset_us": -3, "offset": "+/- 12.0 us proven, clock port, 64 probes",
-                         "drops": {"NIGHT": 0, "STALE": 2}, "drops_ns": ...}},
+                         "drops": {"NIGHT": 0, "STALE": 2}, "rx": 900, "tx": 898, "unaccounted": 0,
+                         "drops_ns": ...}},
  "installed": 12, "total": 12, "t0_ns": 1763900000000000000, "error": null, "updated_ns": ...}
 ```
 
@@ -51,9 +52,11 @@ class StatusFile:
             self.data["phase"] = "installing"
         self._write()
 
-    def counters(self, name: str, drops: dict[str, int]) -> None:
-        """The switch's drop counter by cause (``--counters-every``), with the time it was read."""
-        self.data["switches"][name].update(drops=drops, drops_ns=time.time_ns())
+    def counters(self, name: str, drops: dict[str, int], rx: int = 0, tx: int = 0, unaccounted: int = 0) -> None:
+        """The switch's drop counter by cause (``--counters-every``), its data frames in and out, and
+        those neither sent nor dropped by a cause (BMv2 queue overflow, or in flight), with the time."""
+        self.data["switches"][name].update(drops=drops, rx=rx, tx=tx, unaccounted=unaccounted,
+                                           drops_ns=time.time_ns())
         self._write()
 
     def running(self, t0_ns: int) -> None:

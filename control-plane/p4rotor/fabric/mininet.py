@@ -205,9 +205,11 @@ class Emulation:
             time.sleep(0.2)
 
     def drops(self) -> dict[str, dict[str, int]]:
-        """{switch: {cause: packets dropped}} as the controller last read them (each second)."""
+        """{switch: {cause: packets dropped}} as the controller last read them (each second), with
+        UNACCOUNTED: frames a switch took in but neither sent nor dropped by a cause."""
         st = read_status(self.run_dir / "status.json") or {}
-        return {n: dict(sw.get("drops", {})) for n, sw in st.get("switches", {}).items()}
+        return {n: {**sw.get("drops", {}), "UNACCOUNTED": sw.get("unaccounted", 0)}
+                for n, sw in st.get("switches", {}).items()}
 
     def _controller_last_line(self) -> str:
         """For a controller that died before it could say why in its status (bad arguments):
