@@ -57,10 +57,79 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
                 f"{oh:.0f} fps -> ratio {row['ratio'] or float('nan'):.2f} (model {model.ratio:.2f}); lost "
                 f"{runs['rotorlb']['lost'] + runs['one-hop']['lost']}, duplicates "
                 f"{runs['rotorlb']['duplicates'] + runs['one-hop']['duplicates']}")
+        iperf = _iperf(emu, topo, ds, out / "iperf3", rate, guard_us, seconds=8 if quick else 20)
+        iperf["model_capacity_mbps"] = _pair_capacity_mbps(sched, ds, rate, guard_us)
+        say(f"[experiment] rotorlb: iperf3 rack 0 -> rack 5 over the agents' TUN interfaces: "
+            f"{iperf.get('goodput_mbps', 0):.2f} Mbit/s (model capacity for the pair "
+            f"{iperf['model_capacity_mbps']:.2f})")
     finally:
         emu.stop()
     res = _report(rows, sched, dilation, rate, guard_us, cycles, out)
+    res["iperf3"] = iperf
+    (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
+    res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
+                       f"{iperf['model_capacity_mbps']:.2f} modelled")
     return res
+
+
+def _pair_capacity_mbps(sched: S.Schedule, ds: S.Schedule, rate: float, guard_us: float) -> float:
+    """What RotorLB gives one saturated pair, in the TUN's payload bytes: the model's throughput
+    (uplink slots per slot) x the frames a window carries x the TUN MTU, per wall second."""
+    from ..host import wire
+
+    m = RM.evaluate(sched, [(0, 5)])
+    frames = int(rate * (ds.day_us - 2 * guard_us) / 1e6 * 0.9)
+    payload = 1400 - wire.DATA_HEADER
+    return m.rotorlb.delivered_per_slot * frames * payload * 8 / (ds.slot_us / 1e6) / 1e6
+
+
+def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, seconds: float) -> dict:
+    """Agents with TUN interfaces in every host; iperf3 (TCP) from rack 0 to rack 5 through them."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "schedule.json").write_text(ds.dumps())
+    start = time.time_ns() + 1_500_000_000
+    end = start + int((seconds + 20) * 1e9)
+    peers = json.dumps({str(k.id): k.hosts[0].ip for k in topo.racks})
+    procs = []
+    for k in topo.racks:
+        args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(out / "schedule.json"),
+                "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers, "--rate", str(rate),
+                "--guard-us", str(guard_us), "--stop-ns", str(start), "--end-ns", str(end),
+                "--tun", f"10.200.{k.id}.1/16", "--out", str(out / f"agent{k.id}.json")]
+        procs.append(emu.host(k.hosts[0].name).popen(args))
+    server = client = None
+    try:
+        for k in topo.racks:  # readiness by polling: every agent's TUN interface is up
+            deadline = time.monotonic() + 30
+            while "10.200." not in emu.host(k.hosts[0].name).cmd("ip -o addr show dev rlb0 2>/dev/null"):
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"agent of rack {k.id}: no TUN interface after 30 s")
+                time.sleep(0.1)
+        server = emu.host(topo.racks[5].hosts[0].name).popen(["iperf3", "-s", "-1", "-B", "10.200.5.1", "-J"])
+        time.sleep(0.5)
+        client = emu.host(topo.racks[0].hosts[0].name).popen(
+            ["iperf3", "-c", "10.200.5.1", "-t", str(seconds), "-J", "--connect-timeout", "10000"])
+        cout, _ = client.communicate(timeout=seconds + 60)
+        (out / "client.json").write_text(cout.decode(errors="replace"))
+        try:
+            res = json.loads(cout)
+        except json.JSONDecodeError:
+            return {"error": "iperf3 printed no JSON", "goodput_mbps": 0.0}
+        if "error" in res:
+            return {"error": res["error"], "goodput_mbps": 0.0}
+        ivs = [iv["sum"]["bytes"] for iv in res["intervals"]]
+        for p in procs:  # the agents end at `end` and write their summaries
+            p.wait(max(1.0, (end - time.time_ns()) / 1e9 + 15))
+        agents = [json.loads((out / f"agent{k.id}.json").read_text()) for k in topo.racks]
+        return {"goodput_mbps": res["end"]["sum_received"]["bits_per_second"] / 1e6, "interval_bytes": ivs,
+                "retransmits": res["end"]["sum_sent"].get("retransmits"), "seconds": seconds,
+                "agent_frames_accepted": sum(sum(a["accepted"].values()) for a in agents),
+                "agent_frames_delivered": sum(sum(a["delivered"].values()) for a in agents),
+                "agent_frames_held": sum(a["held_local"] + sum(a["held_relay"].values()) for a in agents),
+                "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("tun_unroutable", "tun_write")}}
+    finally:
+        for p in [client, server, *procs]:
+            stop_process_group(p)
 
 
 def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,

@@ -39,6 +39,7 @@ from . import wire
 from .gate import Circuit, circuits
 
 PORT = 9977
+TUN_FLOW = 0xF0000000  # flow id of a TUN interface's packets to rack r: TUN_FLOW + r
 
 
 class Agent:
@@ -54,8 +55,10 @@ class Agent:
         # breaking RotorLB's promise that a relay delivers before the pair meets again.
         self.capacity = max(0, int(rate * window_s * 0.9))
         self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
-        self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)  # (flow, seq)
-        self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)  # (origin, flow, seq, acc)
+        # (flow, seq, payload) and (origin, flow, seq, accepted slot, payload); payload b"": synthetic
+        self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+        self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+        self.tun = None  # a TUN interface whose packets are bulk data (host/tun.py)
         self.flows = flows
         self.next_seq = {f["flow"]: 0 for f in flows}
         self.accepted = collections.Counter()       # flow -> frames taken from the application
@@ -75,7 +78,7 @@ class Agent:
     def _make(self, f: dict, n: int) -> None:
         q = self.local[f["dst"]]
         for _ in range(n):
-            q.append((f["flow"], self.next_seq[f["flow"]]))
+            q.append((f["flow"], self.next_seq[f["flow"]], b""))
             self.next_seq[f["flow"]] += 1
         self.accepted[f["flow"]] += n
 
@@ -94,7 +97,7 @@ class Agent:
         relay = {}
         for d, q in self.relay.items():
             chunks: list[core.Chunk] = []
-            for origin, _, _, acc in q:
+            for origin, _, _, acc, _ in q:
                 if chunks and chunks[-1].origin == origin and chunks[-1].slot == acc:
                     chunks[-1] = core.Chunk(origin, acc, chunks[-1].amount + 1)
                 else:
@@ -113,11 +116,11 @@ class Agent:
         out: list[bytes] = []  # every frame of this window goes to the circuit's peer
         n_relay = int(sum(ch.amount for ch in direct.relayed))
         for _ in range(n_relay):
-            origin, flow, seq, acc = self.relay[c.peer].popleft()
-            out.append(self._data(c, origin, flow, seq, c.peer, True, acc))
+            origin, flow, seq, acc, payload = self.relay[c.peer].popleft()
+            out.append(self._data(c, origin, flow, seq, c.peer, True, acc, payload))
         for _ in range(int(direct.local)):
-            flow, seq = self.local[c.peer].popleft()
-            out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot))
+            flow, seq, payload = self.local[c.peer].popleft()
+            out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot, payload))
         self.sent["relay_second"] += n_relay
         self.sent["direct"] += int(direct.local)
         sender = asyncio.ensure_future(self._pace(c.peer, out, end))
@@ -143,8 +146,8 @@ class Agent:
                 _, moved = core.phase3(rq, {d: Fraction(v) for d, v in acc.grant.items()})
                 for d, amount in sorted(moved.items()):
                     for _ in range(int(amount)):
-                        flow, seq = self.local[d].popleft()
-                        out.append(self._data(c, self.me, flow, seq, d, False, c.slot))
+                        flow, seq, payload = self.local[d].popleft()
+                        out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
         sent = await sender
         # What the window could not carry (or what was granted after it closed) goes back to the
@@ -152,14 +155,15 @@ class Agent:
         for buf in reversed(out[sent:]):
             m = wire.decode(buf)
             if m.relayed or m.origin != self.me:
-                self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot))
+                self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot, m.payload))
             else:
-                self.local[m.dst].appendleft((m.flow, m.seq))
+                self.local[m.dst].appendleft((m.flow, m.seq, m.payload))
             self.sent["unsent_returned"] += 1
 
-    def _data(self, c: Circuit, origin: int, flow: int, seq: int, dst: int, relayed: bool, acc: int) -> bytes:
-        return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns()),
-                                self.frame)
+    def _data(self, c: Circuit, origin: int, flow: int, seq: int, dst: int, relayed: bool, acc: int,
+              payload: bytes = b"") -> bytes:
+        return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns(),
+                                          payload), self.frame)
 
     async def _pace(self, peer: int, out: list[bytes], end: int) -> int:
         """Send ``out`` (growing while the exchange adds relayed frames) at the rate, until ``end``;
@@ -216,8 +220,23 @@ class Agent:
                 self.in_window[m.origin] += 1
             if m.relayed:
                 self.relay_delay[m.slot - m.accepted_slot] += 1
+            if m.payload and self.tun is not None and not self.tun.write(m.payload):
+                self.missed["tun_write"] += 1  # delivered to the agent, refused by the kernel
         else:  # first hop of a relay: hold it for its final rack (N)
-            self.relay[m.dst].append((m.origin, m.flow, m.seq, m.slot))
+            self.relay[m.dst].append((m.origin, m.flow, m.seq, m.slot, m.payload))
+
+    def from_tun(self, packet: bytes) -> None:
+        """An IP packet an application sent to another rack's TUN address: bulk data for that rack
+        (its flow: TUN_FLOW + rack), accepted now, delivered exactly once or counted lost."""
+        dst = self.tun.rack_of(packet)
+        if dst is None or dst == self.me or dst not in self.peers:
+            self.missed["tun_unroutable"] += 1
+            return
+        flow = TUN_FLOW + dst
+        seq = self.next_seq.get(flow, 0)
+        self.next_seq[flow] = seq + 1
+        self.local[dst].append((flow, seq, packet))
+        self.accepted[flow] += 1
 
     async def run(self) -> dict:
         await self.open()
@@ -235,17 +254,27 @@ class Agent:
         return self.summary()
 
     async def open(self) -> None:
-        """The agent's UDP socket, in the direct-only class (tests replace open/close/_send)."""
+        """The agent's UDP socket, in the direct-only class, and its TUN interface if it has one
+        (tests replace open/close/_send)."""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dp.DSCP_DIRECT_ONLY << 2)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.bind(("0.0.0.0", PORT))
         self.sock.setblocking(False)
         asyncio.get_running_loop().add_reader(self.sock.fileno(), self._drain_socket)
+        if self.tun is not None:
+            asyncio.get_running_loop().add_reader(self.tun.fd, self._drain_tun)
+
+    def _drain_tun(self) -> None:
+        for packet in self.tun.read_all():
+            self.from_tun(packet)
 
     def close(self) -> None:
         asyncio.get_running_loop().remove_reader(self.sock.fileno())
         self.sock.close()
+        if self.tun is not None:
+            asyncio.get_running_loop().remove_reader(self.tun.fd)
+            self.tun.close()
 
     def _drain_socket(self) -> None:
         while True:
@@ -264,7 +293,7 @@ class Agent:
                 "held_local": sum(len(q) for q in self.local.values()),
                 "held_relay": {str(d): len(q) for d, q in self.relay.items() if q},
                 "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
-                                                                 for o, _, _, _ in q)),
+                                                                 for o, _, _, _, _ in q)),
                 "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
                 "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_rcvbuf_errors()}
 
@@ -299,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stop-ns", type=int, required=True, help="saturated flows stop making data")
     p.add_argument("--end-ns", type=int, required=True, help="stop (after draining relays)")
     p.add_argument("--measure", default="0,0", help="START_NS,END_NS of the throughput window")
+    p.add_argument("--tun", metavar="ADDR/PLEN", help="make a TUN interface rlb0 with this address "
+                   "(10.200.RACK.N/16): IP packets to another rack's TUN address are bulk data")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     a = p.parse_args(argv)
     sched = S.load(a.schedule)
@@ -307,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                   flows=json.loads(a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
                   measure=(ms[0], ms[1]))
+    if a.tun:
+        from .tun import Tun
+
+        agent.tun = Tun("rlb0", a.tun, mtu=a.frame - wire.DATA_HEADER)
     res = asyncio.run(agent.run())
     tmp = Path(a.out + ".tmp")
     tmp.write_text(json.dumps(res))

@@ -8,7 +8,8 @@ otherwise, so an agent's frame never takes a multi-hop path the algorithm did no
   destination rack, in frames.
 * ACCEPT (phase 2): rotor, slot, the frames granted per destination rack.
 * DATA: one frame of bulk data: origin rack, flow, sequence number in the flow, final destination
-  rack, whether it is being relayed (second hop), the slot its relay accepted it in, padding.
+  rack, flags (bit 0: being relayed, second hop; bit 1: carries a payload), the slot its relay
+  accepted it in, then the payload (an IP packet from a TUN interface) or zero padding.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Data:
     relayed: bool
     accepted_slot: int
     sent_ns: int
+    payload: bytes = b""
 
 
 def encode_offer(m: Offer) -> bytes:
@@ -67,9 +69,11 @@ def encode_accept(m: Accept) -> bytes:
 
 
 def encode_data(m: Data, size: int) -> bytes:
-    head = _HEAD.pack(DATA, m.rotor, m.slot) + _DATA.pack(m.origin, m.flow, m.seq, m.dst, int(m.relayed),
+    """A data frame: the payload if there is one, else zero padding up to ``size`` bytes."""
+    flags = int(m.relayed) | (2 if m.payload else 0)
+    head = _HEAD.pack(DATA, m.rotor, m.slot) + _DATA.pack(m.origin, m.flow, m.seq, m.dst, flags,
                                                          m.accepted_slot, m.sent_ns)
-    return head + bytes(max(0, size - len(head)))
+    return head + (m.payload if m.payload else bytes(max(0, size - len(head))))
 
 
 def decode(buf: bytes) -> Offer | Accept | Data:
@@ -85,8 +89,9 @@ def decode(buf: bytes) -> Offer | Accept | Data:
             off += 2
             return Accept(rotor, slot, dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(n)))
         if kind == DATA:
-            origin, flow, seq, dst, relayed, acc, sent = _DATA.unpack_from(buf, off)
-            return Data(rotor, slot, origin, flow, seq, dst, bool(relayed), acc, sent)
+            origin, flow, seq, dst, flags, acc, sent = _DATA.unpack_from(buf, off)
+            payload = bytes(buf[off + _DATA.size:]) if flags & 2 else b""
+            return Data(rotor, slot, origin, flow, seq, dst, bool(flags & 1), acc, sent, payload)
     except struct.error as ex:
         raise WireError(f"truncated agent message: {ex}") from None
     raise WireError(f"unknown agent message type {kind}")
