@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..fabric.switch import HarnessError, stop_process_group
+from ..fabric.agents import start_agents
+from ..fabric.switch import stop_process_group
 from ..rotorlb import model as RM
 from .runner import launch, pyplot, say
 
@@ -85,26 +85,12 @@ def _pair_capacity_mbps(sched: S.Schedule, ds: S.Schedule, rate: float, guard_us
 
 def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, seconds: float) -> dict:
     """Agents with TUN interfaces in every host; iperf3 (TCP) from rack 0 to rack 5 through them."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "schedule.json").write_text(ds.dumps())
     start = time.time_ns() + 1_500_000_000
     end = start + int((seconds + 20) * 1e9)
-    peers = json.dumps({str(k.id): k.hosts[0].ip for k in topo.racks})
-    procs = []
-    for k in topo.racks:
-        args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(out / "schedule.json"),
-                "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers, "--rate", str(rate),
-                "--guard-us", str(guard_us), "--stop-ns", str(start), "--end-ns", str(end),
-                "--tun", f"10.200.{k.id}.1/16", "--out", str(out / f"agent{k.id}.json")]
-        procs.append(emu.host(k.hosts[0].name).popen(args))
+    agents = start_agents(emu, topo, ds, out, rate=rate, guard_us=guard_us, tun=True, stop_ns=start,
+                          end_ns=end, host_index=0)
     server = client = None
     try:
-        for k in topo.racks:  # readiness by polling: every agent's TUN interface is up
-            deadline = time.monotonic() + 30
-            while "10.200." not in emu.host(k.hosts[0].name).cmd("ip -o addr show dev rlb0 2>/dev/null"):
-                if time.monotonic() > deadline:
-                    raise HarnessError(f"agent of rack {k.id}: no TUN interface after 30 s")
-                time.sleep(0.1)
         server = emu.host(topo.racks[5].hosts[0].name).popen(["iperf3", "-s", "-1", "-B", "10.200.5.1", "-J"])
         time.sleep(0.5)
         client = emu.host(topo.racks[0].hosts[0].name).popen(
@@ -118,18 +104,17 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
         if "error" in res:
             return {"error": res["error"], "goodput_mbps": 0.0}
         ivs = [iv["sum"]["bytes"] for iv in res["intervals"]]
-        for p in procs:  # the agents end at `end` and write their summaries
-            p.wait(max(1.0, (end - time.time_ns()) / 1e9 + 15))
-        agents = [json.loads((out / f"agent{k.id}.json").read_text()) for k in topo.racks]
+        summaries = agents.stop()  # they finish open windows and write their summaries
         return {"goodput_mbps": res["end"]["sum_received"]["bits_per_second"] / 1e6, "interval_bytes": ivs,
                 "retransmits": res["end"]["sum_sent"].get("retransmits"), "seconds": seconds,
-                "agent_frames_accepted": sum(sum(a["accepted"].values()) for a in agents),
-                "agent_frames_delivered": sum(sum(a["delivered"].values()) for a in agents),
-                "agent_frames_held": sum(a["held_local"] + sum(a["held_relay"].values()) for a in agents),
-                "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("tun_unroutable", "tun_write")}}
+                "agent_frames_accepted": sum(sum(a["accepted"].values()) for a in summaries),
+                "agent_frames_delivered": sum(sum(a["delivered"].values()) for a in summaries),
+                "agent_frames_held": sum(a["held_local"] + sum(a["held_relay"].values()) for a in summaries),
+                "missed": {k: sum(a["missed"].get(k, 0) for a in summaries) for k in ("tun_unroutable", "tun_write")}}
     finally:
-        for p in [client, server, *procs]:
+        for p in (client, server):
             stop_process_group(p)
+        agents.kill()  # only those still running
 
 
 def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,
@@ -142,30 +127,18 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
     c0 = emu.t0_ns + -(-(now - emu.t0_ns) // H) * H  # a cycle boundary
     measure = (c0 + H, c0 + (1 + cycles) * H)
     stop, end = measure[1], measure[1] + 2 * H
-    peers = json.dumps({str(k.id): k.hosts[0].ip for k in topo.racks})
     drops0 = emu.drops()
-    procs = []
-    for k in topo.racks:
-        flows = [{"flow": 1000 * k.id + d, "dst": d, "frames": -1} for (o, d) in pairs if o == k.id]
-        args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(out.parent / "schedule.json"),
-                "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers, "--flows", json.dumps(flows),
-                "--rate", str(rate), "--guard-us", str(guard_us), "--stop-ns", str(stop), "--end-ns", str(end),
-                "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent{k.id}.json")]
-        if one_hop:
-            args.append("--one-hop")
-        procs.append((k.id, emu.host(k.hosts[0].name).popen(args)))
+    flows = {(k.id, 0): [{"flow": 1000 * k.id + d, "dst": d, "frames": -1} for (o, d) in pairs if o == k.id]
+             for k in topo.racks}
+    agents = start_agents(emu, topo, ds, out, rate=rate, guard_us=guard_us, flows=flows, one_hop=one_hop,
+                          stop_ns=stop, end_ns=end, measure=measure, host_index=0)
     try:
-        for rack, p in procs:
-            p.wait(max(5.0, (end - time.time_ns()) / 1e9 + 20))
-            if p.returncode != 0:
-                err = (p.stderr.read() if p.stderr else b"").decode(errors="replace").strip().splitlines()
-                raise HarnessError(f"agent of rack {rack} exited {p.returncode}: {err[-1] if err else '?'}")
+        summaries = agents.wait((end - time.time_ns()) / 1e9 + 20)
     finally:
-        for _, p in procs:
-            stop_process_group(p)
-    agents = [json.loads((out / f"agent{k.id}.json").read_text()) for k in topo.racks]
+        agents.kill()
     time.sleep(1.5)  # the controller reads the drop counters every second
     drops = _drop_delta(drops0, emu.drops())
+    agents = summaries
     accepted = sum(sum(a["accepted"].values()) for a in agents)
     delivered = sum(sum(a["delivered"].values()) for a in agents)
     held = sum(a["held_local"] + sum(a["held_relay"].values()) for a in agents)

@@ -34,6 +34,10 @@ def add_parsers(sub) -> None:
                     help="low-latency guard (emulated us, default 50): low-latency routes avoid a circuit "
                          "that goes dark within this after the slice ends, so a frame in flight at a "
                          "reconfiguration still crosses (Opera's epsilon, seed 000 §2.6.1)")
+    pn.add_argument("--rotorlb", action="store_true",
+                    help="start RotorLB host agents with TUN interfaces (bulk through them: docs/rotorlb.md)")
+    pn.add_argument("--rotorlb-rate", type=float, default=300.0, metavar="FPS",
+                    help="agents' data frames per second per rack uplink (default 300)")
     pn.add_argument("--script", help="run these Mininet CLI commands, then stop")
     pn.add_argument("--duration", type=float, help="run this many seconds without a CLI, then stop")
     pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
@@ -82,9 +86,18 @@ def cmd_run(a: argparse.Namespace) -> int:
           file=sys.stderr)
     emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation)
     code = 0
+    agents = None
     try:
         emu.start()
         print("[run] fabric ready: hosts " + ", ".join(h.name for k in topo.racks for h in k.hosts), file=sys.stderr)
+        if a.rotorlb:
+            from .agents import start_agents
+
+            guard = 0.05 * s.day_us
+            agents = start_agents(emu, topo, s, run_dir / "agents", rate=a.rotorlb_rate, guard_us=guard, tun=True)
+            print(f"[run] RotorLB agents in every host ({a.rotorlb_rate:g} frames/s per rack, guard {guard / 1000:g} "
+                  f"ms wall); host N of rack R is 10.200.R.(N+1) through them, e.g. h5x0 iperf3 -s -D, then "
+                  f"h0x0 iperf3 -c 10.200.5.1", file=sys.stderr)
         if a.script:
             from mininet.cli import CLI
 
@@ -102,6 +115,17 @@ def cmd_run(a: argparse.Namespace) -> int:
         print("[run] interrupted", file=sys.stderr)
     finally:
         print("[run] stopping", file=sys.stderr)
+        if agents is not None:
+            try:
+                res = agents.stop()
+                acc = sum(sum(x["accepted"].values()) for x in res)
+                got = sum(sum(x["delivered"].values()) for x in res)
+                held = sum(x["held_local"] + sum(x["held_relay"].values()) for x in res)
+                print(f"[run] RotorLB agents: {acc} frames accepted, {got} delivered, {held} still held, "
+                      f"{acc - got - held} lost (summaries in {run_dir / 'agents'})", file=sys.stderr)
+            except HarnessError as ex:  # still stop the fabric
+                print(f"p4rotor: error: {ex}", file=sys.stderr)
+                code = EXIT_RUNTIME
         emu.stop()
         left = leftovers(topo)
         if left:

@@ -143,7 +143,9 @@ class Agent:
             if acc is None:
                 self.missed["accept"] += 1
             else:
-                _, moved = core.phase3(rq, {d: Fraction(v) for d, v in acc.grant.items()})
+                # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have
+                # sent some of this L since the snapshot (the core clips grants the same way).
+                _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
                 for d, amount in sorted(moved.items()):
                     for _ in range(int(amount)):
                         flow, seq, payload = self.local[d].popleft()
@@ -240,18 +242,33 @@ class Agent:
 
     async def run(self) -> dict:
         await self.open()
+        self.stopping = asyncio.Event()
         tasks = []
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
         for c in circuits(self.s, self.t0, self.me, time.time_ns()):
-            if c.day_end_ns > last_ns:
+            if c.day_end_ns > last_ns or await self._stopped_by(c.day_start_ns - 5_000_000):
                 break
-            await _sleep_until(c.day_start_ns - 5_000_000)
             tasks.append(asyncio.ensure_future(self.exchange(c)))
-        await asyncio.gather(*tasks)
-        await _sleep_until(self.end_ns)
+        await asyncio.gather(*tasks)  # windows already open finish (frames that do not fit go back)
+        if not self.stopping.is_set():
+            await self._stopped_by(self.end_ns)
+        else:
+            await asyncio.sleep(0.2)  # what is still in flight to us
         self.close()
         return self.summary()
+
+    def stop(self) -> None:
+        """SIGTERM/SIGINT: open no new window, let open ones finish, write the summary."""
+        self.stopping.set()
+
+    async def _stopped_by(self, t_ns: int) -> bool:
+        """Sleep until ``t_ns``; True if told to stop first."""
+        try:
+            await asyncio.wait_for(self.stopping.wait(), max(0.0, (t_ns - time.time_ns()) / 1e9))
+            return True
+        except asyncio.TimeoutError:
+            return False
 
     async def open(self) -> None:
         """The agent's UDP socket, in the direct-only class, and its TUN interface if it has one
@@ -342,7 +359,15 @@ def main(argv: list[str] | None = None) -> int:
         from .tun import Tun
 
         agent.tun = Tun("rlb0", a.tun, mtu=a.frame - wire.DATA_HEADER)
-    res = asyncio.run(agent.run())
+    async def main() -> dict:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda: agent.stopping.set() if hasattr(agent, "stopping") else None)
+        return await agent.run()
+
+    res = asyncio.run(main())
     tmp = Path(a.out + ".tmp")
     tmp.write_text(json.dumps(res))
     tmp.replace(a.out)

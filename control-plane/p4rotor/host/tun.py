@@ -34,14 +34,17 @@ class Tun:
             if r.returncode != 0:
                 raise TunError(f"{' '.join(cmd)}: {r.stderr.strip()}")
         self.name = name
+        self.host = iface.ip.packed[3]  # agents pair by host number: 10.200.<rack>.<host>
 
-    @staticmethod
-    def rack_of(packet: bytes) -> int | None:
-        """The destination rack of an IPv4 packet to a TUN address (None: not one)."""
+    def rack_of(self, packet: bytes) -> int | None:
+        """The destination rack of an IPv4 packet to the TUN address of this agent's host number in
+        another rack (None: anything else: not IPv4, outside 10.200/16, another host number)."""
         if len(packet) < 20 or packet[0] >> 4 != 4:
             return None
         dst = ipaddress.IPv4Address(packet[16:20])
-        return dst.packed[2] if dst in NET else None
+        if dst not in NET or dst.packed[3] != self.host:
+            return None
+        return dst.packed[2]
 
     def read_all(self) -> list[bytes]:
         out = []

@@ -1,0 +1,111 @@
+"""RotorLB agents in the hosts of a running emulation (the harness owns them: started in the
+hosts, ready when their TUN interfaces are up, stopped by PID; each writes a JSON summary).
+
+Agents pair by host index: the agent of host N in rack R exchanges with host N of every other
+rack, each with its host's share of the rack's uplink (``rate`` / hosts per rack).  With TUN, host
+N of rack R is 10.200.R.(N+1): an application reaches host N of another rack through RotorLB at
+10.200.<rack>.(N+1) (docs/rotorlb.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from .. import schedule as S
+from .switch import HarnessError, stop_process_group
+
+FAR_NS = 1 << 62  # wall ns in the year 2116: "until stopped"
+
+
+@dataclasses.dataclass
+class Agents:
+    out: Path
+    procs: list = dataclasses.field(default_factory=list)  # (host name, Popen)
+
+    def wait(self, timeout: float) -> list[dict]:
+        """Wait for every agent to end by itself (its --end-ns) and read the summaries."""
+        deadline = time.monotonic() + timeout
+        for name, p in self.procs:
+            try:
+                p.wait(max(1.0, deadline - time.monotonic()))
+            except Exception:
+                raise HarnessError(f"agent in {name} did not end in time") from None
+            if p.returncode != 0:
+                err = (self.out / f"agent-{name}.log").read_text(errors="replace").strip().splitlines()
+                raise HarnessError(f"agent in {name} exited {p.returncode}: {err[-1] if err else '?'}")
+        return self.summaries()
+
+    def stop(self) -> list[dict]:
+        """SIGTERM every agent (it finishes open windows and writes its summary), then read them."""
+        for _, p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for _, p in self.procs:
+            try:
+                p.wait(10)
+            except Exception:
+                stop_process_group(p)
+        return self.summaries()
+
+    def summaries(self) -> list[dict]:
+        """Every agent's summary; an agent that wrote none is an error naming its log."""
+        missing = [n for n, _ in self.procs if not (self.out / f"agent-{n}.json").exists()]
+        if missing:
+            raise HarnessError(f"agents wrote no summary: {', '.join(missing)} (see {self.out}/agent-NAME.log)")
+        return [json.loads((self.out / f"agent-{n}.json").read_text()) for n, _ in self.procs]
+
+    def kill(self) -> None:
+        for _, p in self.procs:
+            stop_process_group(p)
+
+
+def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us: float,
+                 flows: dict[tuple[int, int], list[dict]] | None = None, one_hop: bool = False,
+                 tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
+                 measure: tuple[int, int] = (0, 0), host_index: int | None = None) -> Agents:
+    """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
+    built-in sender's flows of that host.  Returns once every agent's TUN interface is up (if any)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("agent-*.json"):
+        old.unlink()  # a summary read later must be this run's
+    sched_file = out / "schedule.json"
+    sched_file.write_text(ds.dumps())
+    hosts = max(len(k.hosts) for k in topo.racks)
+    agents = Agents(out)
+    try:
+        for n in range(hosts):
+            if host_index is not None and n != host_index:
+                continue
+            peers = json.dumps({str(k.id): k.hosts[n].ip for k in topo.racks if len(k.hosts) > n})
+            for k in topo.racks:
+                if len(k.hosts) <= n:
+                    continue
+                h = k.hosts[n]
+                args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(sched_file),
+                        "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers,
+                        "--flows", json.dumps((flows or {}).get((k.id, n), [])),
+                        "--rate", str(rate / (1 if host_index is not None else hosts)),
+                        "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
+                        "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json")]
+                if one_hop:
+                    args.append("--one-hop")
+                if tun:
+                    args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
+                log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
+                agents.procs.append((h.name, emu.host(h.name).popen(args, stdout=log, stderr=log)))
+        if tun:
+            for name, p in agents.procs:  # readiness by polling: the TUN interface is up
+                deadline = time.monotonic() + 30
+                while "10.200." not in emu.host(name).cmd("ip -o addr show dev rlb0 2>/dev/null"):
+                    if p.poll() is not None or time.monotonic() > deadline:
+                        raise HarnessError(f"agent in {name}: no TUN interface (exited {p.poll()})")
+                    time.sleep(0.1)
+    except BaseException:
+        agents.kill()
+        raise
+    return agents
