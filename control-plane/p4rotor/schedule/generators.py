@@ -1,0 +1,136 @@
+"""Schedule generators: RotorNet, selector (+1, +2, +4, ...) and Opera (staggered rotors whose slices
+are expanders).  Every generator validates its arguments with one-line ``ScheduleError`` s."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from .analysis import moore_diameter_bound, worst_diameter
+from .model import MAX_RACKS, Rotor, Schedule, ScheduleError
+
+
+def round_robin_matchings(n: int) -> list[list[int | None]]:
+    """1-factorisation of K_n by the circle method: every pair meets exactly once.
+
+    Even n: n-1 perfect matchings.  Odd n: n matchings, each leaving one rack idle
+    (``None``).  Circuits are bidirectional (each matching is an involution).
+    """
+    if n < 2:
+        raise ScheduleError("need at least 2 racks")
+    m_count = n - 1 if n % 2 == 0 else n
+    nodes = list(range(n)) + ([None] if n % 2 else [])
+    size = len(nodes)
+    out = []
+    for rnd in range(m_count):
+        perm: list[int | None] = [None] * n
+        rot = [nodes[0]] + nodes[1:][rnd:] + nodes[1:][:rnd]
+        for a in range(size // 2):
+            x, y = rot[a], rot[size - 1 - a]
+            if x is not None and y is not None:
+                perm[x] = y
+                perm[y] = x
+        out.append(perm)
+    return out
+
+
+def _split(matchings: list[list[int | None]], rotors: int, racks: int) -> tuple[list[list[list[int | None]]], int]:
+    """Deal matchings round-robin to rotors, padding with idle matchings."""
+    per = math.ceil(len(matchings) / rotors)
+    pad = per * rotors - len(matchings)
+    mats = matchings + [[None] * racks for _ in range(pad)]
+    return [mats[j::rotors] for j in range(rotors)], pad
+
+
+def _check_gen_args(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> None:
+    if racks < 2:
+        raise ScheduleError(f"--racks must be >= 2, got {racks}")
+    if racks > MAX_RACKS:
+        raise ScheduleError(f"--racks must be <= {MAX_RACKS}, got {racks}")
+    if rotors < 1:
+        raise ScheduleError(f"--rotors must be >= 1, got {rotors}")
+    if slot_us < 1:
+        raise ScheduleError(f"--slot-us must be >= 1, got {slot_us}")
+    if not 0 <= reconfig_us < slot_us:
+        raise ScheduleError(f"--reconfig-us must be in [0, slot_us={slot_us}), got {reconfig_us}")
+
+
+def generate_rotornet(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+    _check_gen_args(racks, rotors, slot_us, reconfig_us)
+    if rotors > racks - 1 + (racks % 2):
+        raise ScheduleError(f"rotornet: {rotors} rotors but only {racks - 1 + racks % 2} matchings for {racks} racks")
+    per_rotor, _ = _split(round_robin_matchings(racks), rotors, racks)
+    rs = tuple(Rotor(name=f"rotor{j}", offset_us=0, matchings=tuple(tuple(m) for m in per_rotor[j]))
+               for j in range(rotors))
+    return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="rotornet")
+
+
+def selector_matchings(racks: int) -> list[list[int | None]]:
+    """Offsets +1, +2, +4, ... below ``racks`` (SelectorNet, seed 000 §2.3.1)."""
+    out = []
+    off = 1
+    while off < racks:
+        out.append([(i + off) % racks for i in range(racks)])
+        off *= 2
+    return out
+
+
+def generate_selector(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+    _check_gen_args(racks, rotors, slot_us, reconfig_us)
+    mats = tuple(tuple(m) for m in selector_matchings(racks))
+    rs = tuple(Rotor(name=f"selector{j}", offset_us=0, matchings=mats) for j in range(rotors))
+    return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="selector")
+
+
+def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
+                   seed: int = 1, tries: int = 60) -> Schedule:
+    """Opera (seed 000 §2.6.1): rotors staggered by slot/K so at most one is dark.
+
+    Matchings of the 1-factorisation are assigned to rotors and ordered so that
+    every slice's graph of live circuits is connected; among ``tries`` seeded
+    shuffles the one with the smallest worst-slice diameter wins (deterministic).
+    """
+    _check_gen_args(racks, rotors, slot_us, reconfig_us)
+    if rotors < 2:
+        raise ScheduleError("opera needs at least 2 rotors (one reconfigures while the others carry traffic)")
+    if slot_us % rotors:
+        raise ScheduleError(f"opera: slot_us={slot_us} must be a multiple of --rotors={rotors} (slices of slot/K)")
+    slice_us = slot_us // rotors
+    if reconfig_us > slice_us:
+        raise ScheduleError(
+            f"opera: reconfig_us={reconfig_us} exceeds the slice slot/K={slice_us}: two rotors would be dark at once")
+    base = round_robin_matchings(racks)
+    rng = random.Random(seed)
+    target = moore_diameter_bound(racks, rotors - 1) + 1
+    best: tuple[int, Schedule] | None = None
+    for t in range(tries):
+        mats = list(base)
+        if t:
+            rng.shuffle(mats)
+        per_rotor, _ = _split(mats, rotors, racks)
+        rs = tuple(Rotor(name=f"rotor{j}", offset_us=j * slice_us,
+                         matchings=tuple(tuple(m) for m in per_rotor[j])) for j in range(rotors))
+        s = Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="opera")
+        d = worst_diameter(s, give_up_above=best[0] if best else None)
+        if d is not None and (best is None or d < best[0]):
+            best = (d, s)
+            if d <= target:
+                break
+    if best is None:
+        raise ScheduleError(
+            f"opera: no assignment of matchings to {rotors} rotors keeps every slice connected for {racks} racks "
+            f"(tried {tries}); use more rotors")
+    return best[1]
+
+
+GENERATORS = {"rotornet": generate_rotornet, "selector": generate_selector, "opera": generate_opera}
+
+
+def generate(kind: str, racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+    try:
+        gen = GENERATORS[kind]
+    except KeyError:
+        raise ScheduleError(f"unknown kind {kind!r} (one of {', '.join(GENERATORS)})") from None
+    return gen(racks, rotors, slot_us, reconfig_us)
+
+
