@@ -60,7 +60,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
             raise C.WorkloadError(f"--flows must be >= 1, got {a.flows}")
         if a.mss < 1 or a.header_bytes < 0:
             raise C.WorkloadError("need --mss >= 1 and --header-bytes >= 0")
-        FL._kind(a.output)  # a bad suffix before any work
+        FL.kind_of(a.output)  # a bad suffix before any work
         sizes = C.shipped(a.workload) if a.workload else C.load(a.cdf)
         hosts, topo_cycle = _hosts_and_cycle(a)
         access_bps = a.access_mbps * 1e6

@@ -51,7 +51,8 @@ def dumps_json(flows: Sequence[Flow], meta: dict[str, Any] | None = None) -> str
     return "\n".join(out) + "\n"
 
 
-def _kind(path: str | Path) -> str:
+def kind_of(path: str | Path) -> str:
+    """The format by the file's suffix: json or csv (one-line error otherwise)."""
     suffix = Path(path).suffix.lower()
     if suffix not in (".json", ".csv"):
         raise WorkloadError(f"{path}: a flow list is .json or .csv, not {suffix or 'no suffix'!r}")
@@ -60,7 +61,7 @@ def _kind(path: str | Path) -> str:
 
 def dumps(path: str | Path, flows: Sequence[Flow], meta: dict[str, Any] | None = None) -> str:
     """The text :func:`write` would write to ``path`` (format by suffix)."""
-    return dumps_json(flows, meta) if _kind(path) == "json" else dumps_csv(flows)
+    return dumps_json(flows, meta) if kind_of(path) == "json" else dumps_csv(flows)
 
 
 def write(path: str | Path, flows: Sequence[Flow], meta: dict[str, Any] | None = None) -> None:
@@ -165,7 +166,7 @@ def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
 
 def read(path: str | Path) -> tuple[list[Flow], dict[str, Any]]:
     """(flows, meta) from a .json or .csv flow list; a CSV has no meta."""
-    kind = _kind(path)
+    kind = kind_of(path)
     text = read_text(path)
     if kind == "csv":
         return parse_csv(text, str(path)), {}
