@@ -12,6 +12,7 @@ from .experiments import cli as experiments_cli
 from .fabric import cli as fabric_cli
 from .rotorlb import cli as rotorlb_cli
 from .schedule import cli as schedule_cli
+from .workload import cli as workload_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     experiments_cli.add_parser(sub)    # experiment NAME
     bench_cli.add_parser(sub)          # bench
     rotorlb_cli.add_model_parser(sub)  # model rotorlb
+    workload_cli.add_parser(sub)       # workload generate/show
     return p
 
 
