@@ -2,7 +2,8 @@
 #ifndef P4ROTOR_CIRCUIT_P4
 #define P4ROTOR_CIRCUIT_P4
 
-control Circuit(inout metadata_t meta, inout std_meta_t std) {
+// ``switched``: the frame has an egress port (it may still be lost on the link: OpticalLoss).
+control Circuit(inout metadata_t meta, inout std_meta_t std, out bool switched) {
     action connect(PortId_t port) {
         std.egress_spec = port;
     }
@@ -23,6 +24,7 @@ control Circuit(inout metadata_t meta, inout std_meta_t std) {
     }
 
     apply {
+        switched = false;
         if (!meta.slot.running) {
             drop_counter.count(DROP_NOT_STARTED);
             mark_to_drop(std);
@@ -30,7 +32,7 @@ control Circuit(inout metadata_t meta, inout std_meta_t std) {
             drop_counter.count(DROP_NIGHT);
             mark_to_drop(std);
         } else {
-            circuit.apply();
+            switched = circuit.apply().hit;
         }
     }
 }

@@ -20,6 +20,7 @@ const PortId_t CLOCK_PORT = 254;
 #define CIRCUIT_TABLE_SIZE 65536
 #define CLOCK_PHASE_TABLE_SIZE 4096
 #define MAX_PORTS 512
+#define LOSS_TABLE_SIZE 4096
 
 // Slot-advance modes, chosen by the controller in the config table.
 const bit<8> MODE_UNCONFIGURED = 0;
@@ -52,6 +53,7 @@ const bit<32> DROP_DARK_UPLINK = 6;  // ToR: the chosen uplink's rotor is dark
 const bit<32> DROP_HOP_LIMIT   = 7;  // ToR: transit hop limit exceeded
 const bit<32> DROP_BAD_HEADER  = 8;  // ToR: header the ToR cannot route
 const bit<32> DROP_MTU         = 9;  // longer than its egress link's MTU (port_mtu table)
+const bit<32> DROP_OPTICAL_LOSS = 10; // injected loss on a rotor link (optical_loss tables)
 #define NUM_DROP_CAUSES 16
 
 // Control-packet counter indices.

@@ -9,6 +9,7 @@
 #include "../shared/control_packet.p4"
 #include "../shared/clock_probe.p4"
 #include "../shared/circuit.p4"
+#include "../shared/optical_loss.p4"
 #include "../shared/stale_guard.p4"
 #include "../shared/port_mtu.p4"
 
@@ -20,6 +21,7 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
     ControlPacket() control_packet;
     ClockProbe() clock_probe;
     Circuit() circuit;
+    OpticalLoss() optical_loss;
     apply {
         slot_state.apply(meta, std);
         if (hdr.packet_out.isValid()) {
@@ -28,7 +30,11 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
             clock_probe.apply(hdr, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
-            circuit.apply(meta, std);
+            bool switched;
+            circuit.apply(meta, std, switched);
+            if (switched) {
+                optical_loss.apply(meta.slot.index, std);
+            }
         }
     }
 }

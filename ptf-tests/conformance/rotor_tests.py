@@ -505,3 +505,60 @@ class FullSizeFrameCrossesCircuit(RotorTest):
         tu.send_packet(self, PORTS[0], f)
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(dp.DropCause.MTU) - before, 1)
+
+
+class OpticalLossNearItsRateAndCounted(RotorTest):
+    """Injected loss on one link direction (out of port 2, rate 0.2): the frames lost are counted
+    as 'optical loss' (never as reconfiguration loss), their share is the rate within 4 sigma, and
+    nothing else is lost; a lossless link next to it loses nothing."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        m = next(i for i, mm in enumerate(r.matchings) if mm[0] == 1)
+        self.install(s, r, SIGNAL)
+        self.sw.write([+e for e in C.loss_entries([C.LinkLoss(PORTS[1], "out", 0.2)])])
+        self.set_slot(1, m)
+        before = {c: self.drops(c) for c in dp.DropCause}
+        tx0 = self.sw.counter(dp.C_TX, PORTS[1])[0]
+        n = 1500
+        for i in range(n):
+            tu.send_packet(self, PORTS[0], self.frame(PORTS[0], i))
+        self.dataplane.flush()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            lost = self.drops(dp.DropCause.OPTICAL_LOSS) - before[dp.DropCause.OPTICAL_LOSS]
+            sent = self.sw.counter(dp.C_TX, PORTS[1])[0] - tx0
+            if lost + sent >= n:
+                break
+            time.sleep(0.2)
+        self.assertEqual(lost + sent, n)
+        sigma = (n * 0.2 * 0.8) ** 0.5
+        self.assertLess(abs(lost - 0.2 * n), 4 * sigma, f"{lost} of {n} lost")
+        others = {c.name: self.drops(c) - before[c] for c in dp.DropCause if c != dp.DropCause.OPTICAL_LOSS}
+        self.assertEqual(sum(others.values()), 0, others)
+        # The other direction of the same circuit (into port 2, out of port 1) is lossless.
+        tu.send_packet(self, PORTS[1], self.frame(PORTS[1], 7))
+        tu.verify_packet(self, self.frame(PORTS[1], 7), PORTS[0])
+
+
+class OpticalLossInOneMatchingOnly(RotorTest):
+    """Loss into port 1 at rate 1, only while matching m is live: every frame lost then, none in
+    the next matching."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        self.install(s, r, SIGNAL)
+        self.sw.write([+e for e in C.loss_entries([C.LinkLoss(PORTS[0], "in", 1.0, matching=0)])])
+        before = self.drops(dp.DropCause.OPTICAL_LOSS)
+        self.set_slot(0, 0)
+        for i in range(10):
+            tu.send_packet(self, PORTS[0], self.frame(PORTS[0], i))
+        tu.verify_no_other_packets(self)
+        self.assertEqual(self.drops(dp.DropCause.OPTICAL_LOSS) - before, 10)
+        self.set_slot(1, 1)
+        f = self.frame(PORTS[0], 99)
+        tu.send_packet(self, PORTS[0], f)
+        tu.verify_packet(self, f, PORTS[r.matchings[1][0]])
+        tu.verify_no_other_packets(self)

@@ -7,9 +7,10 @@ boundaries), ``clockport`` (time probes on the data path), ``roles`` (what each 
 processes read), ``errors``.
 """
 
-from .entities import (TS_MASK, WRITE_BATCH, check_egress_guard, circuit_entries, clock_phase_entries,  # noqa: F401
-                       config_entry, default_port_map, phase_entries, port_mtu_entries, rotor_entities,
-                       set_slot_packet, slot_config_entry, time_probe_packet, write_batched)
+from .entities import (TS_MASK, WRITE_BATCH, LinkLoss, check_egress_guard, circuit_entries,  # noqa: F401
+                       clock_phase_entries, config_entry, default_port_map, loss_entries, phase_entries,
+                       port_mtu_entries, rotor_entities, set_slot_packet, slot_config_entry, time_probe_packet,
+                       write_batched)
 from .errors import ControllerError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401

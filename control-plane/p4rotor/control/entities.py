@@ -5,6 +5,7 @@ The ToR's entities are in ``tor.py``; both are written with ``write_batched``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import finsy as fy
@@ -44,6 +45,36 @@ def port_mtu_entries(link_mtus: dict[int, int], table: str = dp.T_PORT_MTU,
     return [fy.P4TableEntry(table, match=fy.P4TableMatch(port=port),
                             action=fy.P4TableAction(action, max_frame_bytes=mtu + dp.ETHERNET_HEADER_BYTES))
             for port, mtu in sorted(link_mtus.items())]
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkLoss:
+    """Optical loss on one direction of one rotor link: frames entering the rotor on ``port``
+    (``direction="in"``) or leaving it there (``"out"``) are lost with probability ``rate``, in
+    every slot or only while matching ``matching`` is live (seed 003 §3: per link, mostly one-way)."""
+
+    port: int
+    direction: str
+    rate: float
+    matching: int | None = None
+
+
+def loss_entries(losses: Sequence[LinkLoss]) -> list[fy.P4TableEntry]:
+    """The rotor's optical_loss tables: P(loss) = threshold / 2^32 (rate 1 -> 0xFFFFFFFF)."""
+    out = []
+    for x in losses:
+        if x.direction not in ("in", "out"):
+            raise ControllerError(f"loss direction {x.direction!r}: 'in' or 'out'")
+        if not 0.0 <= x.rate <= 1.0:
+            raise ControllerError(f"loss rate {x.rate!r} outside 0..1")
+        match = {"port": x.port}
+        if x.matching is not None:
+            match["matching"] = (x.matching, 0xFFFF)
+        out.append(fy.P4TableEntry(dp.T_LOSS_IN if x.direction == "in" else dp.T_LOSS_OUT,
+                                   match=fy.P4TableMatch(**match),
+                                   action=fy.P4TableAction(dp.A_LOSSY, threshold_=min(0xFFFFFFFF, round(x.rate * 2**32))),
+                                   priority=2 if x.matching is not None else 1))
+    return out
 
 
 def _range_pieces(lo: int, hi: int) -> list[tuple[int, int]]:

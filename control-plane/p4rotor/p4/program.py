@@ -30,6 +30,9 @@ T_CIRCUIT = "RotorIngress.circuit.circuit"
 A_CONFIGURE = "RotorIngress.slot_state.configure"
 A_CLOCK_SLOT = "RotorIngress.slot_state.clock_slot"
 A_CONNECT = "RotorIngress.circuit.connect"
+T_LOSS_IN = "RotorIngress.optical_loss.loss_in"
+T_LOSS_OUT = "RotorIngress.optical_loss.loss_out"
+A_LOSSY = "RotorIngress.optical_loss.lossy"
 T_PORT_MTU = "RotorEgress.port_mtu.port_mtu"
 A_MTU_LIMIT = "RotorEgress.port_mtu.limit"
 C_DROP = "drop_counter"
@@ -43,6 +46,8 @@ ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     T_CLOCK_PHASE: (("phase",), {A_CLOCK_SLOT: ("index", "slot_start", "slot_end")}),
     T_CIRCUIT: (("matching", "in_port"), {A_CONNECT: ("port",)}),
     T_PORT_MTU: (("port",), {A_MTU_LIMIT: ("max_frame_bytes",)}),
+    T_LOSS_IN: (("port", "matching"), {A_LOSSY: ("threshold_",)}),
+    T_LOSS_OUT: (("port", "matching"), {A_LOSSY: ("threshold_",)}),
 }
 ROTOR_COUNTERS = (C_DROP, C_RX, C_TX, C_CTRL)
 PACKET_OUT_FIELDS = ("opcode", "flags", "index", "slot", "seq", "at", "night_us")
