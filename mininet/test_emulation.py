@@ -55,6 +55,7 @@ def test_host_reaches_other_rack_only_through_its_circuit(tmp_path):
         emu.start()
         pids = [sw.proc.pid for sw in emu.switches] + [emu.controller.pid]
         h0 = emu.host("h0x0")
+        h0.cmd("iperf3 -s -D -p 5977")  # a daemon in a host must not outlive the emulation
         out = h0.cmd("ping -D -n -i 0.02 -c 150 -W 1 10.0.1.1")
     finally:
         emu.stop()
@@ -88,6 +89,9 @@ def test_host_reaches_other_rack_only_through_its_circuit(tmp_path):
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
     assert leftovers(topo) == []
+    daemons = [p for p in Path("/proc").iterdir() if p.name.isdigit() and (p / "cmdline").exists()
+               and b"5977" in (p / "cmdline").read_bytes()]
+    assert not daemons, "a host's daemon survived the emulation"
 
 
 # ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -220,10 +221,26 @@ class Emulation:
     def stop(self) -> None:
         stop_process_group(self.controller, signal.SIGINT)
         if self.net is not None:
+            self._kill_host_processes()
             with contextlib.suppress(Exception):
                 self.net.stop()  # stops switches (by PID) and deletes every link
             for sw in self.switches:
                 sw.kill_process()
+
+    def _kill_host_processes(self) -> None:
+        """Whatever still runs in a host's network namespace (a user's `iperf3 -s -D`, an agent):
+        Mininet stops only the host's shell, and a daemon would outlive the emulation."""
+        hosts = {}
+        for h in self.net.hosts:
+            with contextlib.suppress(OSError):
+                hosts[os.readlink(f"/proc/{h.pid}/ns/net")] = h.pid
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                shell = hosts.get(os.readlink(d / "ns" / "net"))
+                if shell is not None and int(d.name) != shell:
+                    os.kill(int(d.name), signal.SIGKILL)
 
     def host(self, name: str):
         return self.net.get(name)
