@@ -12,17 +12,23 @@ P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/v1model/*.p4)
 APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps python3-venv python3-pip python3-dev build-essential
 APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Where p4c/BMv2 come from when they are missing (scripts/install-toolchain.sh): an archive or a
+# toolchain directory; a shared/toolchain directory beside the checkout is used by default.
+P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv build test test-unit test-ptf run bench clean check-tools constants fixtures
+.PHONY: help deps venv toolchain build test test-unit test-ptf run bench clean check-tools constants fixtures
 
 help:
-	@echo "make deps   install everything the package registries offer (apt + a venv in $(VENV))"
+	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
 	@echo "make build  compile p4src/v1model/*.p4 to $(BUILD)/<program>.json + .p4info.txtpb (needs p4c)"
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
 	@echo "make run    the default emulation (issue #4)"
 	@echo "make bench  benchmarks into results/bench.json"
 
-deps: venv check-tools
+deps: venv toolchain check-tools
+
+toolchain:
+	@P4_TOOLCHAIN="$(P4_TOOLCHAIN)" bash scripts/install-toolchain.sh
 
 venv:
 	@missing=""; for c in $(APT_CMDS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
