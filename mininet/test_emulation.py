@@ -202,3 +202,24 @@ def test_rotorlb_quick_on_the_fabric(tmp_path):
     assert res["iperf3"]["agent_frames_accepted"] == (res["iperf3"]["agent_frames_delivered"]
                                                        + res["iperf3"]["agent_frames_held"])
     print(f"\n{res['verdict']}")
+
+
+def test_racks_with_any_prefix_plan_reach_each_other(tmp_path):
+    """Racks on 10.<rack+1>.0.0/16 (not the generated 10.0.<rack>.0/24): hosts get their rack's
+    prefix and reach every other rack (start-up itself waits for a probe per rack pair)."""
+    from p4rotor.fabric.mininet import Emulation
+
+    t = TP.generate(sched(), "schedule.json", hosts_per_rack=1)
+    racks = []
+    for k in t.racks:
+        h = k.hosts[0]
+        racks.append(TP.Rack(k.id, f"10.{k.id + 1}.0.0/16", k.tor, (TP.Host(h.name, f"10.{k.id + 1}.0.1", h.mac, h.port),)))
+    topo = TP.Topology(t.schedule, "schedule.json", t.rotors, racks)
+    TP.validate(topo)
+    emu = Emulation(topo, BUILD, tmp_path / "run", mode="clock", say=lambda m: None)
+    try:
+        emu.start()
+        out = emu.host("h0x0").cmd("ip -o -4 addr show dev h0x0-eth0")
+        assert "10.1.0.1/16" in out, out
+    finally:
+        emu.stop()
