@@ -10,6 +10,7 @@ from .bench import cli as bench_cli
 from .control import cli as control_cli
 from .experiments import cli as experiments_cli
 from .fabric import cli as fabric_cli
+from .faults import cli as faults_cli
 from .rotorlb import cli as rotorlb_cli
 from .schedule import cli as schedule_cli
 from .workload import cli as workload_cli
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     control_cli.add_parser(sub)        # control
     experiments_cli.add_parser(sub)    # experiment NAME
     bench_cli.add_parser(sub)          # bench
+    faults_cli.add_parser(sub)         # faults generate/check
     rotorlb_cli.add_model_parser(sub)  # model rotorlb
     workload_cli.add_parser(sub)       # workload generate/show
     return p
