@@ -10,6 +10,7 @@
 #include "../shared/clock_probe.p4"
 #include "../shared/tor_routing.p4"
 #include "../shared/port_mtu.p4"
+#include "../shared/stale_guard.p4"
 
 control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control TorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -36,6 +37,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t s
     PacketInHeader() packet_in_header;
     ClockProbeEgress() clock_probe_egress;
     PortMtu() port_mtu;
+    StaleGuard() stale_guard;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
@@ -47,7 +49,15 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t s
             // counts a fabric header routing added or removed (ptf proves it).
             bool too_long;
             port_mtu.apply(std.packet_length, std, too_long);
-            if (!too_long) {
+            if (too_long) {
+                // counted by PortMtu
+            } else if (hdr.fabric.isValid()) {
+                // A frame carries the fabric header exactly when it leaves on an uplink
+                // (routing strips it for a local host).  Its uplink was chosen for the
+                // slice it was admitted in: if that slice ended while it sat in the queue,
+                // the circuit is dark or another one, so drop it (STALE), as the rotor does.
+                stale_guard.apply(meta, std);
+            } else {
                 tx_port_counter.count((bit<32>) std.egress_port);
             }
         }

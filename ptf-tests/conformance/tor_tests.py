@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import ptf.testutils as tu
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
@@ -302,3 +304,59 @@ class TorOversizeFrameDroppedAndCounted(TorTest):
         tu.verify_packet(self, self.with_fabric(f, 1, 0, 1, R.TCLASS_BULK), port)
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(dp.DropCause.MTU) - before, 1)
+
+
+# ---------------------------------------------------------------------------
+# The ToR's egress re-check (docs/dataplane.md)
+# ---------------------------------------------------------------------------
+
+
+class TorStaleUplinkFrameDroppedAndCounted(TorTest):
+    """A frame whose slice ended while it sat in the ToR's uplink queue is dropped and counted as
+    stale: the circuit its route was chosen for is dark or another one now."""
+
+    def runTest(self):
+        self.install_tor()
+        k = self.slice_where(lambda sr: (0, 1, R.TCLASS_BULK) in sr.hops and not sr.hops[(0, 1, R.TCLASS_BULK)].vlb)
+        port = UP[self.routes[k].hops[(0, 1, R.TCLASS_BULK)].rotor]
+        self.set_slice(k)
+        n = 6
+        before = self.drops(dp.DropCause.STALE)
+        tx0 = self.sw.counter(dp.C_TX, port)[0]
+        self.set_queue_rate(5, port)  # the uplink drains 5 frames/s
+        try:
+            for t in range(n):
+                tu.send_packet(self, H0, self.host_frame("10.0.1.1", tag=t))
+            time.sleep(0.1)
+            self.set_slot(k + len(self.routes), k)  # the same slice one cycle later: a new slot
+            self.wait_all_left(n, before, port, tx0)
+        finally:
+            self.set_queue_rate(100000, port)
+        self.assertGreaterEqual(self.drops(dp.DropCause.STALE) - before, n - 2, "held frames are stale")
+        self.dataplane.flush()
+
+
+class TorLocalDeliveryNeverRechecked(TorTest):
+    """Frames to a host of the same rack are never dropped by the re-check, even when the slice
+    changes while they are queued: a host link is not a circuit."""
+
+    def runTest(self):
+        self.install_tor()
+        self.set_slice(1)
+        n = 4
+        before = self.drops(dp.DropCause.STALE)
+        tx0 = self.sw.counter(dp.C_TX, H1)[0]
+        self.set_queue_rate(5, H1)
+        try:
+            for t in range(n):
+                tu.send_packet(self, H0, self.host_frame("10.0.0.2", tag=t))
+            time.sleep(0.1)
+            self.set_slice(0)
+            deadline = time.time() + 15
+            while self.sw.counter(dp.C_TX, H1)[0] - tx0 < n and time.time() < deadline:
+                time.sleep(0.1)
+        finally:
+            self.set_queue_rate(100000, H1)
+        self.assertEqual(self.sw.counter(dp.C_TX, H1)[0] - tx0, n)
+        self.assertEqual(self.drops(dp.DropCause.STALE) - before, 0)
+        self.dataplane.flush()
