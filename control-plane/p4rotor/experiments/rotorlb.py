@@ -91,10 +91,10 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
                           end_ns=end, host_index=0)
     server = client = None
     try:
-        server = emu.host(topo.racks[5].hosts[0].name).popen(["iperf3", "-s", "-1", "-B", "10.200.5.1", "-J"])
+        server = emu.popen(topo.racks[5].hosts[0].name, ["iperf3", "-s", "-1", "-B", "10.200.5.1", "-J"])
         time.sleep(0.5)
-        client = emu.host(topo.racks[0].hosts[0].name).popen(
-            ["iperf3", "-c", "10.200.5.1", "-t", str(seconds), "-J", "--connect-timeout", "10000"])
+        client = emu.popen(topo.racks[0].hosts[0].name, ["iperf3", "-c", "10.200.5.1", "-t", str(seconds), "-J",
+                                                         "--connect-timeout", "10000"])
         cout, _ = client.communicate(timeout=seconds + 60)
         (out / "client.json").write_text(cout.decode(errors="replace"))
         try:

@@ -96,7 +96,7 @@ def run_probes(emu: Emulation, topo: TP.Topology, plan: Callable[[int, TP.Host],
             cmd = probe_cmd(i, kw["dsts"], kw["rate"], 0, duration, kw["dscp"], out / f"{h.name}.rx.jsonl",
                              out / f"{h.name}.tx.jsonl", gate, kw.get("size", 64), go=go, ready=ready,
                              count=kw.get("count", 0))
-            procs.append((h.name, ready, emu.host(h.name).popen(cmd, shell=True)))
+            procs.append((h.name, ready, emu.popen(h.name, ["sh", "-c", cmd])))
         await_ready(procs, timeout=30 + 0.5 * len(hosts))
         start_ns = max(time.time_ns(), emu.t0_ns) + 500_000_000
         if align_ns:

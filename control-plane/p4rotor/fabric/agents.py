@@ -97,7 +97,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
-                agents.procs.append((h.name, emu.host(h.name).popen(args, stdout=log, stderr=log)))
+                agents.procs.append((h.name, emu.popen(h.name, args, stdout=log, stderr=log)))
         if tun:
             for name, p in agents.procs:  # readiness by polling: the TUN interface is up
                 deadline = time.monotonic() + 30

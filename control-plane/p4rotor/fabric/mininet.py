@@ -69,6 +69,7 @@ class Emulation:
         if busy:
             raise HarnessError(f"gRPC ports already in use: {', '.join(busy)} (another emulation running?)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._remove_stale_interfaces([r.name for r in t.rotors] + [k.tor.name for k in t.racks])
         link_cls = TCLink if self.link_mbps else Link
         net = Mininet(topo=None, controller=None, link=link_cls, build=False, autoSetMacs=False)
         self.net = net
@@ -132,6 +133,30 @@ class Emulation:
         self._await_forwarding(max(deadline, time.monotonic() + 2 * t.schedule.hyperperiod_us / 1e6 + 10))
         return self
 
+    def _remove_stale_interfaces(self, switch_names: list[str]) -> None:
+        """Delete root-namespace interfaces a killed run left behind under our switches' names.
+
+        Switches live in the root namespace, so their veth ends outlive a run that was killed
+        (SIGKILL, a lost machine session); Mininet would then fail with "RTNETLINK answers: File
+        exists".  No switch of ours is running (the gRPC ports were free), so these are stale.
+        """
+        prefixes = tuple(f"{n}-eth" for n in switch_names)
+        stale = sorted(n for n in os.listdir("/sys/class/net") if n.startswith(prefixes))
+        if not stale:
+            return
+        for d in Path("/proc").iterdir():  # a live switch's interfaces are not stale
+            with contextlib.suppress(OSError):
+                argv = (d / "cmdline").read_bytes().split(b"\0") if d.name.isdigit() else []
+                used = [n for n in stale if any(a.endswith(b"@" + n.encode()) for a in argv)]
+                if used:
+                    raise HarnessError(f"interface {used[0]} belongs to a running switch (pid {d.name}): "
+                                       "another emulation uses the same switch names")
+        self.say(f"[run] removing {len(stale)} interfaces left by an earlier run ({stale[0]} ...)")
+        for name in stale:
+            # Deleting one end of a veth removes its peer too: later names may be gone already.
+            if os.path.exists(f"/sys/class/net/{name}"):
+                run(["ip", "link", "del", name], check=False)
+
     def _await_forwarding(self, deadline: float) -> None:
         """Return once one probe per ordered rack pair has crossed the fabric and come back.
 
@@ -153,7 +178,7 @@ class Emulation:
                       "ping -n -q -c1 -W0.5 -Q 0xb8 $ip >/dev/null 2>&1 && ok=low-latency || "
                       "{ ping -n -q -c1 -W0.5 $ip >/dev/null 2>&1 && ok=bulk; }; done; "
                       f"echo \"$ip $ok\" >> {out}; done")
-            procs.append((out, self.host(h.name).popen(["sh", "-c", script])))
+            procs.append((out, self.popen(h.name, ["sh", "-c", script])))
         reached = -1
         try:
             while True:
@@ -244,6 +269,16 @@ class Emulation:
 
     def host(self, name: str):
         return self.net.get(name)
+
+    def popen(self, name: str, args: list[str], **kw) -> subprocess.Popen:
+        """Start a process in host ``name``'s network namespace, in a session of its own (stop it by
+        PID with ``stop_process_group``).  nsenter enters the network namespace only: Mininet's own
+        popen (mnexec -a) also enters the mount namespace, which leaves a chroot (a fresh-machine
+        check runs in one) for the host's root directory."""
+        pid = self.host(name).pid
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen(["nsenter", "-t", str(pid), "-n", *args], start_new_session=True, **kw)
 
 
 def leftovers(topo: TP.Topology) -> list[str]:
