@@ -32,9 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit statuses (docs/controller.md): 0 done (also: duration over, Ctrl-C or SIGTERM, the reader of
+    our output went away), 1 a run failed (a switch unreachable or gone), 2 bad input."""
     import signal
 
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `p4rotor routes ... | head` ends quietly
+    # SIGPIPE stays ignored (Python's default): gRPC's threads write to pipes of their own while
+    # shutting down, and with SIG_DFL the controller died with status 141 before its summary.
+    # A closed stdout (`p4rotor routes ... | head`) is handled below instead.
 
     def _terminate(signum, frame):  # SIGTERM cleans up like Ctrl-C: no switch or link left behind
         raise KeyboardInterrupt
@@ -43,11 +47,29 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise  # a socket or pipe of ours, not our reader: a real error
+        return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _stdout_gone() -> bool:
+    """True if the reader of stdout has gone (a pipe whose far end closed polls as an error);
+    stdout then points at /dev/null, so the interpreter's final flush does not complain."""
+    import os
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+    if gone:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return gone
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 
 from .. import schedule as S
@@ -130,12 +131,17 @@ def cmd_control(a: argparse.Namespace) -> int:
                 spread = max(skew.values()) - min(skew.values())
                 say(f"residual clock error per switch: {vals}; skew between switches {spread} us")
 
+    started = time.monotonic()
+    how = "duration over" if a.duration else "stopped"
     try:
         asyncio.run(ctl.run(duration=a.duration, connect_timeout=a.connect_timeout, after_ready=report))
     except ControllerError as ex:
         die(str(ex), EXIT_RUNTIME)
     except KeyboardInterrupt:
-        say("interrupted")
+        how = "interrupted"
+    st = ctl.status.data
+    say(f"{how} after {time.monotonic() - started:.1f} s: {st['installed']}/{st['total']} switches installed, "
+        f"{ctl.trace.records} slot changes {'sent' if a.mode == 'signal' else 'traced'}")
     if a.ack_every:
         say("slot change applied after its boundary (us): " + json.dumps(summarize(ack_delays_us(ctl)))
             + "; after it was sent: " + json.dumps(summarize(ack_delays_us(ctl, "sent"))))

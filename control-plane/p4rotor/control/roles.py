@@ -50,12 +50,14 @@ class Trace:
 
     def __init__(self, path: Path | None):
         self._f = open(path, "w", buffering=1) if path else None
+        self.records = 0  # slot changes sent (signal mode) or traced (clock mode with a file)
 
     @property
     def enabled(self) -> bool:
         return self._f is not None
 
     def write(self, **rec: Any) -> None:
+        self.records += 1
         if self._f:
             self._f.write(json.dumps(rec) + "\n")
 

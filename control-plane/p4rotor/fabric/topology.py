@@ -134,22 +134,21 @@ def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grp
 
 
 def load(path: str | Path) -> Topology:
+    from ..inputs import read_json
+
     p = Path(path)
-    try:
-        d = json.loads(p.read_text())
-    except OSError as ex:
-        raise TopologyError(f"{p}: cannot read: {ex.strerror}") from None
-    except json.JSONDecodeError as ex:
-        raise TopologyError(f"{p}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    d = read_json(p, TopologyError)
     try:
         return from_json(d, base=p.parent)
-    except (KeyError, TypeError, ValueError) as ex:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as ex:
         if isinstance(ex, (TopologyError, S.ScheduleError)):
             raise type(ex)(f"{p}: {ex}") from None
         raise TopologyError(f"{p}: malformed topology: {ex!r}") from None
 
 
 def from_json(d: dict[str, Any], base: Path = Path(".")) -> Topology:
+    if not isinstance(d, dict):
+        raise TopologyError(f"a topology is a JSON object, not {type(d).__name__}")
     if d.get("version") != 1:
         raise TopologyError(f"unknown topology version {d.get('version')!r}")
     spath = d["schedule"]

@@ -150,18 +150,9 @@ def from_json(d: Any, topo: Topology) -> FaultPlan:
 
 def load(path: str | Path, topo: Topology) -> FaultPlan:
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as ex:
-        raise FaultPlanError(f"{p}: cannot read: {ex.strerror}") from None
-    except UnicodeDecodeError as ex:
-        raise FaultPlanError(f"{p}: not UTF-8 text (byte {ex.start})") from None
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as ex:
-        raise FaultPlanError(f"{p}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
-    except RecursionError:
-        raise FaultPlanError(f"{p}: JSON nested too deeply") from None
+    from ..inputs import read_json
+
+    d = read_json(p, FaultPlanError)
     try:
         return from_json(d, topo)
     except FaultPlanError as ex:

@@ -17,16 +17,12 @@ from typing import Any
 
 from .. import schedule as S
 from ..cliutil import die as _die
+from ..inputs import read_json
 from . import model as M
 
 
 def _load_matrices(path: str, racks: int) -> list[tuple[M.Pair, ...]]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as ex:
-        raise M.ModelError(f"{path}: cannot read: {ex.strerror}") from None
-    except json.JSONDecodeError as ex:
-        raise M.ModelError(f"{path}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    data = read_json(path, M.ModelError)
     if not isinstance(data, list) or not data:
         raise M.ModelError(f"{path}: must be a non-empty JSON list of matrices (lists of [src, dst] pairs)")
     return [M.check_matrix(racks, m, f"{path}: matrix {i}") for i, m in enumerate(data)]

@@ -300,15 +300,10 @@ def _check_one_dark(s: Schedule) -> None:
 
 
 def load(path: str | Path) -> Schedule:
+    from ..inputs import read_json
+
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as ex:
-        raise ScheduleError(f"{p}: cannot read: {ex.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as ex:
-        raise ScheduleError(f"{p}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    data = read_json(p, ScheduleError)
     try:
         return from_json(data)
     except ScheduleError as ex:

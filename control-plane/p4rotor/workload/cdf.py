@@ -37,16 +37,9 @@ class WorkloadError(ValueError):
 
 def read_text(path: str | Path) -> str:
     """A file's text, or a one-line :class:`WorkloadError` (unreadable, not UTF-8)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as ex:
-        raise WorkloadError(f"{p}: cannot read: {ex.strerror}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as ex:
-        line = raw[:ex.start].count(b"\n") + 1
-        raise WorkloadError(f"{p}:{line}: not UTF-8 text (byte 0x{raw[ex.start]:02x})") from None
+    from ..inputs import read_text as _read
+
+    return _read(path, WorkloadError)
 
 
 @dataclasses.dataclass(frozen=True)
