@@ -22,7 +22,7 @@ def read_text(path: str | Path, error: type[Exception]) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as ex:
         line = raw[:ex.start].count(b"\n") + 1
-        raise error(f"{p}:{line}: not UTF-8 text (byte 0x{raw[ex.start]:02x} at offset {ex.start})") from None
+        raise error(f"{p}:{line}: not UTF-8 text (byte 0x{raw[ex.start]:02x})") from None
 
 
 def read_json(path: str | Path, error: type[Exception]) -> Any:
