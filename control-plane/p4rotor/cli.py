@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
+    # A shell starts background jobs (`p4rotor control ... &`, nohup, CI runners) with SIGINT
+    # ignored, and Python then leaves it ignored: the documented stop (and the launcher's, which
+    # sends SIGINT) would do nothing.  SIGINT always stops us.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")

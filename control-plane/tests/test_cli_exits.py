@@ -42,7 +42,18 @@ def fake_switch():
     t.join(5)
 
 
-def _start(tmp_path: Path, port: int, *extra: str) -> tuple[subprocess.Popen, Path]:
+@pytest.fixture
+def procs():
+    """Every controller a test starts is killed at its end, whatever happened."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _start(tmp_path: Path, port: int, *extra: str, sigint_ignored: bool = False) -> tuple[subprocess.Popen, Path]:
     build = tmp_path / "build"
     build.mkdir(exist_ok=True)
     (build / "rotor.json").write_text("{}")  # the fake server takes any pipeline
@@ -54,7 +65,10 @@ def _start(tmp_path: Path, port: int, *extra: str) -> tuple[subprocess.Popen, Pa
            "--switch", f"rotor0=127.0.0.1:{port}", "--build-dir", str(build), "--mode", "signal",
            "--signal-timed", "--ack-every", "1", "--lead", "0.3", "--connect-timeout", "3",
            "--status-file", str(status), *extra]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), status
+    # sigint_ignored: as a shell starts a background job (`... &`, nohup): SIGINT is SIG_IGN on entry.
+    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=pre), status
 
 
 def _running(status: Path, proc: subprocess.Popen, timeout: float = 20) -> None:
@@ -67,17 +81,22 @@ def _running(status: Path, proc: subprocess.Popen, timeout: float = 20) -> None:
 
 
 @pytest.mark.parametrize("run", range(3))
-def test_duration_over_exits_0_with_summary(fake_switch, tmp_path, run):
+def test_duration_over_exits_0_with_summary(fake_switch, tmp_path, procs, run):
     proc, status = _start(tmp_path, fake_switch.port, "--duration", "1.5")
+    procs.append(proc)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, f"exit {proc.returncode}: {err[-2000:]}"
     assert SUMMARY in err, err[-2000:]
     assert read_status(status)["phase"] == "stopped"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_exits_0_with_summary(fake_switch, tmp_path, sig):
-    proc, status = _start(tmp_path, fake_switch.port)
+@pytest.mark.parametrize("sig,background", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-background-job"])
+def test_signal_exits_0_with_summary(fake_switch, tmp_path, procs, sig, background):
+    """background: started as a shell starts `p4rotor control ... &` (SIGINT ignored on entry);
+    it used to ignore the SIGINT the launcher stops it with (found in a fresh-machine run)."""
+    proc, status = _start(tmp_path, fake_switch.port, sigint_ignored=background)
+    procs.append(proc)
     _running(status, proc)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
@@ -86,9 +105,10 @@ def test_signal_exits_0_with_summary(fake_switch, tmp_path, sig):
     assert read_status(status)["phase"] == "stopped"
 
 
-def test_unreachable_switch_exits_1_one_line(tmp_path):
+def test_unreachable_switch_exits_1_one_line(tmp_path, procs):
     port = 1  # nothing listens there
     proc, status = _start(tmp_path, port, "--duration", "1")
+    procs.append(proc)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     lines = err.strip().splitlines()
