@@ -24,6 +24,12 @@ from .analysis import graph_diameter
 
 Matching = list  # list[int | None]: matching[i] = rack i's partner, None if idle
 
+# Work units of Python overhead per window measured (calibrated: a unit is ~0.2 us here).
+MEASURE_OVERHEAD = 60
+# Give up once this fraction of the budget has passed without progress (e.g. an unreachable
+# target diameter for odd racks, whose idle racks lengthen every path).
+PATIENCE = 4
+
 
 @dataclasses.dataclass
 class Arrangement:
@@ -31,6 +37,7 @@ class Arrangement:
     hard: int                       # windows over their limit, disconnected, or with a matching twice
     soft: int                       # windows over their target (but within the limit)
     worst: dict[int, int | None]    # window length -> worst diameter (None: some window disconnected)
+    work: int                       # work units spent
 
 
 class _Search:
@@ -50,11 +57,12 @@ class _Search:
         self.lengths = sorted(targets)
         self.windows = [(ln, s) for ln in self.lengths for s in range(self.L)]
         self.big = len(self.windows) + 1
-        self.work = 0                  # rack-matchings measured so far: the deterministic budget's unit
+        self.work = 0                  # work units spent so far (see _measure): the deterministic budget
         self.cost = {w: self._measure(w) for w in self.windows}
         self.total = sum(self.cost.values())
 
     def _adjacency(self, w: tuple[int, int]) -> tuple[list[list[int]], bool]:
+        """The window's slice graph, and whether it repeats a matching it could have avoided."""
         ln, s = w
         idx = {self.seq[(s + k) % self.L] for k in range(ln)}
         adj: list[list[int]] = [[] for _ in range(self.n)]
@@ -62,13 +70,18 @@ class _Search:
             for a, b in enumerate(self.pool[i]):
                 if b is not None and b != a:
                     adj[a].append(b)
-        return adj, len(idx) < ln
+        # Two copies of a matching stay out of every window of ln only if they can be ln apart
+        # on the cycle (L >= 2 ln) and the pool has ln others; tiny fabrics cannot avoid it.
+        return adj, len(idx) < ln and self.L >= 2 * ln and len(self.pool) >= ln
 
     def _measure(self, w: tuple[int, int]) -> int:
         target, limit = self.targets[w[0]]
         adj, dup = self._adjacency(w)
-        self.work += self.n * w[0]
         d = graph_diameter(adj, cap=limit)
+        # Work: one unit per rack-matching per BFS round, plus building the graph and a fixed
+        # overhead, so that a unit costs about the same time at 4 racks and at 128.
+        rounds = (limit if d is None else d) + 1
+        self.work += self.n * w[0] * (rounds + 2) + MEASURE_OVERHEAD
         c = self.big if d is None else (1 if d > target else 0)
         return c + (self.big if dup else 0)
 
@@ -103,7 +116,7 @@ class _Search:
             worst[ln] = None if any(d is None for d in ds) else max(ds)
         hard = sum(1 for c in self.cost.values() if c >= self.big)
         soft = sum(1 for c in self.cost.values() if 0 < c < self.big)
-        return Arrangement(seq=list(self.seq), hard=hard, soft=soft, worst=worst)
+        return Arrangement(seq=list(self.seq), hard=hard, soft=soft, worst=worst, work=self.work)
 
 
 def arrange(pool: list[Matching], rotors: int, targets: dict[int, tuple[int, int]], rng: random.Random,
@@ -113,7 +126,7 @@ def arrange(pool: list[Matching], rotors: int, targets: dict[int, tuple[int, int
     A step picks a costly window (one over its limit if there is one), one of its positions
     and a random other position, and either swaps their matchings or (if the first holds a
     repeated matching) replaces it with another pool matching; it is kept unless the total
-    cost grows.  ``work`` counts racks x matchings measured, so the budget does not depend on
+    cost grows.  ``work`` counts rack-matchings x BFS rounds measured, so the budget does not depend on
     the machine's speed and the result is the same everywhere.
     """
     P = len(pool)
@@ -126,8 +139,11 @@ def arrange(pool: list[Matching], rotors: int, targets: dict[int, tuple[int, int
     count = [0] * P
     for v in seq:
         count[v] += 1
-    while st.total and st.work < work:
+    best_total, best_at = st.total, 0
+    while st.total and st.work < work and st.work - best_at < work // PATIENCE:
         st.work += 1
+        if st.total < best_total:
+            best_total, best_at = st.total, st.work
         bad = [w for w in st.windows if st.cost[w] >= st.big] or [w for w in st.windows if st.cost[w]]
         ln, s = bad[int(rng.random() * len(bad))]
         p = (s + int(rng.random() * ln)) % L

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import random
 
-from .analysis import moore_diameter_bound, reference_diameter
+from .analysis import slice_reference
 from .expander import arrange
 from .factorisation import random_one_factorisation
 from .model import MAX_RACKS, Rotor, Schedule, ScheduleError
@@ -84,8 +84,9 @@ def generate_selector(racks: int, rotors: int, slot_us: int, reconfig_us: int) -
     return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="selector")
 
 
-# Search budget per factorisation, in racks x matchings measured (~0.6 us each here): ~1 s.
-OPERA_WORK = 1_500_000
+# Search budget for all factorisations together, in expander.arrange's work units (~0.2 us
+# each on the development machine, so at most ~2 s); counted, never timed.
+OPERA_WORK = 8_000_000
 
 
 def opera_matchings(racks: int, rng: random.Random) -> list[list[int | None]]:
@@ -99,19 +100,6 @@ def opera_matchings(racks: int, rng: random.Random) -> list[list[int | None]]:
     return [[j if j < racks else None for j in m[:racks]] for m in random_one_factorisation(racks + 1, rng)]
 
 
-def opera_reference(racks: int, degree: int) -> int:
-    """The random-regular median diameter (rounded down) a slice of ``degree`` live matchings is held to.
-
-    Odd racks (or odd racks*degree) have no regular graph of that size: use racks+1.
-    """
-    ref = reference_diameter(racks, degree)
-    if ref is None:
-        ref = reference_diameter(racks + 1, degree)
-    if ref is None:  # degree >= racks: the slice is (nearly) complete
-        ref = moore_diameter_bound(racks, degree)
-    return int(ref)
-
-
 def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
                    seed: int = 1, tries: int = 4, work: int = OPERA_WORK) -> Schedule:
     """Opera (seed 000 §2.6.1): rotors staggered by slot/K so at most one is dark, every slice an expander.
@@ -119,12 +107,12 @@ def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
     The matchings are a random 1-factorisation (``factorisation``: every rack pair meets
     directly at least once per cycle), arranged by ``expander.arrange`` so that every slice's
     graph of live circuits is connected with a diameter at most one hop above the median
-    random regular graph of the same size and degree (``opera_reference``), and as many
+    random regular graph of the same size and degree (``analysis.slice_reference``), and as many
     slices as the search budget allows at that median.  Where the rotors' cycles have spare
     slots (racks-1 not divisible by K) they repeat a matching instead of idling, so every
     slice has K-1 live matchings.  A fresh factorisation is drawn (up to ``tries``) only while
-    some slice misses the +1 limit; the best arrangement wins.  Deterministic for a given
-    ``seed``: the search budget ``work`` is counted, not timed.
+    some slice misses the +1 limit, all sharing the budget; the best arrangement wins.
+    Deterministic for a given ``seed``: the search budget ``work`` is counted, not timed.
     """
     _check_gen_args(racks, rotors, slot_us, reconfig_us)
     if rotors < 2:
@@ -141,15 +129,17 @@ def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
         raise ScheduleError(
             f"opera: no assignment of matchings to {rotors} rotors keeps every slice connected for {racks} racks "
             f"(a slice with one live matching never is); use more rotors")
-    targets = {ln: (opera_reference(racks, ln), opera_reference(racks, ln) + 1) for ln in lengths}
+    targets = {ln: (int(slice_reference(racks, ln)), int(slice_reference(racks, ln)) + 1) for ln in lengths}
     rng = random.Random(seed)
     best = None
+    left = work
     for _ in range(max(1, tries)):
         pool = opera_matchings(racks, rng)
-        arr = arrange(pool, rotors, targets, rng, work)
+        arr = arrange(pool, rotors, targets, rng, left)
+        left -= arr.work
         if best is None or (arr.hard, arr.soft) < (best[1].hard, best[1].soft):
             best = (pool, arr)
-        if arr.hard == 0:
+        if arr.hard == 0 or left <= 0:
             break
     assert best is not None
     pool, arr = best
@@ -167,11 +157,17 @@ def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
 GENERATORS = {"rotornet": generate_rotornet, "selector": generate_selector, "opera": generate_opera}
 
 
-def generate(kind: str, racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+def generate(kind: str, racks: int, rotors: int, slot_us: int, reconfig_us: int,
+             seed: int | None = None) -> Schedule:
+    """The ``kind`` generator; ``seed`` only for the randomised one (opera), None: its default."""
     try:
         gen = GENERATORS[kind]
     except KeyError:
         raise ScheduleError(f"unknown kind {kind!r} (one of {', '.join(GENERATORS)})") from None
-    return gen(racks, rotors, slot_us, reconfig_us)
+    if seed is None:
+        return gen(racks, rotors, slot_us, reconfig_us)
+    if kind != "opera":
+        raise ScheduleError(f"--seed only applies to opera ({kind} schedules are not random)")
+    return gen(racks, rotors, slot_us, reconfig_us, seed=seed)
 
 
