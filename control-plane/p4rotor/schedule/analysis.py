@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import statistics
+from operator import or_
 from typing import Sequence
 
 import networkx as nx
@@ -79,6 +80,34 @@ def graph_diameter(adj: Sequence[Sequence[int]], cap: int | None = None) -> int 
             for u in adj[v]:
                 r |= reach[u]
             nxt.append(r)
+        if nxt == reach:
+            return None
+        reach = nxt
+        t += 1
+
+
+def matchings_diameter(perms: Sequence[Sequence[int]], cap: int | None = None) -> int | None:
+    """``graph_diameter`` of the union of matchings given as permutations (``perm[v]``: v's partner,
+    v itself where v is idle); None if disconnected or (with ``cap``) above ``cap``.
+
+    The same bitset BFS, but one C-level ``map`` per matching and round instead of a Python loop
+    per node: about 2.5x faster, which is what the Opera search spends its time on.
+    """
+    n = len(perms[0]) if perms else 0
+    if n <= 1:
+        return 0
+    full = (1 << n) - 1
+    reach = [1 << v for v in range(n)]
+    t = 0
+    while True:
+        if t and reach.count(full) == n:
+            return t
+        if cap is not None and t >= cap:
+            return None
+        get = reach.__getitem__
+        nxt = reach
+        for m in perms:
+            nxt = list(map(or_, nxt, map(get, m)))
         if nxt == reach:
             return None
         reach = nxt

@@ -12,7 +12,7 @@ L - len(pool) spare places (where the old generator left a rotor idle while anot
 hold repeats of pool matchings, so every slice has K-1 live matchings; a repeat is placed away
 from its twin so the matchings of one slice stay edge-disjoint.  The search is a seeded local
 search by swaps: deterministic, and cheap because a swap only changes the windows around the
-two positions (``analysis.graph_diameter`` measures each).
+two positions (``analysis.matchings_diameter`` measures each).
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from .analysis import graph_diameter
+from .analysis import matchings_diameter
 
 Matching = list  # list[int | None]: matching[i] = rack i's partner, None if idle
 
 # Work units of Python overhead per window measured (calibrated: a unit is ~0.2 us here).
 MEASURE_OVERHEAD = 60
-# Give up once this fraction of the budget has passed without progress (e.g. an unreachable
-# target diameter for odd racks, whose idle racks lengthen every path).
-PATIENCE = 4
+# Give up after this long without progress: a quarter of the budget, or 20 times the work of
+# measuring every window once if that is less (small fabrics whose target cannot be met, e.g.
+# 4 racks and 4 rotors, where some slice must repeat a matching, stop within milliseconds).
+PATIENCE_FRACTION = 4
+PATIENCE_SWEEPS = 20
 
 
 @dataclasses.dataclass
@@ -51,6 +53,8 @@ class _Search:
     def __init__(self, pool: list[Matching], seq: list[int], targets: dict[int, tuple[int, int]]):
         self.pool = pool
         self.n = len(pool[0])
+        # Matchings as permutations (an idle rack is its own partner) for ``matchings_diameter``.
+        self.perms = [[i if j is None else j for i, j in enumerate(m)] for m in pool]
         self.seq = seq
         self.L = len(seq)
         self.targets = targets
@@ -61,23 +65,18 @@ class _Search:
         self.cost = {w: self._measure(w) for w in self.windows}
         self.total = sum(self.cost.values())
 
-    def _adjacency(self, w: tuple[int, int]) -> tuple[list[list[int]], bool]:
-        """The window's slice graph, and whether it repeats a matching it could have avoided."""
+    def _window(self, w: tuple[int, int]) -> tuple[list[list[int]], bool]:
+        """The window's distinct matchings, and whether it repeats one it could have avoided."""
         ln, s = w
         idx = {self.seq[(s + k) % self.L] for k in range(ln)}
-        adj: list[list[int]] = [[] for _ in range(self.n)]
-        for i in idx:
-            for a, b in enumerate(self.pool[i]):
-                if b is not None and b != a:
-                    adj[a].append(b)
         # Two copies of a matching stay out of every window of ln only if they can be ln apart
         # on the cycle (L >= 2 ln) and the pool has ln others; tiny fabrics cannot avoid it.
-        return adj, len(idx) < ln and self.L >= 2 * ln and len(self.pool) >= ln
+        return [self.perms[i] for i in idx], len(idx) < ln and self.L >= 2 * ln and len(self.pool) >= ln
 
     def _measure(self, w: tuple[int, int]) -> int:
         target, limit = self.targets[w[0]]
-        adj, dup = self._adjacency(w)
-        d = graph_diameter(adj, cap=limit)
+        perms, dup = self._window(w)
+        d = matchings_diameter(perms, cap=limit)
         # Work: one unit per rack-matching per BFS round, plus building the graph and a fixed
         # overhead, so that a unit costs about the same time at 4 racks and at 128.
         rounds = (limit if d is None else d) + 1
@@ -112,7 +111,7 @@ class _Search:
     def result(self) -> Arrangement:
         worst: dict[int, int | None] = {}
         for ln in self.lengths:
-            ds = [graph_diameter(self._adjacency((ln, s))[0]) for s in range(self.L)]
+            ds = [matchings_diameter(self._window((ln, s))[0]) for s in range(self.L)]
             worst[ln] = None if any(d is None for d in ds) else max(ds)
         hard = sum(1 for c in self.cost.values() if c >= self.big)
         soft = sum(1 for c in self.cost.values() if 0 < c < self.big)
@@ -139,8 +138,9 @@ def arrange(pool: list[Matching], rotors: int, targets: dict[int, tuple[int, int
     count = [0] * P
     for v in seq:
         count[v] += 1
-    best_total, best_at = st.total, 0
-    while st.total and st.work < work and st.work - best_at < work // PATIENCE:
+    patience = min(work // PATIENCE_FRACTION, PATIENCE_SWEEPS * st.work)
+    best_total, best_at = st.total, st.work
+    while st.total and st.work < work and st.work - best_at < patience:
         st.work += 1
         if st.total < best_total:
             best_total, best_at = st.total, st.work

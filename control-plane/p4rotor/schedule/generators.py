@@ -84,9 +84,9 @@ def generate_selector(racks: int, rotors: int, slot_us: int, reconfig_us: int) -
     return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="selector")
 
 
-# Search budget for all factorisations together, in expander.arrange's work units (~0.2 us
+# Search budget for all factorisations together, in expander.arrange's work units (~0.1 us
 # each on the development machine, so at most ~2 s); counted, never timed.
-OPERA_WORK = 8_000_000
+OPERA_WORK = 20_000_000
 
 
 def opera_matchings(racks: int, rng: random.Random) -> list[list[int | None]]:
