@@ -1,4 +1,4 @@
-"""``p4rotor schedule {generate,check,show}`` and ``p4rotor routes``."""
+"""``p4rotor schedule {generate,check,show,quality}`` and ``p4rotor routes``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import schedule as S
 from ..cliutil import die
+from .quality import DEFAULT_SIZES
 
 
 def add_parsers(sub) -> None:
@@ -19,6 +20,7 @@ def add_parsers(sub) -> None:
     g.add_argument("--rotors", type=int, default=1)
     g.add_argument("--slot-us", type=int, required=True)
     g.add_argument("--reconfig-us", type=int, default=0)
+    g.add_argument("--seed", type=int, help="opera only: the random seed (default 1); same seed, same schedule")
     g.add_argument("-o", "--output", help="write here instead of stdout")
     g.set_defaults(fn=cmd_schedule_generate)
     c = ss.add_parser("check", help="validate a schedule: exit 0, or one error line and exit 2")
@@ -29,6 +31,13 @@ def add_parsers(sub) -> None:
     sh.add_argument("--plot", metavar="FILE.png", help="draw rotors x time")
     sh.add_argument("--slices", action="store_true", help="list every slice")
     sh.set_defaults(fn=cmd_schedule_show)
+    q = ss.add_parser("quality", help="how close generated Opera slices come to random regular graphs, per size")
+    q.add_argument("--sizes", default=",".join(f"{n}x{k}" for n, k in DEFAULT_SIZES),
+                   help="comma-separated RACKSxROTORS (default: %(default)s)")
+    q.add_argument("--slot-us", type=int, default=1200)
+    q.add_argument("--reconfig-us", type=int, default=100)
+    q.add_argument("--seed", type=int, default=1)
+    q.set_defaults(fn=cmd_schedule_quality)
 
     pr = sub.add_parser("routes", help="the routes the controller installs, per slice")
     g2 = pr.add_mutually_exclusive_group(required=True)
@@ -42,7 +51,7 @@ def add_parsers(sub) -> None:
 
 def cmd_schedule_generate(a: argparse.Namespace) -> int:
     try:
-        s = S.generate(a.kind, a.racks, a.rotors, a.slot_us, a.reconfig_us)
+        s = S.generate(a.kind, a.racks, a.rotors, a.slot_us, a.reconfig_us, seed=a.seed)
     except S.ScheduleError as ex:
         die(str(ex))
     text = s.dumps()
@@ -84,6 +93,21 @@ def cmd_schedule_show(a: argparse.Namespace) -> int:
 
         out = plot_schedule(s, Path(a.plot))
         print(f"plot written to {out}")
+    return 0
+
+
+def cmd_schedule_quality(a: argparse.Namespace) -> int:
+    from . import quality as Q
+
+    try:
+        sizes = Q.parse_sizes(a.sizes)
+        rows = []
+        for racks, rotors in sizes:
+            rows.append(Q.measure(racks, rotors, a.slot_us, a.reconfig_us, seed=a.seed))
+            print(f"measured {racks}x{rotors}", file=sys.stderr, flush=True)
+    except S.ScheduleError as ex:
+        die(str(ex))
+    print(Q.report(rows, a.seed, a.slot_us, a.reconfig_us))
     return 0
 
 

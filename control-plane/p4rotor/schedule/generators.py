@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import random
 
-from .analysis import moore_diameter_bound, worst_diameter
+from .analysis import slice_reference
+from .expander import arrange
+from .factorisation import random_one_factorisation
 from .model import MAX_RACKS, Rotor, Schedule, ScheduleError
 
 
@@ -82,13 +84,35 @@ def generate_selector(racks: int, rotors: int, slot_us: int, reconfig_us: int) -
     return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="selector")
 
 
-def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
-                   seed: int = 1, tries: int = 60) -> Schedule:
-    """Opera (seed 000 §2.6.1): rotors staggered by slot/K so at most one is dark.
+# Search budget for all factorisations together, in expander.arrange's work units (~0.1 us
+# each on the development machine, so at most ~2 s); counted, never timed.
+OPERA_WORK = 20_000_000
 
-    Matchings of the 1-factorisation are assigned to rotors and ordered so that
-    every slice's graph of live circuits is connected; among ``tries`` seeded
-    shuffles the one with the smallest worst-slice diameter wins (deterministic).
+
+def opera_matchings(racks: int, rng: random.Random) -> list[list[int | None]]:
+    """A random 1-factorisation of K_racks; odd racks: of K_(racks+1) minus a phantom rack.
+
+    Odd racks keep the circle method's convention: racks matchings, each leaving one rack
+    idle (the one the phantom would have met), every pair meeting exactly once.
+    """
+    if racks % 2 == 0:
+        return random_one_factorisation(racks, rng)
+    return [[j if j < racks else None for j in m[:racks]] for m in random_one_factorisation(racks + 1, rng)]
+
+
+def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
+                   seed: int = 1, tries: int = 4, work: int = OPERA_WORK) -> Schedule:
+    """Opera (seed 000 §2.6.1): rotors staggered by slot/K so at most one is dark, every slice an expander.
+
+    The matchings are a random 1-factorisation (``factorisation``: every rack pair meets
+    directly at least once per cycle), arranged by ``expander.arrange`` so that every slice's
+    graph of live circuits is connected with a diameter at most one hop above the median
+    random regular graph of the same size and degree (``analysis.slice_reference``), and as many
+    slices as the search budget allows at that median.  Where the rotors' cycles have spare
+    slots (racks-1 not divisible by K) they repeat a matching instead of idling, so every
+    slice has K-1 live matchings.  A fresh factorisation is drawn (up to ``tries``) only while
+    some slice misses the +1 limit, all sharing the budget; the best arrangement wins.
+    Deterministic for a given ``seed``: the search budget ``work`` is counted, not timed.
     """
     _check_gen_args(racks, rotors, slot_us, reconfig_us)
     if rotors < 2:
@@ -99,38 +123,51 @@ def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
     if reconfig_us > slice_us:
         raise ScheduleError(
             f"opera: reconfig_us={reconfig_us} exceeds the slice slot/K={slice_us}: two rotors would be dark at once")
-    base = round_robin_matchings(racks)
+    # Window lengths that are slices: K-1 while a rotor is dark, K while all are live.
+    lengths = ([rotors - 1] if reconfig_us > 0 else []) + ([rotors] if reconfig_us < slice_us else [])
+    if min(lengths) == 1 and racks > 2:
+        raise ScheduleError(
+            f"opera: no assignment of matchings to {rotors} rotors keeps every slice connected for {racks} racks "
+            f"(a slice with one live matching never is); use more rotors")
+    targets = {ln: (int(slice_reference(racks, ln)), int(slice_reference(racks, ln)) + 1) for ln in lengths}
     rng = random.Random(seed)
-    target = moore_diameter_bound(racks, rotors - 1) + 1
-    best: tuple[int, Schedule] | None = None
-    for t in range(tries):
-        mats = list(base)
-        if t:
-            rng.shuffle(mats)
-        per_rotor, _ = _split(mats, rotors, racks)
-        rs = tuple(Rotor(name=f"rotor{j}", offset_us=j * slice_us,
-                         matchings=tuple(tuple(m) for m in per_rotor[j])) for j in range(rotors))
-        s = Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="opera")
-        d = worst_diameter(s, give_up_above=best[0] if best else None)
-        if d is not None and (best is None or d < best[0]):
-            best = (d, s)
-            if d <= target:
-                break
-    if best is None:
+    best = None
+    left = work
+    for _ in range(max(1, tries)):
+        pool = opera_matchings(racks, rng)
+        arr = arrange(pool, rotors, targets, rng, left)
+        left -= arr.work
+        if best is None or (arr.hard, arr.soft) < (best[1].hard, best[1].soft):
+            best = (pool, arr)
+        if arr.hard == 0 or left <= 0:
+            break
+    assert best is not None
+    pool, arr = best
+    if None in arr.worst.values():
         raise ScheduleError(
             f"opera: no assignment of matchings to {rotors} rotors keeps every slice connected for {racks} racks "
             f"(tried {tries}); use more rotors")
-    return best[1]
+    per = len(arr.seq) // rotors
+    rs = tuple(Rotor(name=f"rotor{j}", offset_us=j * slice_us,
+                     matchings=tuple(tuple(pool[arr.seq[p * rotors + j]]) for p in range(per)))
+               for j in range(rotors))
+    return Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us, rotors=rs, kind="opera")
 
 
 GENERATORS = {"rotornet": generate_rotornet, "selector": generate_selector, "opera": generate_opera}
 
 
-def generate(kind: str, racks: int, rotors: int, slot_us: int, reconfig_us: int) -> Schedule:
+def generate(kind: str, racks: int, rotors: int, slot_us: int, reconfig_us: int,
+             seed: int | None = None) -> Schedule:
+    """The ``kind`` generator; ``seed`` only for the randomised one (opera), None: its default."""
     try:
         gen = GENERATORS[kind]
     except KeyError:
         raise ScheduleError(f"unknown kind {kind!r} (one of {', '.join(GENERATORS)})") from None
-    return gen(racks, rotors, slot_us, reconfig_us)
+    if seed is None:
+        return gen(racks, rotors, slot_us, reconfig_us)
+    if kind != "opera":
+        raise ScheduleError(f"--seed only applies to opera ({kind} schedules are not random)")
+    return gen(racks, rotors, slot_us, reconfig_us, seed=seed)
 
 
