@@ -10,6 +10,14 @@ def _pick(s: Sequence[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))]
 
 
+def percentile(xs: Iterable[float], p: float) -> float:
+    """The ``p``-th percentile (nearest rank on the sorted values) of a non-empty ``xs``."""
+    s = sorted(xs)
+    if not s:
+        raise ValueError("percentile of no values")
+    return _pick(s, p)
+
+
 def summarize(xs: Iterable[float]) -> dict[str, float]:
     """n, min, p50, p90, p99, max and mean of ``xs``; just ``{"n": 0}`` when empty."""
     s = sorted(xs)

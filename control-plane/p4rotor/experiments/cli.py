@@ -12,11 +12,18 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
 def add_parser(sub) -> None:
     pe = sub.add_parser("experiment", help="run an experiment on an emulated fabric (root)")
-    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb"])
+    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb", "fct"])
     pe.add_argument("--schedule", help="schedule to use (connectivity, low-latency)")
     pe.add_argument("--dilation", type=float)
     pe.add_argument("--quick", action="store_true", help="a short variant (rotorlb: densities 1 and 56)")
     pe.add_argument("--output", help="results directory (default results/NAME)")
+    fct = pe.add_argument_group("fct")
+    fct.add_argument("--workload", help="a shipped CDF (websearch, datamining, ...) or a CDF file (default websearch)")
+    fct.add_argument("--load", type=float, help="fraction of each host's access rate (default 0.1)")
+    fct.add_argument("--flows", type=int, help="flows per point (default 2000; --quick: 150)")
+    fct.add_argument("--cutoff", type=float, metavar="BYTES",
+                     help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
+    fct.add_argument("--seed", type=int, help="workload seed (default 1)")
     pe.add_argument("--build-dir")
     pe.set_defaults(fn=cmd_experiment)
 
@@ -38,18 +45,27 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["dilation"] = a.dilation
     if a.quick:
         kw["quick"] = True
+    for key in ("workload", "load", "flows", "cutoff", "seed"):
+        if getattr(a, key) is not None:
+            kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
     # An option the experiment does not take is bad input; checked before anything starts, so a
     # TypeError raised inside a running experiment stays what it is (a bug, with its traceback).
     takes = inspect.signature(run).parameters
-    for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick")):
+    for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick"),
+                      ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
+                      ("cutoff", "--cutoff"), ("seed", "--seed")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
+    from ..workload.cdf import WorkloadError
+
     try:
         res = run(build, out, **kw)
     except HarnessError as ex:
         die(str(ex), EXIT_RUNTIME)
+    except WorkloadError as ex:
+        die(str(ex))
     print(res["verdict"])
     print(f"results in {out}/", file=sys.stderr)
     return 0

@@ -35,9 +35,11 @@ def pyplot():
 
 
 def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir: Path,
-            epsilon_us: float = 0.0) -> tuple[Emulation, TP.Topology]:
+            epsilon_us: float = 0.0, link_mbps: float | None = None) -> tuple[Emulation, TP.Topology]:
+    """``link_mbps``: shape every link (host and fabric) to this rate (an access rate)."""
     topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts)
-    emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say)
+    emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say,
+                    link_mbps=link_mbps)
     try:
         # 100+ BMv2 take a while on 2 cores: starting them, then installing them 8 at a time
         # (~1.5 s per switch at 132 switches)

@@ -64,6 +64,13 @@ class Agents:
             stop_process_group(p)
 
 
+def _flows_file(out: Path, host: str, flows: list[dict]) -> Path:
+    """An agent's flows go in a file: an FCT run's thousands would not fit on a command line."""
+    f = out / f"flows-{host}.json"
+    f.write_text(json.dumps(flows))
+    return f
+
+
 def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us: float,
                  flows: dict[tuple[int, int], list[dict]] | None = None, one_hop: bool = False,
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
@@ -88,7 +95,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 h = k.hosts[n]
                 args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(sched_file),
                         "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers,
-                        "--flows", json.dumps((flows or {}).get((k.id, n), [])),
+                        "--flows", "@" + str(_flows_file(out, h.name, (flows or {}).get((k.id, n), []))),
                         "--rate", str(rate / (1 if host_index is not None else hosts)),
                         "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
                         "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json")]

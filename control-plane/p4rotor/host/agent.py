@@ -70,8 +70,10 @@ class Agent:
         self.relay_delay = collections.Counter()    # slots spent at the relay -> frames
         self.missed = collections.Counter()         # offer / accept not received in time
         self.waiters: dict[tuple, asyncio.Future] = {}
+        self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
+        self.pending: list[tuple[int, int, int]] = []         # (ns, local frames, relayed frames held)
         for f in flows:
-            if f.get("frames", -1) > 0:
+            if f.get("frames", -1) > 0 and "start_ns" not in f:
                 self._make(f, f["frames"])
 
     # -- application side ----------------------------------------------------------------
@@ -179,7 +181,9 @@ class Agent:
             if i < len(out) and time.time_ns() >= nxt:
                 self._send(peer, out[i])
                 i += 1
-                nxt += gap
+                # Late (a busy CPU)?  Catch up by at most two frames: a burst would queue on a
+                # shaped host link past the window's end and be dropped as stale.
+                nxt = max(nxt + gap, time.time_ns() - 2 * gap)
                 continue
             await asyncio.sleep(max(0.0005, min((nxt - time.time_ns()) / 1e9, 0.002)))
         return i
@@ -218,6 +222,9 @@ class Agent:
             self.seen.add(key)
             self.delivered[m.origin] += 1
             now = time.time_ns()
+            rx = self.flow_rx.setdefault((m.origin, m.flow), [0, 0])
+            rx[0] += 1
+            rx[1] = now
             if self.measure[0] <= now < self.measure[1]:
                 self.in_window[m.origin] += 1
             if m.relayed:
@@ -240,9 +247,26 @@ class Agent:
         self.local[dst].append((flow, seq, packet))
         self.accepted[flow] += 1
 
+    def _start_timed_flows(self) -> None:
+        """Flows with a ``start_ns`` (an FCT run's bulk flows) join their queue at that time."""
+        loop = asyncio.get_running_loop()
+        for f in self.flows:
+            if "start_ns" in f and f.get("frames", 0) > 0:
+                delay = max(0.0, (f["start_ns"] - time.time_ns()) / 1e9)
+                loop.call_later(delay, self._make, f, f["frames"])
+
+    async def _sample_pending(self) -> None:
+        """Frames held (local, relayed) once a slot: the stability curve of an FCT run."""
+        while True:
+            self.pending.append((time.time_ns(), sum(len(q) for q in self.local.values()),
+                                 sum(len(q) for q in self.relay.values())))
+            await asyncio.sleep(self.s.slot_us / 1e6)
+
     async def run(self) -> dict:
         await self.open()
         self.stopping = asyncio.Event()
+        self._start_timed_flows()
+        sampler = asyncio.ensure_future(self._sample_pending())
         tasks = []
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
@@ -255,6 +279,7 @@ class Agent:
             await self._stopped_by(self.end_ns)
         else:
             await asyncio.sleep(0.2)  # what is still in flight to us
+        sampler.cancel()
         self.close()
         return self.summary()
 
@@ -312,7 +337,9 @@ class Agent:
                 "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
                                                                  for o, _, _, _, _ in q)),
                 "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
-                "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_rcvbuf_errors()}
+                "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_rcvbuf_errors(),
+                "flows_rx": {f"{o}:{fl}": v for (o, fl), v in self.flow_rx.items()},
+                "pending": self.pending}
 
 
 def _udp_rcvbuf_errors() -> int | None:
@@ -337,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--t0-ns", type=int, required=True, help="wall time of schedule slot 0 (status file)")
     p.add_argument("--rack", type=int, required=True)
     p.add_argument("--peers", required=True, help='JSON {"rack": "agent IP", ...} for every rack')
-    p.add_argument("--flows", default="[]", help='JSON [{"flow": id, "dst": rack, "frames": n (-1: saturate)}]')
+    p.add_argument("--flows", default="[]", help='JSON [{"flow": id, "dst": rack, "frames": n (-1: saturate), '
+                   '"start_ns": t (optional: made at t)}], or @FILE')
     p.add_argument("--rate", type=float, default=500, help="frames/s on a circuit")
     p.add_argument("--frame", type=int, default=1400, help="UDP payload bytes per data frame")
     p.add_argument("--guard-us", type=float, default=0, help="wall us kept free at each end of a day")
@@ -353,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     peers = {int(k): v for k, v in json.loads(a.peers).items()}
     ms = tuple(int(x) for x in a.measure.split(","))
     agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
-                  flows=json.loads(a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
+                  flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
                   measure=(ms[0], ms[1]))
     if a.tun:
         from .tun import Tun

@@ -1,0 +1,274 @@
+"""Flow completion times on the Opera fabric: Opera's two classes vs RotorNet (all bulk).
+
+Method: seed 001 §5.4 (pHost) — Poisson arrivals at a load, slowdown = FCT / FCT alone, mean and
+p99 per size bucket.  Opera's split (seed 000 §2.6): a flow below the cutoff (default: one
+cycle's bytes at the access rate) goes over the low-latency class with the kernel's TCP (DSCP 46,
+host/flows.py); a flow at or above it is bulk for the RotorLB agents (host/agent.py, direct or
+two-hop).  ``cutoff 0`` puts every flow on RotorLB: RotorNet.
+
+The default Opera fabric (8 racks, 4 rotors), one host per rack (the agent's host), every host's
+sending shaped to the access rate (``HEADROOM x rotors x agent rate x agent frame``: an agent
+sends on every live circuit at once), agent frames first (:func:`_shape_hosts`).  Flow sizes are scaled so size / cycle capacity is the real system's
+(10 Gb/s, workload/scale.py).  One flow list (``flows.json``, replayable) runs once per mode.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from .. import schedule as S
+from ..fabric import topology as TP
+from ..fabric.agents import start_agents
+from ..fabric.switch import HarnessError, stop_process_group
+from ..host import wire
+from ..workload import cdf as C
+from ..workload import fct as F
+from ..workload import flowlist
+from ..workload.generate import generate, topology_hosts
+from ..workload.scale import for_emulation
+from .runner import launch, pyplot, say
+
+FRAME = 1400                      # agent frame (UDP payload), as the RotorLB experiment
+REAL_ACCESS_BPS = 10e9            # the real system the sizes are scaled to
+MODES = {"opera": None, "rotornet": 0}
+HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
+
+
+def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
+        cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
+        guard_us: float = 10000.0, quick: bool = False) -> dict:
+    if quick:
+        flows = min(flows, 150)
+    sizes = C.shipped(workload) if workload in C.SHIPPED else C.load(workload)
+    sched = S.generate_opera(8, 4, 1000, 100)
+    ds = S.dilate(sched, dilation)
+    # The agents send on every live circuit at once (K x rate frames/s); a quarter more leaves the
+    # low-latency class room on the shaped host link (without it, 10% of agent frames queued past
+    # their window and were dropped as stale, and TCP's SYNs waited for 1 s timeouts).
+    access_bps = HEADROOM * len(sched.rotors) * rate * (FRAME + 42) * 8
+    scaling = for_emulation(access_bps, dilation, sched.hyperperiod_us, REAL_ACCESS_BPS)
+    default_cutoff = access_bps / 8 * ds.hyperperiod_us / 1e6
+    # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.
+    if cutoff is not None and not cutoff >= 0:
+        raise C.WorkloadError(f"--cutoff must be >= 0 bytes (or inf), got {cutoff:g}")
+    hosts = topology_hosts(TP.generate(ds, "schedule.json", hosts_per_rack=1))
+    wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
+                  name=workload)
+    out.mkdir(parents=True, exist_ok=True)
+    flowlist.write(out / "flows.json", wl.flows, wl.meta)
+    emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=50)
+    try:
+        _shape_hosts(emu, topo, access_bps)
+        base = _alone(emu, topo, out / "alone")
+        say(f"[experiment] fct: a one-packet flow alone takes {base * 1e3:.1f} ms (median, every rack pair)")
+        runs = {}
+        for mode, cut in MODES.items():
+            c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
+            runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us)
+    finally:
+        emu.stop()
+    return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, base)
+
+
+def _shape_hosts(emu, topo, access_bps: float) -> None:
+    """Every host sends at most ``access_bps`` (htb on its link to the ToR), and the agents'
+    frames (DSCP 8, paced, below 1/HEADROOM of the rate) go first: a frame that waits behind a
+    TCP burst misses its circuit's window and is dropped as stale (12% of them did in one FIFO).
+    Opera's ToRs give the two classes separate queues the same way (seed 000 §2.6)."""
+    from ..p4 import DSCP_DIRECT_ONLY
+
+    kbit = int(access_bps / 1000)
+    agent = int(kbit / HEADROOM)
+    tos = DSCP_DIRECT_ONLY << 2
+    for k in topo.racks:
+        for h in k.hosts:
+            node = emu.host(h.name)
+            dev = node.defaultIntf().name
+            for cmd in (f"tc qdisc replace dev {dev} root handle 1: htb default 20 r2q 100",
+                        f"tc class add dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit",
+                        f"tc class add dev {dev} parent 1:1 classid 1:10 htb rate {agent}kbit ceil {kbit}kbit prio 0",
+                        f"tc class add dev {dev} parent 1:1 classid 1:20 htb rate {kbit - agent}kbit ceil {kbit}kbit prio 1",
+                        f"tc filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip tos {tos:#x} 0xfc flowid 1:10"):
+                err = node.cmd(cmd + " 2>&1 >/dev/null").strip()
+                if err:
+                    raise HarnessError(f"{h.name}: {cmd}: {err.splitlines()[0]}")
+
+
+def _alone(emu, topo, out: Path) -> float:
+    """The FCT of a one-packet flow alone on the fabric (low-latency class): one flow at a time
+    from rack 0's host to every other rack and back, 4 rounds; the median.  With the
+    serialisation at the access rate it is the "alone" FCT slowdowns divide by (seed 001 §5.4
+    measures it the same way: the flow alone in the network)."""
+    out.mkdir(parents=True, exist_ok=True)
+    hosts = [k.hosts[0] for k in topo.racks]
+    now = time.time_ns() + 1_500_000_000
+    plan: dict[str, list] = {h.name: [] for h in hosts}
+    i = 0
+    for rnd in range(4):
+        for dst in hosts[1:]:
+            for src, d in ((hosts[0], dst), (dst, hosts[0])):
+                plan[src.name].append({"id": i, "dst": d.ip, "size": 1, "start_ns": now + i * 150_000_000})
+                i += 1
+    end = now + (i + 4) * 150_000_000
+    procs = []
+    try:
+        for h, fl in plan.items():
+            (out / f"flows-{h}.json").write_text(json.dumps(fl))
+            procs.append(emu.popen(h, [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
+                                       "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
+                                       "--end-ns", str(end)], stdout=None, stderr=None))
+        for p in procs:
+            p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
+    finally:
+        for p in procs:
+            stop_process_group(p)
+    starts = {f["id"]: f["start_ns"] for fl in plan.values() for f in fl}
+    fcts = sorted((json.loads(line)["done_ns"] - starts[json.loads(line)["id"]]) / 1e9
+                  for h in plan for line in ((out / f"rx-{h}.jsonl").read_text().splitlines()
+                                             if (out / f"rx-{h}.jsonl").exists() else []))
+    if not fcts:
+        raise HarnessError("no one-packet flow completed alone: the low-latency class does not carry TCP")
+    return fcts[len(fcts) // 2]
+
+
+def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    payload = FRAME - wire.DATA_HEADER
+    ip_rack = {h.ip: k.id for k in topo.racks for h in k.hosts}
+    name_ip = {h.name: h.ip for k in topo.racks for h in k.hosts}
+    span_s = max(f.start for f in wl.flows)
+    base = time.time_ns() + 4_000_000_000
+    cycle_s = ds.hyperperiod_us / 1e6
+    # Drain: every bulk flow's bytes at a quarter of the access rate, and ten cycles.
+    bulk_bytes = sum(f.size for f in wl.flows if f.size >= cutoff)
+    drain_s = 10 * cycle_s + 2 * bulk_bytes / (rate * payload) / max(1, len(topo.racks)) + 5
+    end = base + int((span_s + drain_s) * 1e9)
+    ll: dict[str, list] = {h: [] for h in name_ip}
+    bulk: dict[tuple[int, int], list] = {}
+    cls = {}
+    for f in wl.flows:
+        start_ns = base + int(f.start * 1e9)
+        if f.size < cutoff:
+            ll[f.src].append({"id": f.id, "dst": name_ip[f.dst], "size": f.size, "start_ns": start_ns})
+            cls[f.id] = "low-latency"
+        else:
+            src_rack = ip_rack[name_ip[f.src]]
+            bulk.setdefault((src_rack, 0), []).append(
+                {"flow": f.id, "dst": ip_rack[name_ip[f.dst]], "frames": max(1, math.ceil(f.size / payload)),
+                 "start_ns": start_ns})
+            cls[f.id] = "bulk"
+    say(f"[experiment] fct: {out.name}: {sum(map(len, ll.values()))} low-latency flows (TCP), "
+        f"{sum(map(len, bulk.values()))} bulk (RotorLB), cutoff {cutoff:.0f} B; "
+        f"arrivals over {span_s:.0f} s, up to {span_s + drain_s:.0f} s")
+    procs = []
+    agents = None
+    try:
+        for h, fl in ll.items():
+            (out / f"flows-{h}.json").write_text(json.dumps(fl))
+            procs.append(emu.popen(h, [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
+                                       "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
+                                       "--end-ns", str(end)], stdout=None, stderr=None))
+        agents = start_agents(emu, topo, ds, out / "agents", rate=rate, guard_us=guard_us, flows=bulk,
+                              stop_ns=end, end_ns=end)
+        n_ll = sum(map(len, ll.values()))
+        while time.time_ns() < end:
+            done = sum(len((out / f"rx-{h}.jsonl").read_text().splitlines())
+                       for h in ll if (out / f"rx-{h}.jsonl").exists())
+            t = (time.time_ns() - base) / 1e9
+            say(f"[experiment] fct: {out.name}: {max(0.0, t):.0f}/{span_s + drain_s:.0f} s, "
+                f"low-latency done {done}/{n_ll}")
+            if done == n_ll and t > span_s and not bulk:
+                break
+            time.sleep(min(10.0, max(0.5, (end - time.time_ns()) / 1e9)))
+        results = agents.wait(timeout=60)
+    finally:
+        for p in procs:
+            stop_process_group(p)
+        if agents is not None:
+            agents.kill()
+    done_ns: dict[int, int] = {}
+    for h in ll:
+        f = out / f"rx-{h}.jsonl"
+        if f.exists():
+            for line in f.read_text().splitlines():
+                r = json.loads(line)
+                done_ns[r["id"]] = r["done_ns"]
+    frames = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
+    pending: dict[int, float] = {}
+    for r in results:
+        for key, (count, last) in r.get("flows_rx", {}).items():
+            fid = int(key.split(":")[1])
+            if fid in frames and count >= frames[fid]:
+                done_ns[fid] = last
+        for t_ns, local, relay in r.get("pending", []):
+            b = int((t_ns - base) / (ds.slot_us * 1000))
+            pending[b] = pending.get(b, 0) + (local + relay) * payload
+    done = [F.Done(f, cls[f.id], base + int(f.start * 1e9), done_ns.get(f.id)) for f in wl.flows]
+    # Every frame an agent accepted is delivered once, still held, or lost: count the lost.
+    accepted = sum(sum(r.get("accepted", {}).values()) for r in results)
+    delivered = sum(sum(r.get("delivered", {}).values()) for r in results)
+    held = sum(r.get("held_local", 0) + sum(r.get("held_relay", {}).values()) for r in results)
+    lost = accepted - delivered - held
+    return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
+            "cutoff": cutoff, "agent_frames_lost": lost,
+            "duplicates": sum(r.get("duplicates", 0) for r in results)}
+
+
+def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
+            out: Path, base_s: float) -> dict:
+    res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
+           "access_mbps": access_bps / 1e6, "dilation": dilation, "scaling_factor": factor,
+           "alone_one_packet_s": base_s,
+           "default_cutoff_bytes": default_cutoff, "modes": {}}
+    lines = []
+    for mode, r in runs.items():
+        st = F.stability(r["pending"])
+        summ = F.summarize(r["done"], access_bps, factor, base_s)
+        unfinished = sum(1 for d in r["done"] if d.done_ns is None)
+        res["modes"][mode] = {"cutoff_bytes": r["cutoff"], "stable": st["stable"], "stability": st,
+                              "unfinished": unfinished, "agent_frames_lost": r["agent_frames_lost"],
+                              "duplicates": r["duplicates"], "classes": summ,
+                              "pending_bytes": r["pending"]}
+        if not st["stable"]:
+            lines.append(f"{mode}: unstable (pending bytes climb {st['rise_bytes']:.0f} B over the run)")
+            continue
+        parts = []
+        for cls, per in summ.items():
+            for b, v in per.items():
+                if v["slowdown_mean"] is not None:
+                    parts.append(f"{cls} {b}: slowdown mean {v['slowdown_mean']:.1f} p99 {v['slowdown_p99']:.1f} "
+                                 f"({v['flows']} flows)")
+        lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
+    (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
+    _plots(runs, access_bps, out, base_s)
+    res["verdict"] = (f"fct {wl.meta['workload']} load {wl.meta['load']:g}, {len(wl.flows)} flows: "
+                      + " | ".join(lines))
+    return res
+
+
+def _plots(runs: dict, access_bps: float, out: Path, base_s: float) -> None:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for mode, r in runs.items():
+        fin = [d for d in r["done"] if d.fct_s is not None]
+        axes[0].scatter([d.flow.size for d in fin], [d.fct_s / F.ideal_fct_s(d.flow.size, access_bps, base_s) for d in fin],
+                        s=6, alpha=0.6, label=mode)
+        for cls in ("low-latency", "bulk"):
+            xs = sorted(d.fct_s for d in fin if d.cls == cls)
+            if xs:
+                axes[1].plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=f"{mode} {cls}")
+        if r["pending"]:
+            axes[2].plot([t for t, _ in r["pending"]], [b / 1e3 for _, b in r["pending"]], label=mode)
+    axes[0].set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="slowdown",
+                title="slowdown vs size")
+    axes[1].set(xscale="log", xlabel="FCT (wall s)", ylabel="CDF", title="FCT per class")
+    axes[2].set(xlabel="time from first arrival (wall s)", ylabel="pending KB (agents)", title="bytes pending")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fct.png", dpi=110)
+    plt.close(fig)

@@ -1,0 +1,152 @@
+"""Short flows over the kernel's TCP (``python -m p4rotor.host.flows``), one process per host.
+
+The low-latency half of an FCT run (seed 001 §5.4 method; Opera's split, seed 000 §2.6: flows
+below a cutoff ride the expander's multi-hop paths at once).  The process
+
+* serves: accepts TCP connections on ``--port``; each carries one flow: a 16-byte header
+  (flow id, size: two big-endian u64) then ``size`` bytes.  When the last byte is in, it writes one
+  JSON line ``{"id", "bytes", "first_ns", "done_ns"}`` to ``--rx-log`` and answers one byte;
+* sends: for each of its flows (``--flows``: a JSON list of ``{"id", "dst", "size", "start_ns"}``),
+  at ``start_ns`` it opens a connection with the DSCP set (``--dscp``, default 46: the
+  low-latency class), sends the header and the bytes, waits for the answer and writes one JSON
+  line ``{"id", "start_ns", "sent_ns", "ack_ns", "error"}`` to ``--tx-log``.
+
+FCT = the receiver's ``done_ns`` - ``start_ns`` (every host shares the machine's clock).  A flow
+with an error or no ``done_ns`` is unfinished, never dropped silently.  The process stops at
+``--end-ns`` (or SIGTERM), closing the logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+
+PORT = 9988
+HEADER = struct.Struct("!QQ")
+CHUNK = 64 * 1024
+_ZEROS = bytes(CHUNK)
+
+
+class Flows:
+    def __init__(self, flows: list[dict], *, port: int = PORT, dscp: int = 46, rx_log: Path, tx_log: Path,
+                 end_ns: int, connect_timeout: float = 10.0):
+        self.flows = sorted(flows, key=lambda f: f["start_ns"])
+        self.port, self.dscp, self.end_ns = port, dscp, end_ns
+        self.connect_timeout = connect_timeout
+        self.rx = open(rx_log, "w", buffering=1)
+        self.tx = open(tx_log, "w", buffering=1)
+        self.tasks: set[asyncio.Task] = set()
+
+    # -- receiver ---------------------------------------------------------------------------
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            fid, size = HEADER.unpack(await reader.readexactly(HEADER.size))
+            first = time.time_ns()
+            left = size
+            while left:
+                chunk = await reader.read(min(left, CHUNK))
+                if not chunk:
+                    raise asyncio.IncompleteReadError(b"", left)
+                left -= len(chunk)
+            done = time.time_ns()
+            self.rx.write(json.dumps({"id": fid, "bytes": size, "first_ns": first, "done_ns": done}) + "\n")
+            writer.write(b"\x01")
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass  # the sender records the error: the flow is unfinished
+        finally:
+            writer.close()
+
+    # -- sender -----------------------------------------------------------------------------
+    async def _send_one(self, f: dict) -> None:
+        rec = {"id": f["id"], "start_ns": f["start_ns"], "sent_ns": None, "ack_ns": None, "error": None}
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.dscp << 2)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setblocking(False)
+            await asyncio.wait_for(loop.sock_connect(sock, (f["dst"], self.port)), self.connect_timeout)
+            reader, writer = await asyncio.open_connection(sock=sock)
+            writer.write(HEADER.pack(f["id"], f["size"]))
+            left = f["size"]
+            while left:
+                n = min(left, CHUNK)
+                writer.write(_ZEROS[:n])
+                await writer.drain()
+                left -= n
+            rec["sent_ns"] = time.time_ns()
+            await reader.readexactly(1)
+            rec["ack_ns"] = time.time_ns()
+            writer.close()
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as ex:
+            rec["error"] = type(ex).__name__
+            sock.close()
+        except asyncio.CancelledError:
+            rec["error"] = "stopped"
+            sock.close()
+        self.tx.write(json.dumps(rec) + "\n")
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        stop = stop or asyncio.Event()
+        server = await asyncio.start_server(self._serve_one, "0.0.0.0", self.port, reuse_address=True)
+        try:
+            for f in self.flows:
+                if stop.is_set() or f["start_ns"] >= self.end_ns:
+                    break
+                delay = (f["start_ns"] - time.time_ns()) / 1e9
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(stop.wait(), delay)
+                        break
+                    except asyncio.TimeoutError:
+                        pass
+                t = asyncio.create_task(self._send_one(f))
+                self.tasks.add(t)
+                t.add_done_callback(self.tasks.discard)
+            try:
+                await asyncio.wait_for(stop.wait(), max(0.0, (self.end_ns - time.time_ns()) / 1e9))
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            for t in list(self.tasks):
+                t.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            server.close()
+            self.rx.close()
+            self.tx.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="p4rotor.host.flows", description=__doc__.splitlines()[0])
+    p.add_argument("--flows", required=True, help="JSON file: this host's flows [{id, dst, size, start_ns}]")
+    p.add_argument("--port", type=int, default=PORT)
+    p.add_argument("--dscp", type=int, default=46)
+    p.add_argument("--rx-log", required=True)
+    p.add_argument("--tx-log", required=True)
+    p.add_argument("--end-ns", type=int, required=True)
+    a = p.parse_args(argv)
+    flows = json.loads(Path(a.flows).read_text())
+    runner = Flows(flows, port=a.port, dscp=a.dscp, rx_log=Path(a.rx_log), tx_log=Path(a.tx_log),
+                   end_ns=a.end_ns)
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await runner.run(stop)
+
+    asyncio.run(go())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Flow completion times from a run's records: per class and size bucket, slowdown, stability.
+
+Pure functions (the experiment collects the records; tests feed them directly).  The method is
+seed 001 §5.4 (pHost): slowdown = FCT / the FCT the same flow would have alone, reported as mean
+and 99th percentile per size bucket.  "Alone" here is a one-packet flow's FCT measured alone
+on the same fabric (handshake and path latency) plus the flow's wire bytes (payload + a header per
+packet, :func:`.generate.wire_bytes`) at the shaped access rate.  Buckets are in *real-system* bytes (size / scaling
+factor): < 100 KB, 100 KB - 10 MB, > 10 MB, as Opera's evaluation (seed 000 §2.6) groups them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable, Sequence
+
+from ..stats import percentile
+from .generate import HEADER_BYTES, Flow, wire_bytes
+from .scale import MSS
+
+BUCKETS = (("<100KB", 0, 100_000), ("100KB-10MB", 100_000, 10_000_000), (">10MB", 10_000_000, math.inf))
+
+
+@dataclasses.dataclass(frozen=True)
+class Done:
+    """One flow as the run saw it: its class, and when it finished (None: unfinished)."""
+    flow: Flow
+    cls: str                 # "low-latency" or "bulk"
+    start_ns: int
+    done_ns: int | None
+
+    @property
+    def fct_s(self) -> float | None:
+        return None if self.done_ns is None else (self.done_ns - self.start_ns) / 1e9
+
+
+def ideal_fct_s(size: int, access_bps: float, base_s: float = 0.0, mss: int = MSS,
+                header: int = HEADER_BYTES) -> float:
+    """The flow alone: ``base_s`` (a one-packet flow's FCT alone on the fabric, measured: the
+    handshake and the path's latency) plus its wire bytes at the access rate."""
+    return base_s + 8 * wire_bytes(size, mss, header) / access_bps
+
+
+def bucket_of(size: int, factor: float) -> str:
+    real = size / factor if factor > 0 else size
+    return next(name for name, lo, hi in BUCKETS if lo <= real < hi)
+
+
+def summarize(done: Sequence[Done], access_bps: float, factor: float, base_s: float = 0.0) -> dict:
+    """Per class and bucket: flows, unfinished, FCT mean/p99 (s), slowdown mean/p99."""
+    out: dict = {}
+    for cls in sorted({d.cls for d in done}):
+        per: dict = {}
+        for name, _, _ in BUCKETS:
+            ds = [d for d in done if d.cls == cls and bucket_of(d.flow.size, factor) == name]
+            if not ds:
+                continue
+            fin = [d for d in ds if d.fct_s is not None]
+            fcts = [d.fct_s for d in fin]
+            slow = [d.fct_s / ideal_fct_s(d.flow.size, access_bps, base_s) for d in fin]
+            per[name] = {"flows": len(ds), "unfinished": len(ds) - len(fin),
+                         "fct_mean_s": _mean(fcts), "fct_p99_s": percentile(fcts, 99) if fcts else None,
+                         "slowdown_mean": _mean(slow), "slowdown_p99": percentile(slow, 99) if slow else None,
+                         "slowdown_min": min(slow) if slow else None}
+        out[cls] = per
+    return out
+
+
+def stability(samples: Iterable[tuple[float, float]]) -> dict:
+    """Pending bytes over time (s, bytes): the least-squares trend over the run.  Past RotorLB's
+    capacity the queue climbs without bound: "unstable" when the trend over the run exceeds the
+    mean level (and is more than one slot's worth of noise, ``floor`` bytes)."""
+    pts = sorted(samples)
+    if len(pts) < 3:
+        return {"samples": len(pts), "slope_bytes_per_s": None, "stable": True}
+    n = len(pts)
+    mt = sum(t for t, _ in pts) / n
+    mb = sum(b for _, b in pts) / n
+    var = sum((t - mt) ** 2 for t, _ in pts)
+    slope = sum((t - mt) * (b - mb) for t, b in pts) / var if var else 0.0
+    rise = slope * (pts[-1][0] - pts[0][0])
+    return {"samples": n, "mean_bytes": mb, "slope_bytes_per_s": slope, "rise_bytes": rise,
+            "stable": not (rise > max(mb, 1.0) and rise > 0)}
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None

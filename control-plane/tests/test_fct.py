@@ -1,0 +1,102 @@
+"""FCT analysis (workload/fct.py), the short-flow process (host/flows.py) over loopback, and the
+fct experiment's bad input (refused before any switch starts)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from p4rotor.cli import main
+from p4rotor.host.flows import Flows
+from p4rotor.workload import fct as F
+from p4rotor.workload.generate import Flow, wire_bytes
+
+
+def _done(size, fct_s, cls="bulk", start=0):
+    return F.Done(Flow(0, "a", "b", size, 0.0), cls, start, None if fct_s is None else start + int(fct_s * 1e9))
+
+
+def test_ideal_is_wire_bytes_at_the_access_rate():
+    assert F.ideal_fct_s(1460, 8e6) == pytest.approx(8 * (1460 + 54) / 8e6)
+    assert F.ideal_fct_s(1, 8e6) == pytest.approx(8 * 55 / 8e6)  # one packet at least
+
+
+def test_buckets_are_in_real_system_bytes():
+    assert F.bucket_of(50_000, 1.0) == "<100KB"
+    assert F.bucket_of(50_000, 0.01) == "100KB-10MB"   # 5 MB in the real system
+    assert F.bucket_of(200_000, 0.01) == ">10MB"
+
+
+def test_summary_counts_unfinished_and_slowdown():
+    access = 8e6
+    ideal = F.ideal_fct_s(10_000, access)
+    done = [_done(10_000, 2 * ideal), _done(10_000, 4 * ideal), _done(10_000, None),
+            _done(500, 3 * F.ideal_fct_s(500, access), cls="low-latency")]
+    s = F.summarize(done, access, 1.0)
+    b = s["bulk"]["<100KB"]
+    assert b["flows"] == 3 and b["unfinished"] == 1
+    assert b["slowdown_mean"] == pytest.approx(3.0)
+    assert b["slowdown_min"] == pytest.approx(2.0)
+    assert s["low-latency"]["<100KB"]["slowdown_mean"] == pytest.approx(3.0)
+
+
+def test_stability_flat_vs_climbing():
+    flat = [(t, 1000.0 + (50 if t % 2 else -50)) for t in range(40)]
+    assert F.stability(flat)["stable"]
+    climbing = [(t, 1000.0 * t) for t in range(40)]
+    st = F.stability(climbing)
+    assert not st["stable"] and st["slope_bytes_per_s"] == pytest.approx(1000.0)
+
+
+def test_short_flows_over_loopback_complete_and_log(tmp_path):
+    """Sender and receiver in one process on 127.0.0.1: every flow's bytes arrive, the receiver
+    logs done_ns after the start, the sender logs the answer; a refused connection is an error."""
+    now = time.time_ns()
+    flows = [{"id": i, "dst": "127.0.0.1", "size": s, "start_ns": now + 100_000_000 + i * 10_000_000}
+             for i, s in enumerate([1, 1460, 100_000, 2_000_000])]
+    runner = Flows(flows, port=19988, dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
+                   end_ns=now + 3_000_000_000)
+
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        deadline = time.monotonic() + 10
+        while len((tmp_path / "tx.jsonl").read_text().splitlines()) < len(flows) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+
+    asyncio.run(go())
+    rx = {r["id"]: r for r in map(json.loads, (tmp_path / "rx.jsonl").read_text().splitlines())}
+    tx = {r["id"]: r for r in map(json.loads, (tmp_path / "tx.jsonl").read_text().splitlines())}
+    assert set(rx) == set(tx) == {0, 1, 2, 3}
+    for f in flows:
+        assert rx[f["id"]]["bytes"] == f["size"]
+        assert rx[f["id"]]["done_ns"] >= f["start_ns"]
+        assert tx[f["id"]]["error"] is None and tx[f["id"]]["ack_ns"] >= rx[f["id"]]["done_ns"]
+
+    refused = Flows([{"id": 9, "dst": "127.0.0.1", "size": 10, "start_ns": time.time_ns()}], port=19989,
+                    rx_log=tmp_path / "rx2.jsonl", tx_log=tmp_path / "tx2.jsonl", end_ns=time.time_ns() + 10**9)
+    asyncio.run(refused._send_one({"id": 9, "dst": "127.0.0.1", "size": 10, "start_ns": 0}))
+    refused.tx.close()
+    refused.rx.close()
+    rec = json.loads((tmp_path / "tx2.jsonl").read_text())
+    assert rec["error"] and rec["ack_ns"] is None  # unfinished, and says why
+
+
+@pytest.mark.parametrize("args,msg", [(["--load", "1.5"], "load must be"),
+                                      (["--load", "0"], "load must be"),
+                                      (["--workload", "nosuch-file.cdf"], "cannot read"),
+                                      (["--cutoff", "-1"], "--cutoff")])
+def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
+    """Exit 2 and one line; no fabric: the build directory does not even exist."""
+    with pytest.raises(SystemExit) as ex:
+        main(["experiment", "fct", "--quick", "--build-dir", str(tmp_path / "no-build"),
+              "--output", str(tmp_path / "out"), *args])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and msg in err
+    assert not (tmp_path / "out").exists()
