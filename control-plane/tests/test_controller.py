@@ -424,3 +424,31 @@ def test_read_status_refuses_other_files(tmp_path):
     (tmp_path / "x.json").write_text('{"phase": "dancing"}')
     with pytest.raises(ValueError, match="not a p4rotor controller status file"):
         read_status(tmp_path / "x.json")
+
+
+def test_tor_route_until_is_slice_end_for_low_latency_and_day_end_for_a_circuit():
+    """The ToR egress re-check keeps a low-latency frame to its slice, but a direct circuit's
+    frame to its rotor's day: it stays live across slice changes other rotors make (checking it
+    per slice dropped Opera bulk at every slice boundary)."""
+    from p4rotor.control.tor import route_until_us
+    from p4rotor.schedule import routes as R
+
+    s = S.generate_opera(8, 4, 1000, 100)
+    checked = 0
+    for sr in R.compute(s):
+        for (src, dst, tclass), hop in sr.hops.items():
+            until = route_until_us(s, sr, tclass, hop)
+            if tclass == dp.TCLASS_LOW_LATENCY:
+                assert until == sr.slice.end_us
+                continue
+            assert until >= sr.slice.end_us
+            r = s.rotors[hop.rotor]
+            # live (its matching unchanged) from the slice start to until; dark right after
+            k0, m0, night0 = s.state_at(r, sr.slice.start_us)
+            assert not night0
+            for t in range(sr.slice.start_us, until, 25):
+                k, m, night = s.state_at(r, t % s.hyperperiod_us)
+                assert not night and m == m0, (sr.index, hop.rotor, t)
+            assert s.state_at(r, until % s.hyperperiod_us)[2], "night starts at until"
+            checked += 1
+    assert checked > 100

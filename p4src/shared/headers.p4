@@ -89,6 +89,7 @@ struct slot_meta_t {
     bit<32>     slot_id;    // absolute slot id (signal: controller's k; clock: cycle<<12|index)
     Timestamp_t offset;     // local timestamp + offset = common time (clock mode)
     Timestamp_t slot_end;   // common time at which this slot's day ends (clock mode)
+    Timestamp_t cycle_start; // common time at which this cycle started (clock mode)
 }
 
 // ToR routing decision.

@@ -134,6 +134,7 @@ control SlotState(inout metadata_t meta, in std_meta_t std) {
                     if (meta.slot.running) {
                         meta.slot.slot_id = (n << CLOCK_INDEX_BITS) | (bit<32>) meta.slot.index;
                         meta.slot.slot_end = start + meta.slot.slot_end;
+                        meta.slot.cycle_start = start;
                         rotor_slot.write(0, meta.slot.slot_id);
                         rotor_index.write(0, meta.slot.index);
                         rotor_flags.write(0, RF_VALID | (meta.slot.night ? RF_NIGHT : 8w0));

@@ -9,6 +9,7 @@
 
 control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
     bit<32> rotor_mask = 0;
+    bit<32> live_until = 0;
 
     action drop_for(bit<32> cause) {
         drop_counter.count(cause);
@@ -73,15 +74,22 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
 
     // Next hop in the current slice: the uplink to the rotor whose circuit leads on.
     //   mask: 1 << rotor index, checked against the slice's live rotors
-    action via(PortId_t port, bit<32> mask) {
+    //   until: us from the cycle start until which this route may still leave
+    //          (clock mode egress re-check): the slice's end for a low-latency
+    //          route (the multi-hop path is this slice's), the uplink rotor's day
+    //          end for a direct circuit (it outlives slice changes made by the
+    //          other rotors; re-checking it per slice dropped bulk at every one)
+    action via(PortId_t port, bit<32> mask, bit<32> until) {
         std.egress_spec = port;
         rotor_mask = mask;
+        live_until = until;
     }
     // Bulk, no direct circuit now: first hop of a 2-hop VLB path.  The transit
     // ToR sees TCLASS_BULK_TRANSIT and may only send it on directly.
-    action via_vlb(PortId_t port, bit<32> mask) {
+    action via_vlb(PortId_t port, bit<32> mask, bit<32> until) {
         std.egress_spec = port;
         rotor_mask = mask;
+        live_until = until;
         hdr.fabric.tclass = TCLASS_BULK_TRANSIT;
     }
     action no_route() {
@@ -150,6 +158,9 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
                 drop_for(DROP_DARK_UPLINK);
             } else {
                 hdr.fabric.hops = hdr.fabric.hops + 1;
+                if (meta.slot.mode == MODE_CLOCK) {
+                    meta.slot.slot_end = meta.slot.cycle_start + (Timestamp_t) live_until;
+                }
             }
         }
     }

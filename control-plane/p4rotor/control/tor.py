@@ -19,6 +19,19 @@ def slice_spans(routes: Sequence[R.SliceRoutes]) -> list[tuple[int, int]]:
     return [(sr.slice.start_us, sr.slice.end_us) for sr in routes]
 
 
+def route_until_us(s, sr: R.SliceRoutes, tclass: int, hop: R.Hop) -> int:
+    """Until when (us from the cycle start) a frame routed in slice ``sr`` may still leave on
+    ``hop``'s uplink (the ToR's egress re-check, clock mode).  A low-latency route belongs to its
+    slice: the slice's end.  Any other route rides one direct circuit, which lives until its
+    rotor's night, however many slices the other rotors make meanwhile: the end of that day."""
+    if tclass == dp.TCLASS_LOW_LATENCY:
+        return sr.slice.end_us
+    r = s.rotors[hop.rotor]
+    t = sr.slice.start_us
+    n = (t - r.offset_us) // s.slot_us + 1  # the rotor's next slot starts with its night
+    return r.offset_us + n * s.slot_us
+
+
 def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mode: int, *,
                  offset_us: int = 0, epoch_us: int = 0, generation: int = 1) -> list[Any]:
     """Everything one ToR needs; the slot config (which starts it) goes last."""
@@ -44,7 +57,8 @@ def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mo
             act = dp.A_VIA_VLB if hop.vlb else dp.A_VIA
             ents.append(+fy.P4TableEntry(
                 dp.T_ROUTE, match=fy.P4TableMatch(slice=sr.index, dst_rack=dst, tclass=tclass),
-                action=fy.P4TableAction(act, port=uplink[hop.rotor], mask=1 << hop.rotor)))
+                action=fy.P4TableAction(act, port=uplink[hop.rotor], mask=1 << hop.rotor,
+                                        until=route_until_us(s, sr, tclass, hop))))
     if mode == dp.MODE_CLOCK:
         ents += [+e for e in phase_entries(slice_spans(routes), dp.TOR_T_CLOCK_PHASE, dp.TOR_A_CLOCK_SLOT)]
     ents.append(~slot_config_entry(mode, len(routes), s.hyperperiod_us, 0, offset_us=offset_us,

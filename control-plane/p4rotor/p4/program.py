@@ -79,7 +79,8 @@ TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
     T_SLICE_INFO: (("slice",), {A_SLICE_LIVE: ("live",)}),
     T_RACK_OF: (("ipv4_dst",), {A_TO_RACK: ("rack",)}),
     T_LOCAL_HOST: (("ipv4_dst",), {A_DELIVER: ("port",)}),
-    T_ROUTE: (("slice", "dst_rack", "tclass"), {A_VIA: ("port", "mask"), A_VIA_VLB: ("port", "mask")}),
+    T_ROUTE: (("slice", "dst_rack", "tclass"), {A_VIA: ("port", "mask", "until"),
+                                                A_VIA_VLB: ("port", "mask", "until")}),
     TOR_T_PORT_MTU: (("port",), {TOR_A_MTU_LIMIT: ("max_frame_bytes",)}),
 }
 TOR_COUNTERS = ROTOR_COUNTERS  # the ToR has the same four counters (p4src/shared/state.p4)
