@@ -74,6 +74,17 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, base)
 
 
+def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
+    """One short-flow process (host/flows.py) per host: its flows, its receive and send logs."""
+    procs = []
+    for h, fl in plan.items():
+        (out / f"flows-{h}.json").write_text(json.dumps(fl))
+        procs.append(emu.popen(h, [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
+                                   "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
+                                   "--end-ns", str(end_ns)], stdout=None, stderr=None))
+    return procs
+
+
 def _shape_hosts(emu, topo, access_bps: float) -> None:
     """Every host sends at most ``access_bps`` (htb on its link to the ToR), and the agents'
     frames (DSCP 8, paced, below 1/HEADROOM of the rate) go first: a frame that waits behind a
@@ -117,11 +128,7 @@ def _alone(emu, topo, out: Path) -> float:
     end = now + (i + 4) * 150_000_000
     procs = []
     try:
-        for h, fl in plan.items():
-            (out / f"flows-{h}.json").write_text(json.dumps(fl))
-            procs.append(emu.popen(h, [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
-                                       "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
-                                       "--end-ns", str(end)], stdout=None, stderr=None))
+        procs += _start_flows(emu, plan, out, end)
         for p in procs:
             p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
     finally:
@@ -168,11 +175,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     procs = []
     agents = None
     try:
-        for h, fl in ll.items():
-            (out / f"flows-{h}.json").write_text(json.dumps(fl))
-            procs.append(emu.popen(h, [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
-                                       "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
-                                       "--end-ns", str(end)], stdout=None, stderr=None))
+        procs += _start_flows(emu, ll, out, end)
         agents = start_agents(emu, topo, ds, out / "agents", rate=rate, guard_us=guard_us, flows=bulk,
                               stop_ns=end, end_ns=end)
         n_ll = sum(map(len, ll.values()))
