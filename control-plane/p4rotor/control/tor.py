@@ -19,21 +19,25 @@ def slice_spans(routes: Sequence[R.SliceRoutes]) -> list[tuple[int, int]]:
     return [(sr.slice.start_us, sr.slice.end_us) for sr in routes]
 
 
-def route_until_us(s, sr: R.SliceRoutes, tclass: int, hop: R.Hop) -> int:
+def route_until_us(s, sr: R.SliceRoutes, tclass: int, hop: R.Hop, epsilon_us: float = 0.0) -> int:
     """Until when (us from the cycle start) a frame routed in slice ``sr`` may still leave on
-    ``hop``'s uplink (the ToR's egress re-check, clock mode).  A low-latency route belongs to its
-    slice: the slice's end.  Any other route rides one direct circuit, which lives until its
-    rotor's night, however many slices the other rotors make meanwhile: the end of that day."""
-    if tclass == dp.TCLASS_LOW_LATENCY:
-        return sr.slice.end_us
+    ``hop``'s uplink (the ToR's egress re-check, clock mode).  Any route rides one direct circuit
+    to its next hop, which lives until its rotor's night, however many slices the other rotors
+    make meanwhile.  A bulk route may use all of it.  A low-latency route belongs to its slice's
+    expander: the slice's end, plus the ``epsilon_us`` the routes were computed to leave (they avoid
+    a rotor going dark within epsilon of the slice's end: a frame admitted just before the end
+    still leaves on a live circuit, and the next ToR routes it in the new slice)."""
     r = s.rotors[hop.rotor]
     t = sr.slice.start_us
     n = (t - r.offset_us) // s.slot_us + 1  # the rotor's next slot starts with its night
-    return r.offset_us + n * s.slot_us
+    day_end = r.offset_us + n * s.slot_us
+    if tclass == dp.TCLASS_LOW_LATENCY:
+        return min(sr.slice.end_us + int(epsilon_us), day_end)
+    return day_end
 
 
 def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mode: int, *,
-                 offset_us: int = 0, epoch_us: int = 0, generation: int = 1) -> list[Any]:
+                 offset_us: int = 0, epoch_us: int = 0, generation: int = 1, epsilon_us: float = 0.0) -> list[Any]:
     """Everything one ToR needs; the slot config (which starts it) goes last."""
     s = topo.schedule
     uplink = [rack.tor.uplinks[r.name] for r in s.rotors]
@@ -58,7 +62,7 @@ def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mo
             ents.append(+fy.P4TableEntry(
                 dp.T_ROUTE, match=fy.P4TableMatch(slice=sr.index, dst_rack=dst, tclass=tclass),
                 action=fy.P4TableAction(act, port=uplink[hop.rotor], mask=1 << hop.rotor,
-                                        until=route_until_us(s, sr, tclass, hop))))
+                                        until=route_until_us(s, sr, tclass, hop, epsilon_us))))
     if mode == dp.MODE_CLOCK:
         ents += [+e for e in phase_entries(slice_spans(routes), dp.TOR_T_CLOCK_PHASE, dp.TOR_A_CLOCK_SLOT)]
     ents.append(~slot_config_entry(mode, len(routes), s.hyperperiod_us, 0, offset_us=offset_us,

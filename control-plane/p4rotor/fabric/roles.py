@@ -27,7 +27,8 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
         spec = C.SwitchSpec(rack.tor.name, addr, rack.tor.grpc_port, rack.tor.device_id)
 
         def ents(mode, offset, epoch, gen, rack=rack):
-            return C.tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen)
+            return C.tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
+                                  epsilon_us=epsilon_us)
 
         roles.append(C.Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
                             boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now)))
