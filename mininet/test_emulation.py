@@ -132,6 +132,25 @@ def test_racks_with_any_prefix_plan_reach_each_other(tmp_path):
         emu.stop()
 
 
+def test_fct_small_run_accounts_for_every_flow(tmp_path):
+    """p4rotor experiment fct end to end on 30 flows: both modes run on one flow list, every flow is
+    finished or counted unfinished, no agent frame is delivered twice, the plots are written."""
+    from p4rotor.experiments.fct import fct
+
+    res = fct(BUILD, tmp_path / "fct", flows=30, load=0.1)
+    assert set(res["modes"]) == {"opera", "rotornet"}
+    for mode, m in res["modes"].items():
+        counted = sum(b["flows"] for per in m["classes"].values() for b in per.values())
+        assert counted == 30, (mode, m["classes"])
+        unfinished = sum(b["unfinished"] for per in m["classes"].values() for b in per.values())
+        assert unfinished == m["unfinished"]
+        assert m["duplicates"] == 0
+    ll = res["modes"]["opera"]["classes"].get("low-latency", {})
+    assert sum(b["flows"] - b["unfinished"] for b in ll.values()) > 0, "some TCP flow finished"
+    assert (tmp_path / "fct" / "fct.png").exists() and (tmp_path / "fct" / "flows.json").exists()
+    print("\n" + res["verdict"])
+
+
 # ---------------------------------------------------------------------------
 # Full-size frames on the default Opera fabric (8 racks x 1 host, 4 rotors, dilation 100)
 # ---------------------------------------------------------------------------
