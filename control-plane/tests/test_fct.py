@@ -51,13 +51,21 @@ def test_stability_flat_vs_climbing():
     assert not st["stable"] and st["slope_bytes_per_s"] == pytest.approx(1000.0)
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_short_flows_over_loopback_complete_and_log(tmp_path):
     """Sender and receiver in one process on 127.0.0.1: every flow's bytes arrive, the receiver
     logs done_ns after the start, the sender logs the answer; a refused connection is an error."""
     now = time.time_ns()
     flows = [{"id": i, "dst": "127.0.0.1", "size": s, "start_ns": now + 100_000_000 + i * 10_000_000}
              for i, s in enumerate([1, 1460, 100_000, 2_000_000])]
-    runner = Flows(flows, port=19988, dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
+    runner = Flows(flows, port=_free_port(), dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
                    end_ns=now + 3_000_000_000)
 
     async def go():
@@ -78,7 +86,7 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
         assert rx[f["id"]]["done_ns"] >= f["start_ns"]
         assert tx[f["id"]]["error"] is None and tx[f["id"]]["ack_ns"] >= rx[f["id"]]["done_ns"]
 
-    refused = Flows([{"id": 9, "dst": "127.0.0.1", "size": 10, "start_ns": time.time_ns()}], port=19989,
+    refused = Flows([{"id": 9, "dst": "127.0.0.1", "size": 10, "start_ns": time.time_ns()}], port=_free_port(),
                     rx_log=tmp_path / "rx2.jsonl", tx_log=tmp_path / "tx2.jsonl", end_ns=time.time_ns() + 10**9)
     asyncio.run(refused._send_one({"id": 9, "dst": "127.0.0.1", "size": 10, "start_ns": 0}))
     refused.tx.close()
@@ -100,3 +108,14 @@ def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and msg in err
     assert not (tmp_path / "out").exists()
+
+
+def test_slowdown_divides_by_the_pairs_alone_fct():
+    """A flow's alone FCT is its host pair's one-packet FCT (measured) + its bytes at the access rate."""
+    access = 8e6
+    near = F.Done(Flow(0, "a", "b", 1000, 0.0), "low-latency", 0, 10_000_000, alone_s=0.004)
+    far = F.Done(Flow(1, "a", "c", 1000, 0.0), "low-latency", 0, 10_000_000, alone_s=0.009)
+    ser = F.ideal_fct_s(1000, access)
+    assert near.slowdown(access) == pytest.approx(0.010 / (0.004 + ser))
+    assert far.slowdown(access) == pytest.approx(0.010 / (0.009 + ser))
+    assert F.Done(Flow(2, "a", "b", 1, 0.0), "bulk", 0, None).slowdown(access) is None

@@ -28,10 +28,15 @@ class Done:
     cls: str                 # "low-latency" or "bulk"
     start_ns: int
     done_ns: int | None
+    alone_s: float = 0.0     # a one-packet flow's FCT alone between the same hosts (measured)
 
     @property
     def fct_s(self) -> float | None:
         return None if self.done_ns is None else (self.done_ns - self.start_ns) / 1e9
+
+    def slowdown(self, access_bps: float) -> float | None:
+        f = self.fct_s
+        return None if f is None else f / ideal_fct_s(self.flow.size, access_bps, self.alone_s)
 
 
 def ideal_fct_s(size: int, access_bps: float, base_s: float = 0.0, mss: int = MSS,
@@ -46,7 +51,7 @@ def bucket_of(size: int, factor: float) -> str:
     return next(name for name, lo, hi in BUCKETS if lo <= real < hi)
 
 
-def summarize(done: Sequence[Done], access_bps: float, factor: float, base_s: float = 0.0) -> dict:
+def summarize(done: Sequence[Done], access_bps: float, factor: float) -> dict:
     """Per class and bucket: flows, unfinished, FCT mean/p99 (s), slowdown mean/p99."""
     out: dict = {}
     for cls in sorted({d.cls for d in done}):
@@ -57,7 +62,7 @@ def summarize(done: Sequence[Done], access_bps: float, factor: float, base_s: fl
                 continue
             fin = [d for d in ds if d.fct_s is not None]
             fcts = [d.fct_s for d in fin]
-            slow = [d.fct_s / ideal_fct_s(d.flow.size, access_bps, base_s) for d in fin]
+            slow = [d.slowdown(access_bps) for d in fin]
             per[name] = {"flows": len(ds), "unfinished": len(ds) - len(fin),
                          "fct_mean_s": _mean(fcts), "fct_p99_s": percentile(fcts, 99) if fcts else None,
                          "slowdown_mean": _mean(slow), "slowdown_p99": percentile(slow, 99) if slow else None,
