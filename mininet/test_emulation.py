@@ -144,7 +144,7 @@ def test_fct_small_run_accounts_for_every_flow(tmp_path):
         assert counted == 30, (mode, m["classes"])
         unfinished = sum(b["unfinished"] for per in m["classes"].values() for b in per.values())
         assert unfinished == m["unfinished"]
-        assert m["duplicates"] == 0
+        assert m["duplicates"] <= m["retransmitted"], "a copy exists only if a frame was resent"
     ll = res["modes"]["opera"]["classes"].get("low-latency", {})
     assert sum(b["flows"] - b["unfinished"] for b in ll.values()) > 0, "some TCP flow finished"
     assert (tmp_path / "fct" / "fct.png").exists() and (tmp_path / "fct" / "flows.json").exists()

@@ -74,7 +74,8 @@ def _flows_file(out: Path, host: str, flows: list[dict]) -> Path:
 def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us: float,
                  flows: dict[tuple[int, int], list[dict]] | None = None, one_hop: bool = False,
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
-                 measure: tuple[int, int] = (0, 0), host_index: int | None = None) -> Agents:
+                 measure: tuple[int, int] = (0, 0), host_index: int | None = None,
+                 retransmit_us: float = 0.0) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  Returns once every agent's TUN interface is up (if any)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -101,6 +102,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                         "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json")]
                 if one_hop:
                     args.append("--one-hop")
+                if retransmit_us:
+                    args += ["--retransmit-us", str(retransmit_us)]
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user

@@ -45,7 +45,7 @@ TUN_FLOW = 0xF0000000  # flow id of a TUN interface's packets to rack r: TUN_FLO
 class Agent:
     def __init__(self, sched: S.Schedule, t0_ns: int, rack: int, peers: dict[int, str], *, rate: float,
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
-                 end_ns: int, measure: tuple[int, int]):
+                 end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
@@ -71,6 +71,12 @@ class Agent:
         self.missed = collections.Counter()         # offer / accept not received in time
         self.waiters: dict[tuple, asyncio.Future] = {}
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
+        # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
+        # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
+        self.retransmit_ns = int(retransmit_us * 1000)
+        self.inflight: dict[tuple[int, int], tuple[int, bytes, int]] = {}
+        self.acks_owed: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+        self.retransmitted = 0
         self.pending: list[tuple[int, int, int]] = []         # (ns, local frames, relayed frames held)
         for f in flows:
             if f.get("frames", -1) > 0 and "start_ns" not in f:
@@ -180,6 +186,10 @@ class Agent:
                 nxt = max(nxt, time.time_ns())  # idle (waiting for an ACCEPT): no burst after it
             if i < len(out) and time.time_ns() >= nxt:
                 self._send(peer, out[i])
+                if self.retransmit_ns:
+                    m = wire.decode(out[i])
+                    if m.origin == self.me and not m.relayed:
+                        self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, time.time_ns())
                 i += 1
                 # Late (a busy CPU)?  Catch up by at most two frames: a burst would queue on a
                 # shaped host link past the window's end and be dropped as stale.
@@ -201,11 +211,19 @@ class Agent:
     def _send(self, peer: int, buf: bytes) -> None:
         self.sock.sendto(buf, (self.peers[peer], PORT))
 
+    def _send_ll(self, peer: int, buf: bytes) -> None:
+        """Over the low-latency class (ACKs): any path, now."""
+        self.ll_sock.sendto(buf, (self.peers[peer], PORT))
+
     def received(self, buf: bytes) -> None:
         try:
             m = wire.decode(buf)
         except wire.WireError:
             self.missed["bad_message"] += 1
+            return
+        if isinstance(m, wire.Ack):
+            for key in m.frames:
+                self.inflight.pop(key, None)
             return
         if isinstance(m, (wire.Offer, wire.Accept)):
             peer = self.s.rotors[m.rotor].matchings[m.slot % len(self.s.rotors[m.rotor].matchings)][self.me]
@@ -216,6 +234,8 @@ class Agent:
             return
         if m.dst == self.me:
             key = (m.origin, m.flow, m.seq)
+            if self.retransmit_ns:
+                self.acks_owed[m.origin].append((m.flow, m.seq))  # a duplicate too: its ACK was lost
             if key in self.seen:
                 self.duplicates += 1
                 return
@@ -262,11 +282,34 @@ class Agent:
                                  sum(len(q) for q in self.relay.values())))
             await asyncio.sleep(self.s.slot_us / 1e6)
 
+    async def _acknowledge(self) -> None:
+        """Every 20 ms: ACK what was delivered here to each origin (low-latency class)."""
+        while True:
+            await asyncio.sleep(0.02)
+            for origin, frames in list(self.acks_owed.items()):
+                for i in range(0, len(frames), wire.ACK_MAX):
+                    self._send_ll(origin, wire.encode_ack(wire.Ack(tuple(frames[i:i + wire.ACK_MAX]))))
+            self.acks_owed.clear()
+
+    async def _retransmit(self) -> None:
+        """Own frames not acknowledged ``retransmit_us`` after they left go back to the head of
+        their queue (the receiver drops a second copy: exactly once)."""
+        while True:
+            await asyncio.sleep(0.05)
+            old = time.time_ns() - self.retransmit_ns
+            for key, (dst, payload, sent) in list(self.inflight.items()):
+                if sent < old:
+                    del self.inflight[key]
+                    self.local[dst].appendleft((key[0], key[1], payload))
+                    self.retransmitted += 1
+
     async def run(self) -> dict:
         await self.open()
         self.stopping = asyncio.Event()
         self._start_timed_flows()
         sampler = asyncio.ensure_future(self._sample_pending())
+        helpers = ([asyncio.ensure_future(self._acknowledge()), asyncio.ensure_future(self._retransmit())]
+                   if self.retransmit_ns else [])
         tasks = []
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
@@ -280,6 +323,8 @@ class Agent:
         else:
             await asyncio.sleep(0.2)  # what is still in flight to us
         sampler.cancel()
+        for h in helpers:
+            h.cancel()
         self.close()
         return self.summary()
 
@@ -303,6 +348,9 @@ class Agent:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.bind(("0.0.0.0", PORT))
         self.sock.setblocking(False)
+        self.ll_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.ll_sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dp.DSCP_LOW_LATENCY << 2)
+        self.ll_sock.setblocking(False)
         asyncio.get_running_loop().add_reader(self.sock.fileno(), self._drain_socket)
         if self.tun is not None:
             asyncio.get_running_loop().add_reader(self.tun.fd, self._drain_tun)
@@ -314,6 +362,7 @@ class Agent:
     def close(self) -> None:
         asyncio.get_running_loop().remove_reader(self.sock.fileno())
         self.sock.close()
+        self.ll_sock.close()
         if self.tun is not None:
             asyncio.get_running_loop().remove_reader(self.tun.fd)
             self.tun.close()
@@ -339,6 +388,7 @@ class Agent:
                 "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
                 "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_rcvbuf_errors(),
                 "flows_rx": {f"{o}:{fl}": v for (o, fl), v in self.flow_rx.items()},
+                "retransmitted": self.retransmitted, "unacknowledged": len(self.inflight),
                 "pending": self.pending}
 
 
@@ -375,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--measure", default="0,0", help="START_NS,END_NS of the throughput window")
     p.add_argument("--tun", metavar="ADDR/PLEN", help="make a TUN interface rlb0 with this address "
                    "(10.200.RACK.N/16): IP packets to another rack's TUN address are bulk data")
+    p.add_argument("--retransmit-us", type=float, default=0.0,
+                   help="resend own frames not acknowledged this long after they left (wall us; 0: never); "
+                        "ACKs ride the low-latency class")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     a = p.parse_args(argv)
     sched = S.load(a.schedule)
@@ -382,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     ms = tuple(int(x) for x in a.measure.split(","))
     agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                   flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
-                  measure=(ms[0], ms[1]))
+                  measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us)
     if a.tun:
         from .tun import Tun
 

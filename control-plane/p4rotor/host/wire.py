@@ -7,6 +7,9 @@ otherwise, so an agent's frame never takes a multi-hop path the algorithm did no
 * OFFER  (phase 2): rotor, slot, the offerer's spare capacity and its local demand per
   destination rack, in frames.
 * ACCEPT (phase 2): rotor, slot, the frames granted per destination rack.
+* ACK (with ``--retransmit-us``): the (flow, seq) of data frames delivered to the sender's
+  rack, sent back to their origin over the low-latency class (DSCP 46: tiny, and it must not wait
+  for a circuit; needs a schedule with low-latency paths, Opera's).
 * DATA: one frame of bulk data: origin rack, flow, sequence number in the flow, final destination
   rack, flags (bit 0: being relayed, second hop; bit 1: carries a payload), the slot its relay
   accepted it in, then the payload (an IP packet from a TUN interface) or zero padding.
@@ -17,12 +20,14 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-OFFER, ACCEPT, DATA = 1, 2, 3
+OFFER, ACCEPT, DATA, ACK = 1, 2, 3, 4
 _HEAD = struct.Struct("!BHI")         # type, rotor, slot
 _PAIR = struct.Struct("!HI")          # dst rack, frames
 _OFFER = struct.Struct("!IH")         # spare frames, entries
 _DATA = struct.Struct("!HIIHBIQ")     # origin, flow, seq, final dst, relayed, accepted slot, sent ns
 DATA_HEADER = _HEAD.size + _DATA.size
+_ACK = struct.Struct("!II")           # flow, seq
+ACK_MAX = 160                         # entries per ACK message (1285 bytes)
 
 
 class WireError(ValueError):
@@ -58,6 +63,18 @@ class Data:
     payload: bytes = b""
 
 
+@dataclasses.dataclass(frozen=True)
+class Ack:
+    frames: tuple[tuple[int, int], ...]  # (flow, seq) delivered
+
+
+def encode_ack(m: Ack) -> bytes:
+    if len(m.frames) > ACK_MAX:
+        raise WireError(f"an ACK carries at most {ACK_MAX} frames, not {len(m.frames)}")
+    return (_HEAD.pack(ACK, 0, 0) + struct.pack("!H", len(m.frames))
+            + b"".join(_ACK.pack(f, s) for f, s in m.frames))
+
+
 def encode_offer(m: Offer) -> bytes:
     return (_HEAD.pack(OFFER, m.rotor, m.slot) + _OFFER.pack(m.spare, len(m.demand))
             + b"".join(_PAIR.pack(d, n) for d, n in sorted(m.demand.items())))
@@ -76,7 +93,7 @@ def encode_data(m: Data, size: int) -> bytes:
     return head + (m.payload if m.payload else bytes(max(0, size - len(head))))
 
 
-def decode(buf: bytes) -> Offer | Accept | Data:
+def decode(buf: bytes) -> Offer | Accept | Data | Ack:
     try:
         kind, rotor, slot = _HEAD.unpack_from(buf)
         off = _HEAD.size
@@ -88,6 +105,10 @@ def decode(buf: bytes) -> Offer | Accept | Data:
             (n,) = struct.unpack_from("!H", buf, off)
             off += 2
             return Accept(rotor, slot, dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(n)))
+        if kind == ACK:
+            (n,) = struct.unpack_from("!H", buf, off)
+            off += 2
+            return Ack(tuple(_ACK.unpack_from(buf, off + i * _ACK.size) for i in range(n)))
         if kind == DATA:
             origin, flow, seq, dst, flags, acc, sent = _DATA.unpack_from(buf, off)
             payload = bytes(buf[off + _DATA.size:]) if flags & 2 else b""
