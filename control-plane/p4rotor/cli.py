@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     control_cli.add_parser(sub)        # control
     experiments_cli.add_parser(sub)    # experiment NAME
     bench_cli.add_parser(sub)          # bench
-    faults_cli.add_parser(sub)         # faults generate/check
+    faults_cli.add_parser(sub)         # faults generate/check/monitor
     rotorlb_cli.add_model_parser(sub)  # model rotorlb
     workload_cli.add_parser(sub)       # workload generate/show
     return p

@@ -1,4 +1,5 @@
-"""``p4rotor faults generate`` (seed 003's corruption rates on the rotor links) and ``faults check``."""
+"""``p4rotor faults generate`` (seed 003's corruption rates on the rotor links), ``faults check`` and
+``faults monitor`` (which lossy links to disable, seed 003 §3.4.1's fast checker)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ def add_parser(sub) -> None:
     c.add_argument("file")
     c.add_argument("--topology", required=True)
     c.set_defaults(fn=cmd_check)
+    m = sf.add_parser("monitor", help="disable the rotor links lossier than a threshold while every slice keeps "
+                                      "its connectivity (CorrOpt's fast checker); one line per decision")
+    m.add_argument("--topology", required=True)
+    m.add_argument("--plan", required=True, help="fault plan: its loss faults are the measured rates "
+                                                 "(a link's rate: the max over its loss faults)")
+    m.add_argument("--threshold", required=True, help="loss rate in (0, 1) above which a link "
+                                                                   "is a candidate to disable")
+    m.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
+    m.set_defaults(fn=cmd_monitor)
 
 
 def _topology(path: str):
@@ -67,4 +77,46 @@ def cmd_check(a: argparse.Namespace) -> int:
     for f in plan.faults:
         kinds[f.kind] = kinds.get(f.kind, 0) + 1
     print(f"{a.file}: ok ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'no faults'})")
+    return 0
+
+
+def plan_rates(plan, topo) -> dict[tuple[str, int], float]:
+    """{(rotor, rack): rate} from a plan's loss faults: the max over each link's faults, whatever
+    their direction, matching or time window (the plan read as one measurement)."""
+    racks = {r.name: {port: rack for rack, port in r.ports.items()} for r in topo.rotors}
+    rates: dict[tuple[str, int], float] = {}
+    for f in plan.faults:
+        if f.kind == "loss":
+            link = (f.rotor, racks[f.rotor][f.port])
+            rates[link] = max(rates.get(link, 0.0), f.rate)
+    return rates
+
+
+def cmd_monitor(a: argparse.Namespace) -> int:
+    from . import monitor
+    from .plan import FaultPlanError, load
+
+    try:  # parsed here, not by argparse: a bad value is one line, not usage + error
+        threshold = float(a.threshold)
+    except ValueError:
+        threshold = float("nan")
+    if not 0 < threshold < 1:  # also refuses nan
+        die(f"--threshold must be a number in (0, 1), got {a.threshold!r}")
+    topo = _topology(a.topology)
+    try:
+        plan = load(a.plan, topo)
+    except FaultPlanError as ex:
+        die(str(ex))
+    rates = plan_rates(plan, topo)
+    ports = {r.name: r.ports for r in topo.rotors}
+    decisions = monitor.decide(topo.schedule, rates, threshold)
+    for d in decisions:
+        print(f"{d.action:<7} {d.rotor} rack {d.rack} (port {ports[d.rotor][d.rack]}) rate {d.rate:.3g}: {d.reason()}")
+    off = monitor.disabled_links(decisions)
+    below = sum(1 for x in rates.values() if x <= threshold)
+    print(f"{len(rates)} lossy links, {len(decisions)} above {threshold:g}: {len(off)} disabled, "
+          f"{len(decisions) - len(off)} kept; {below} at or below the threshold untouched")
+    if a.output:
+        Path(a.output).write_text(monitor.masked_schedule(topo.schedule, off).dumps())
+        print(f"wrote {a.output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
     return 0

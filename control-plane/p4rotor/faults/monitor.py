@@ -1,0 +1,189 @@
+"""Which corrupting rotor links to disable: CorrOpt's fast checker (seed 003 §3.4.1) on a rotor
+schedule.  Pure: schedules and rates in, decisions and schedules out, no I/O.
+
+A *link* is one rack's fibre pair to one rotor, named ``(rotor name, rack)`` (the topology maps it
+to a rotor port).  Disabling it removes, from every matching of that rotor, the circuits that use
+that rack's port: ``matchings[m][rack]`` (the rack's outgoing circuit) and every entry that points
+at ``rack`` (its incoming one).  A circuit needs both ends, so for the bidirectional circuits every
+generator makes (``m[m[i]] == i``) the peer rack idles too in that matching.
+
+The capacity constraint is CorrOpt's with "paths to the spine" replaced by what a rotor fabric
+needs: **no slice may lose connectivity**.  In every slice of the schedule (``Schedule.slices()``),
+racks connected by the live circuits of the original schedule must still be connected with every
+disabled link removed.  For an Opera schedule, whose slices are all connected, that is exactly
+"every slice stays connected".  A schedule whose slices are not connected to begin with (RotorNet:
+a slice is one matching, a set of rack pairs) keeps its components: there no circuit can go,
+since each one is its pair's only path in the slices where it is live.
+
+``decide`` is the fast checker run over links in descending rate order (ties: rotor name, then
+rack): a link is disabled if the constraint holds with it and every link disabled before it
+removed, otherwise kept.  Like the fast checker, the result is maximal (no kept link could be
+disabled on top of the disabled ones) but greedy, not CorrOpt's optimizer: a high-rate link is
+never traded for two lower-rate ones.  Links at or below the threshold are not decided on and are
+not listed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable, Mapping
+
+import networkx as nx
+
+from ..schedule.analysis import analyse
+from ..schedule.model import Schedule, ScheduleError, from_json
+
+Link = tuple[str, int]  # (rotor name, rack)
+
+
+class MonitorError(ValueError):
+    """Bad input to the monitor; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    rotor: str
+    rack: int
+    rate: float
+    action: str                              # "disable" or "keep"
+    # keep: the first slice (time order) that would lose connectivity, and how it would split:
+    slice_index: int | None = None
+    slice_start_us: int | None = None
+    component: tuple[int, ...] = ()          # the rack's component in that slice before ...
+    split: tuple[tuple[int, ...], ...] = ()  # ... and the pieces it would split into (sorted)
+    # disable: worst diameter over the connected slices, after and before any link was disabled
+    worst_diameter: int | None = None
+    worst_diameter_before: int | None = None
+
+    @property
+    def link(self) -> Link:
+        return (self.rotor, self.rack)
+
+    def reason(self) -> str:
+        if self.action == "disable":
+            return (f"every slice keeps its connectivity without it; worst slice diameter "
+                    f"{_hops(self.worst_diameter)} (was {_hops(self.worst_diameter_before)})")
+        pieces = " + ".join(_racks(p) for p in self.split)
+        return (f"slice {self.slice_index} (t={self.slice_start_us} us) would split "
+                f"{_racks(self.component)} into {pieces}")
+
+
+def _hops(d: int | None) -> str:
+    return "-" if d is None else f"{d} hops"
+
+
+def _racks(rs: Iterable[int]) -> str:
+    return "{" + ",".join(map(str, rs)) + "}"
+
+
+def _check_links(schedule: Schedule, links: Iterable[Link]) -> list[Link]:
+    names = {r.name for r in schedule.rotors}
+    out = []
+    for link in links:
+        if not (isinstance(link, tuple) and len(link) == 2):
+            raise MonitorError(f"a link is (rotor name, rack), got {link!r}")
+        rotor, rack = link
+        if rotor not in names:
+            raise MonitorError(f"link {link!r}: no rotor {rotor!r} in the schedule ({', '.join(sorted(names))})")
+        if type(rack) is not int or not 0 <= rack < schedule.racks:
+            raise MonitorError(f"link {link!r}: rack must be an integer in 0..{schedule.racks - 1}")
+        out.append((rotor, rack))
+    return out
+
+
+def masked_schedule(schedule: Schedule, disabled: Iterable[Link]) -> Schedule:
+    """``schedule`` without the circuits of the disabled links (module docstring), validated.
+
+    A removed circuit is a ``null`` entry, the format's idle rack: every matching stays a partial
+    permutation, RotorNet's bidirectional rule still holds (both ends go), offsets and matching
+    counts are unchanged, so slot times, slices and the hyperperiod are too.
+    """
+    gone: dict[str, set[int]] = {}
+    for rotor, rack in _check_links(schedule, disabled):
+        gone.setdefault(rotor, set()).add(rack)
+    rotors = []
+    for r in schedule.rotors:
+        racks = gone.get(r.name)
+        if not racks:
+            rotors.append(r)
+            continue
+        mats = tuple(tuple(None if i in racks or j in racks else j for i, j in enumerate(m))
+                     for m in r.matchings)
+        rotors.append(dataclasses.replace(r, matchings=mats))
+    out = dataclasses.replace(schedule, rotors=tuple(rotors))
+    try:
+        return from_json(out.to_json())
+    except ScheduleError as ex:  # a bug here, not bad input: masking keeps every rule
+        raise AssertionError(f"masked schedule does not validate: {ex}") from None
+
+
+def _components(g: nx.Graph) -> list[frozenset[int]]:
+    return [frozenset(c) for c in nx.connected_components(g)]
+
+
+def _worst_connected_diameter(s: Schedule) -> int | None:
+    ds = [d for d in analyse(s).diameters if d is not None]
+    return max(ds) if ds else None
+
+
+def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float) -> list[Decision]:
+    """The fast checker over every link whose rate is above ``threshold`` (module docstring).
+
+    Returns one ``Decision`` per such link, in the order decided (rate descending, then rotor
+    name, then rack).  ``masked_schedule(schedule, [d.link for d in decisions if d.action ==
+    "disable"])`` is the schedule to run.
+    """
+    if type(threshold) not in (int, float) or not 0 < threshold < 1:
+        raise MonitorError(f"the threshold must be a number in (0, 1), got {threshold!r}")
+    links = _check_links(schedule, rates)
+    for link in links:
+        rate = rates[link]
+        if type(rate) not in (int, float) or math.isnan(rate) or not 0 <= rate <= 1:
+            raise MonitorError(f"link {link!r}: rate must be a number in 0..1, got {rate!r}")
+    order = sorted((link for link in links if rates[link] > threshold), key=lambda x: (-rates[x], x))
+    slices = schedule.slices()
+    # Per slice, the rack -> component map of the original schedule: what must be kept.
+    base = []
+    for sl in slices:
+        comp = {}
+        for c in _components(schedule.slice_graph(sl)):
+            for v in c:
+                comp[v] = c
+        base.append(comp)
+    before = _worst_connected_diameter(schedule)
+    rotor_index = {r.name: k for k, r in enumerate(schedule.rotors)}
+    disabled: list[Link] = []
+    out = []
+    for rotor, rack in order:
+        trial = masked_schedule(schedule, disabled + [(rotor, rack)])
+        k = rotor_index[rotor]
+        r = schedule.rotors[k]
+        broken = None
+        for si, sl in enumerate(slices):
+            m = sl.live[k]
+            # Only slices in which this link carries a circuit change; the others kept their
+            # components when the earlier links were disabled.
+            if m is None or not any(j is not None and (i == rack or j == rack) and i != j
+                                    for i, j in enumerate(r.matchings[m])):
+                continue
+            comps = _components(trial.slice_graph(sl))
+            if len(comps) == len(set(base[si].values())):
+                continue
+            whole = base[si][rack]
+            pieces = sorted(tuple(sorted(c)) for c in comps if c <= whole)
+            broken = Decision(rotor, rack, float(rates[(rotor, rack)]), "keep", slice_index=si,
+                              slice_start_us=sl.start_us, component=tuple(sorted(whole)),
+                              split=tuple(pieces))
+            break
+        if broken is not None:
+            out.append(broken)
+            continue
+        disabled.append((rotor, rack))
+        out.append(Decision(rotor, rack, float(rates[(rotor, rack)]), "disable",
+                            worst_diameter=_worst_connected_diameter(trial), worst_diameter_before=before))
+    return out
+
+
+def disabled_links(decisions: Iterable[Decision]) -> list[Link]:
+    return [d.link for d in decisions if d.action == "disable"]
