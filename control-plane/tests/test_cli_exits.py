@@ -65,10 +65,12 @@ def _start(tmp_path: Path, port: int, *extra: str, sigint_ignored: bool = False)
            "--switch", f"rotor0=127.0.0.1:{port}", "--build-dir", str(build), "--mode", "signal",
            "--signal-timed", "--ack-every", "1", "--lead", "0.3", "--connect-timeout", "3",
            "--status-file", str(status), *extra]
-    # sigint_ignored: as a shell starts a background job (`... &`, nohup): SIGINT is SIG_IGN on entry.
-    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=pre), status
+    if sigint_ignored:
+        # As a shell starts a background job (`... &`, nohup): SIGINT is SIG_IGN on entry.  The
+        # shell does it (`trap '' INT` survives exec), not a preexec_fn: this process has gRPC
+        # threads, and forking it to run Python code before exec is unsafe.
+        cmd = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *cmd]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), status
 
 
 def _running(status: Path, proc: subprocess.Popen, timeout: float = 20) -> None:
