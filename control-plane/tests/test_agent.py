@@ -55,7 +55,10 @@ class Fabric:
         asyncio.get_running_loop().call_later(0.0005, self.agents[b].received, buf)
 
 
-def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retransmit_us=0.0, drain_cycles=2):
+def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retransmit_us=0.0, drain_cycles=2,
+               frames=-1):
+    """Agents on 4 racks over the in-process fabric; ``frames`` per flow (-1: saturated until the
+    sending stops after ``cycles`` cycles); they end ``drain_cycles`` later."""
     s = S.generate_rotornet(4, 1, slot_us, slot_us // 10)
     t0 = time.time_ns() + 50_000_000
     H = s.hyperperiod_us * 1000
@@ -64,7 +67,7 @@ def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retrans
     fab = Fabric(s, t0, loss)
     agents = []
     for r in range(4):
-        flows = [{"flow": 100 * r + d, "dst": d, "frames": -1} for (o, d) in pairs if o == r]
+        flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r]
         a = Agent(s, t0, r, {i: f"10.0.{i}.1" for i in range(4)}, rate=2000, frame=200, guard_us=2000,
                   flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end, measure=(t0 + H, stop),
                   retransmit_us=retransmit_us)
@@ -127,7 +130,7 @@ def test_retransmission_delivers_every_frame_exactly_once_despite_loss():
     flows = [(0, 1), (2, 3)]
     s = S.generate_rotornet(4, 1, 60_000, 6_000)
     H_us = s.hyperperiod_us
-    res, fab = run_fabric_finite(flows, frames=60, loss=0.05, retransmit_us=2 * H_us, cycles=8)
+    res, fab = run_fabric(flows, frames=60, loss=0.05, retransmit_us=2 * H_us, cycles=6, drain_cycles=2)
     assert fab.lost > 0, "the fabric lost frames"
     accepted = sum(sum(r["accepted"].values()) for r in res)
     delivered = sum(sum(r["delivered"].values()) for r in res)
@@ -135,28 +138,6 @@ def test_retransmission_delivers_every_frame_exactly_once_despite_loss():
     assert delivered == accepted, (delivered, accepted, [r["retransmitted"] for r in res])
     assert sum(r["retransmitted"] for r in res) >= fab.lost
     assert sum(r["duplicates"] for r in res) <= sum(r["retransmitted"] for r in res)
-
-
-def run_fabric_finite(pairs, frames, loss, retransmit_us, cycles, slot_us=60_000):
-    """Finite flows of ``frames`` frames from the start; agents run ``cycles`` cycles."""
-    s = S.generate_rotornet(4, 1, slot_us, slot_us // 10)
-    t0 = time.time_ns() + 50_000_000
-    H = s.hyperperiod_us * 1000
-    end = t0 + cycles * H
-    fab = Fabric(s, t0, loss)
-    agents = []
-    for r in range(4):
-        flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r]
-        a = Agent(s, t0, r, {i: f"10.0.{i}.1" for i in range(4)}, rate=2000, frame=200, guard_us=2000,
-                  flows=flows, one_hop=False, stop_ns=end, end_ns=end, measure=(t0, end),
-                  retransmit_us=retransmit_us)
-        fab.attach(a)
-        agents.append(a)
-
-    async def main():
-        return await asyncio.gather(*(a.run() for a in agents))
-
-    return asyncio.run(main()), fab
 
 
 def test_ack_round_trip_and_limit():
