@@ -1,4 +1,6 @@
-// p4rotor: headers and metadata.
+// p4rotor: header types and the metadata types both targets share (Timestamp_t and
+// PortId_t come from the target shim).  Each target composes its own headers_t and
+// metadata_t from these (v1model/include/metadata.p4, tna/include/metadata.p4).
 #ifndef P4ROTOR_HEADERS_P4
 #define P4ROTOR_HEADERS_P4
 
@@ -69,15 +71,6 @@ header ipv4_t {
     bit<32> dst_addr;
 }
 
-struct headers_t {
-    packet_out_t packet_out;
-    packet_in_t  packet_in;
-    ethernet_t   ethernet;
-    clock_probe_t clock_probe;
-    fabric_t     fabric;
-    ipv4_t       ipv4;
-}
-
 // The slot a frame was admitted in, computed at ingress and re-checked at egress.
 struct slot_meta_t {
     bit<8>      mode;
@@ -99,17 +92,6 @@ struct route_meta_t {
     bit<8>  tclass;       // TCLASS_* of defines.p4
     bit<8>  hop_limit;
     bit<32> live_rotors;  // bit r set: rotor r is live in this slice
-}
-
-struct metadata_t {
-    slot_meta_t slot;
-    route_meta_t route;
-    bit<8>  ctrl_opcode;    // control packet being answered (PacketIn)
-    bit<8>  ctrl_flags;
-    bit<16> ctrl_index;
-    bit<32> ctrl_slot;
-    bit<32> ctrl_seq;
-    Timestamp_t ctrl_ts;
 }
 
 #endif

@@ -1,6 +1,6 @@
 // Baseline for benchmarks: the trivial port-to-port program (port p -> p^1 pairs
 // via one exact table), same parser shape as the rotor.  Not for production.
-#include "target.p4"
+#include "include/target.p4"
 
 struct empty_headers_t {}
 struct empty_meta_t {}

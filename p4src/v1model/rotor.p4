@@ -1,17 +1,18 @@
 // p4rotor rotor/selector circuit switch for v1model (BMv2 simple_switch_grpc).
 // Composition only: the logic lives in ../shared/.
-#include "target.p4"
+#include "include/target.p4"
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"
-#include "../shared/state.p4"
-#include "../shared/parser.p4"
-#include "../shared/slot_state.p4"
-#include "../shared/control_packet.p4"
-#include "../shared/clock_probe.p4"
-#include "../shared/circuit.p4"
-#include "../shared/optical_loss.p4"
-#include "../shared/stale_guard.p4"
-#include "../shared/port_mtu.p4"
+#include "include/metadata.p4"
+#include "include/state.p4"
+#include "include/parser.p4"
+#include "include/control/slot_state.p4"
+#include "include/control/control_packet.p4"
+#include "include/control/clock_probe.p4"
+#include "include/control/circuit.p4"
+#include "include/control/optical_loss.p4"
+#include "include/control/stale_guard.p4"
+#include "include/control/port_mtu.p4"
 
 control RotorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control RotorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }

@@ -1,16 +1,17 @@
 // p4rotor top-of-rack switch for v1model (BMv2 simple_switch_grpc).
 // Composition only: the logic lives in ../shared/.
-#include "target.p4"
+#include "include/target.p4"
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"
-#include "../shared/state.p4"
-#include "../shared/tor_parser.p4"
-#include "../shared/slot_state.p4"
-#include "../shared/control_packet.p4"
-#include "../shared/clock_probe.p4"
-#include "../shared/tor_routing.p4"
-#include "../shared/port_mtu.p4"
-#include "../shared/stale_guard.p4"
+#include "include/metadata.p4"
+#include "include/state.p4"
+#include "include/tor_parser.p4"
+#include "include/control/slot_state.p4"
+#include "include/control/control_packet.p4"
+#include "include/control/clock_probe.p4"
+#include "include/control/tor_routing.p4"
+#include "include/control/port_mtu.p4"
+#include "include/control/stale_guard.p4"
 
 control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control TorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }

@@ -14,7 +14,7 @@ from . import constants as K
 from .constants import *  # noqa: F401,F403  (the numeric constants, generated from defines.p4)
 
 ETHERNET_HEADER_BYTES = 14  # a link's MTU counts from after this header (Linux)
-TIMESTAMP_BITS = 48         # v1model on BMv2: 48-bit microsecond timestamps (p4src/v1model/target.p4)
+TIMESTAMP_BITS = 48         # v1model on BMv2: 48-bit microsecond timestamps (p4src/v1model/include/target.p4)
 
 # Counter indices as enums, built from the generated DROP_* and CTRL_* constants.
 DropCause = enum.IntEnum("DropCause", {n[len("DROP_"):]: v for n, v in vars(K).items() if n.startswith("DROP_")})
@@ -83,4 +83,4 @@ TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
                                                 A_VIA_VLB: ("port", "mask", "until")}),
     TOR_T_PORT_MTU: (("port",), {TOR_A_MTU_LIMIT: ("max_frame_bytes",)}),
 }
-TOR_COUNTERS = ROTOR_COUNTERS  # the ToR has the same four counters (p4src/shared/state.p4)
+TOR_COUNTERS = ROTOR_COUNTERS  # the ToR has the same four counters (p4src/v1model/include/state.p4)
