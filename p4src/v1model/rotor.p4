@@ -22,7 +22,6 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
     ControlPacket() control_packet;
     ClockProbe() clock_probe;
     Circuit() circuit;
-    OpticalLoss() optical_loss;
     apply {
         slot_state.apply(meta, std);
         if (hdr.packet_out.isValid()) {
@@ -33,9 +32,6 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
             rx_port_counter.count((bit<32>) std.ingress_port);
             bool switched;
             circuit.apply(meta, std, switched);
-            if (switched) {
-                optical_loss.apply(meta.slot.index, std);
-            }
         }
     }
 }
@@ -45,6 +41,7 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t
     PacketInHeader() packet_in_header;
     ClockProbeEgress() clock_probe_egress;
     PortMtu() port_mtu;
+    OpticalLoss() optical_loss;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
@@ -55,7 +52,11 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t
             bool too_long;
             port_mtu.apply(std.packet_length, std, too_long);
             if (!too_long) {
-                stale_guard.apply(meta, std);
+                bool lost;
+                optical_loss.apply(meta.slot.index, std, lost);
+                if (!lost) {
+                    stale_guard.apply(meta, std);
+                }
             }
         }
     }

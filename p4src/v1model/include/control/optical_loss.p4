@@ -1,12 +1,13 @@
 // p4rotor: optical loss on the rotor's links (seed 003 §3: corruption is per link, stable,
-// load-independent and mostly one-way).  A link direction is a rotor port's input (frames from
+// load-independent and mostly one-way).  Applied at egress, where a frame meets its
+// link (on TNA egress also has the stage room the ingress lacks).  A link direction is a rotor port's input (frames from
 // the rack) or output (frames to the rack); each may lose frames with a probability, in every
 // slot or only while a given matching is live.  Lost frames are counted as DROP_OPTICAL_LOSS, so
 // injected loss is never confused with reconfiguration loss.  No tc netem needed.
 #ifndef P4ROTOR_OPTICAL_LOSS_P4
 #define P4ROTOR_OPTICAL_LOSS_P4
 
-control OpticalLoss(in bit<16> matching, inout std_meta_t std) {
+control OpticalLoss(in bit<16> matching, inout std_meta_t std, out bool lost) {
     // P(loss) = threshold / 2^32: the controller writes round(rate * 2^32), 0xFFFFFFFF for 1.
     bit<32> threshold = 0;
 
@@ -25,7 +26,7 @@ control OpticalLoss(in bit<16> matching, inout std_meta_t std) {
 
     table loss_out {
         key = {
-            std.egress_spec : exact   @name("port");
+            std.egress_port : exact   @name("port");
             matching        : ternary @name("matching");
         }
         actions = { lossy; lossless; }
@@ -34,12 +35,14 @@ control OpticalLoss(in bit<16> matching, inout std_meta_t std) {
     }
 
     apply {
+        lost = false;
         bit<32> r;
         loss_in.apply();
         random(r, 0, 32w0xFFFFFFFF);
         if (r < threshold) {
             drop_counter.count(DROP_OPTICAL_LOSS);
             mark_to_drop(std);
+            lost = true;
         } else {
             threshold = 0;
             loss_out.apply();
@@ -47,6 +50,7 @@ control OpticalLoss(in bit<16> matching, inout std_meta_t std) {
             if (r < threshold) {
                 drop_counter.count(DROP_OPTICAL_LOSS);
                 mark_to_drop(std);
+                lost = true;
             }
         }
     }
