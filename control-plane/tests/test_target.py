@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import math
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from p4rotor import control as C
+from p4rotor import p4 as dp
+from p4rotor import schedule as S
 from p4rotor.control.target import pack_tofino_config, unpack_tofino_config
 
+DATA = Path(__file__).parent / "data"
+P4INFO = DATA / "rotor.p4info.txtpb"
 MASK32 = (1 << 32) - 1
 T = C.TOFINO
 
@@ -19,6 +26,29 @@ T = C.TOFINO
 def units(us: float) -> int:
     """us -> 1024-ns units, half up (Python's round() would round half to even)."""
     return math.floor(us * 1000 / 1024 + 0.5)
+
+
+CPU_VALUE_SET = '''
+value_sets {
+  preamble { id: 50331649 name: "RotorIngressParser.cpu_port" alias: "cpu_port" }
+  match { id: 1 bitwidth: 9 match_type: EXACT }
+  size: 4
+}
+'''
+EGRESS_DROPS = '''
+counters {
+  preamble { id: 302000001 name: "egress_drop_counter" alias: "egress_drop_counter" }
+  spec { unit: BOTH }
+  size: 16
+}
+'''
+
+
+def tofino_p4info(tmp_path: Path, *blocks: str, name: str = "rotor.p4info.txtpb") -> Path:
+    """The v1model rotor P4Info with what the TNA one adds (egress drops, value sets)."""
+    p = tmp_path / name
+    p.write_text(P4INFO.read_text() + "".join(blocks))
+    return p
 
 
 @pytest.fixture
@@ -137,3 +167,103 @@ def test_port_value_sets_from_the_p4info():
     with pytest.raises(C.ControllerError, match="no value set RotorIngressParser.clock_port"):
         t.port_value_sets("rotor", ["RotorIngressParser.cpu_port"])
     assert C.BMV2.port_value_sets("rotor", ["RotorIngressParser.cpu_port"]) == []  # fixed in P4
+
+
+# ------------------------------------------------------------------ entities
+
+def test_entities_in_tofino_units():
+    s = S.generate_rotornet(4, 1, 20_000, 2_000)
+    r = s.rotors[0]
+    ents = C.rotor_entities(s, r, C.default_port_map(4), dp.MODE_CLOCK, offset_us=-5_000_000,
+                            epoch_us=(1 << 33), egress_guard_us=100, target=T)
+    cfg = ents[-1].action.args
+    assert cfg["offset"] == units(-5_000_000) & MASK32
+    assert cfg["epoch_us"] == units(1 << 33) & MASK32
+    assert cfg["cycle"] == 58_594 and cfg["night"] == 1953  # 60000 us, 2000 us
+    phases = sorted((e.match["phase"], e.action.args) for e in ents if e.table_id == dp.T_CLOCK_PHASE)
+    assert [p for p, _ in phases] == [(0, 19530), (19531, 39062), (39063, 58593)]  # tiles the cycle
+    assert [a["slot_start"] for _, a in phases] == [0, 19531, 39063]
+    assert [a["slot_end"] for _, a in phases] == [19434, 38965, 58496]  # (hi - 100 us) / 1.024
+
+
+def test_tor_route_until_in_tofino_units():
+    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import routes as R
+
+    s = S.generate_opera(8, 4, 1000, 100)
+    topo = TP.generate(s, "schedule.json", hosts_per_rack=1)
+    routes = R.compute(s)
+    rack = topo.racks[0]
+    us = C.tor_entities(topo, rack, routes, dp.MODE_CLOCK)
+    units = C.tor_entities(topo, rack, routes, dp.MODE_CLOCK, target=T)
+    assert len(us) == len(units)
+    n = 0
+    for a, b in zip(us, units):
+        if a.table_id == dp.T_ROUTE:
+            assert b.action.args["until"] == T.duration_units(a.action.args["until"])
+            n += 1
+    assert n > 0
+    assert units[-1].action.args["cycle"] == T.duration_units(s.hyperperiod_us)
+
+
+def test_timed_packet_out_in_tofino_units():
+    p = C.set_slot_packet(3, 1, at_us=(1 << 40), night_us=2_048, target=T)
+    assert p.metadata["at"] == T.to_units(1 << 40) < 1 << 32
+    assert p.metadata["night_us"] == 2000
+
+
+# ------------------------------------------------------------------ modes
+
+def test_tofino_refuses_signal_mode(tmp_path, tofino_build):
+    s = S.generate_rotornet(4, 1, 20_000, 2_000)
+    with pytest.raises(C.ControllerError, match="target tofino has no signal mode"):
+        C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="signal", target=T,
+                          p4info=tofino_p4info(tmp_path, EGRESS_DROPS), p4blob=tofino_build)
+
+
+def test_tofino_needs_its_egress_drop_counter(tmp_path, tofino_build):
+    s = S.generate_rotornet(4, 1, 20_000, 2_000)
+    with pytest.raises(C.ControllerError, match="counter egress_drop_counter missing"):
+        C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="clock", target=T,
+                          p4info=P4INFO, p4blob=tofino_build)
+
+
+def test_clock_iface_needs_a_clock_port_on_tofino(tmp_path, tofino_build):
+    s = S.generate_rotornet(4, 1, 20_000, 2_000)
+    spec = C.SwitchSpec("rotor0", "127.0.0.1", 1, clock_iface="veth0")
+    with pytest.raises(C.ControllerError, match="--clock-port"):
+        C.RotorController(s, [spec], mode="clock", target=T,
+                          p4info=tofino_p4info(tmp_path, EGRESS_DROPS), p4blob=tofino_build)
+
+
+# ------------------------------------------------------------------ CLI
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "p4rotor.cli", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--target", "foo"], "unknown target 'foo' (bmv2 or tofino)"),
+    (["--target", "tofino", "--mode", "signal"], "target tofino has no signal mode"),
+    (["--cpu-port", "320"], "cpu port of target bmv2 is fixed"),
+])
+def test_cli_target_errors_are_one_line(tmp_path, args, needle):
+    sched = tmp_path / "s.json"
+    sched.write_text(S.generate_rotornet(4, 1, 1000, 100).dumps())
+    r = cli("control", "--schedule", str(sched), "--switch", "rotor0=127.0.0.1:50051",
+            "--build-dir", str(tmp_path), *args)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+
+
+def test_cli_tofino_defaults_to_clock_mode_and_finds_its_build(tmp_path):
+    """--target tofino alone: clock mode, and the missing bf-p4c output is what stops it."""
+    sched = tmp_path / "s.json"
+    sched.write_text(S.generate_rotornet(4, 1, 1000, 100).dumps())
+    (tmp_path / "tofino").mkdir()
+    tofino_p4info(tmp_path / "tofino", EGRESS_DROPS)
+    r = cli("control", "--schedule", str(sched), "--switch", "rotor0=127.0.0.1:50051",
+            "--build-dir", str(tmp_path), "--target", "tofino")
+    assert r.returncode == 2
+    assert "tofino/rotor/pipe/tofino.bin not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -10,8 +10,8 @@ processes read), ``errors``.
 
 from .entities import (TS_MASK, WRITE_BATCH, LinkLoss, check_egress_guard, circuit_entries,  # noqa: F401
                        clock_phase_entries, config_entry, default_port_map, loss_entries, phase_entries,
-                       port_mtu_entries, rotor_entities, set_slot_packet, slot_config_entry, time_probe_packet,
-                       write_batched)
+                       port_mtu_entries, port_value_set_entries, rotor_entities, set_slot_packet,
+                       slot_config_entry, time_probe_packet, write_batched)
 from .errors import ControllerError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
