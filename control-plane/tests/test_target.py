@@ -4,18 +4,24 @@ programs keep the same names)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import finsy as fy
 import pytest
+from finsy.proto import p4r
 
 from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
+from p4rotor.control.status import read_status
 from p4rotor.control.target import pack_tofino_config, unpack_tofino_config
+
+from fake_p4rt import FakeSwitch
 
 DATA = Path(__file__).parent / "data"
 P4INFO = DATA / "rotor.p4info.txtpb"
@@ -267,3 +273,100 @@ def test_cli_tofino_defaults_to_clock_mode_and_finds_its_build(tmp_path):
             "--build-dir", str(tmp_path), "--target", "tofino")
     assert r.returncode == 2
     assert "tofino/rotor/pipe/tofino.bin not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ against the fake
+
+def tofino_run(p4info: Path, blob: Path, boot_us: int, **kw):
+    async def main():
+        fake = await FakeSwitch(p4info, boot_us=boot_us, tick_ns=1).start()
+        fake.counters = kw.pop("counters", {})
+        s = S.generate_rotornet(4, 1, 20_000, 2_000)
+        ctl = C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", fake.port)], mode="clock",
+                                target=kw.pop("target", T), p4info=p4info, p4blob=blob, lead_s=0.2, **kw)
+        try:
+            await ctl.run(duration=0.3)
+        finally:
+            await fake.stop()
+        return fake, ctl
+
+    return asyncio.run(main())
+
+
+def test_tofino_clock_run_writes_units_and_the_cpu_port(tmp_path, tofino_build):
+    # Booted ~83 min ago: the switch's 1024-ns counter has wrapped its 32 bits already.
+    boot_us = 5_000_000_000
+    p4info = tofino_p4info(tmp_path, EGRESS_DROPS, CPU_VALUE_SET)
+    fake, ctl = tofino_run(p4info, tofino_build, boot_us)
+    schema = fy.P4Schema(p4info)
+    rt = ctl.runtimes["rotor0"]
+
+    # The CPU port's value set, written (MODIFY) before the first time probe went out.
+    assert fake.value_set_writes() == [(p4r.Update.MODIFY, "RotorIngressParser.cpu_port", [320])]
+    first_probe = next(i for i, (k, _) in enumerate(fake.log) if k == "packet")
+    first_vs = next(i for i, (k, u) in enumerate(fake.log)
+                    if k == "write" and u.entity.WhichOneof("entity") == "value_set_entry")
+    assert first_vs < first_probe
+    assert not [v for _, v in fake.packet_outs if v["opcode"] == dp.OP_SET_SLOT]
+
+    # The config: absolute times in 1024-ns units masked to 32 bits, durations scaled.
+    cfg = fy.P4TableEntry.decode(fake.updates_for(dp.T_CONFIG)[-1].entity, schema).action.args
+    off = rt.offset.offset_us
+    assert cfg["offset"] == units(off) & MASK32
+    assert cfg["epoch_us"] == units(ctl.t0_common_us) & MASK32
+    assert cfg["cycle"] == 58_594 and cfg["night"] == 1953 and cfg["mode"] == dp.MODE_CLOCK
+    # The offset, applied as the TNA program does (bits [41:10] of the ns timestamp, plus the
+    # offset, mod 2^32), gives common time in units: within the probe's uncertainty.
+    wall = ctl.tb.wall_ns(1_000_000)
+    local_units = (fake.local_ticks(wall) >> 10) & MASK32
+    err = ((local_units + cfg["offset"] - T.to_units(1_000_000) + (1 << 31)) & MASK32) - (1 << 31)
+    assert abs(err) <= (rt.offset.rtt_us / 2 + 1000) / 1.024, err
+    expect_us = fake.started_us - boot_us - ctl.tb.ref_ns // 1000
+    assert abs(off - expect_us) <= rt.offset.rtt_us / 2 + 1000
+
+    # The clock_phase ranges, scaled: they still tile the 58594-unit cycle.
+    spans = sorted(fy.P4TableEntry.decode(u.entity, schema).match["phase"]
+                   for u in fake.updates_for(dp.T_CLOCK_PHASE))
+    assert spans == [(0, 19530), (19531, 39062), (39063, 58593)]
+
+
+def test_tofino_without_the_value_set_writes_none(tmp_path, tofino_build):
+    fake, ctl = tofino_run(tofino_p4info(tmp_path, EGRESS_DROPS), tofino_build, 5_000_000)
+    assert fake.value_set_writes() == []
+    assert fake.updates_for(dp.T_CONFIG), "installed all the same"
+
+
+def test_tofino_drop_counters_sum_ingress_and_egress(tmp_path, tofino_build):
+    status = tmp_path / "status.json"
+    D = dp.DropCause
+    fake, ctl = tofino_run(tofino_p4info(tmp_path, EGRESS_DROPS), tofino_build, 5_000_000,
+                           status_file=status, counters_every=0.05,
+                           counters={"drop_counter": {D.NIGHT: 3, D.STALE: 1},
+                                     "egress_drop_counter": {D.STALE: 2, D.MTU: 4},
+                                     "rx_port_counter": {1: 20}, "tx_port_counter": {2: 5}})
+    sw = read_status(status)["switches"]["rotor0"]
+    assert sw["drops"] == {"NIGHT": 3, "STALE": 3, "MTU": 4}
+    assert sw["unaccounted"] == 20 - 5 - 10
+
+
+def test_bmv2_drop_counter_alone(tmp_path):
+    """BMv2 reads drop_counter only (an egress_drop_counter there is not its)."""
+    status = tmp_path / "status.json"
+    blob = tmp_path / "rotor.json"
+    blob.write_text("{}")
+    D = dp.DropCause
+
+    async def main():
+        fake = await FakeSwitch(tofino_p4info(tmp_path, EGRESS_DROPS)).start()
+        fake.counters = {"drop_counter": {D.NIGHT: 3}, "egress_drop_counter": {D.NIGHT: 2}}
+        s = S.generate_rotornet(4, 1, 20_000, 2_000)
+        ctl = C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", fake.port)], mode="clock",
+                                p4info=tmp_path / "rotor.p4info.txtpb", p4blob=blob, lead_s=0.2,
+                                status_file=status, counters_every=0.05)
+        try:
+            await ctl.run(duration=0.2)
+        finally:
+            await fake.stop()
+
+    asyncio.run(main())
+    assert read_status(status)["switches"]["rotor0"]["drops"] == {"NIGHT": 3}
