@@ -2,8 +2,8 @@
 
 It records every write and pipeline push, answers the rotor's control packets
 like the pipeline does (time probes and acked slot changes come back as
-PacketIns stamped with a fake switch clock), can fail chosen updates, and can
-claim another controller is primary.
+PacketIns stamped with a fake switch clock), can fail chosen updates, can
+claim another controller is primary, and answers counter reads from ``counters``.
 """
 
 from __future__ import annotations
@@ -22,15 +22,20 @@ from p4rotor import p4 as dp
 
 class FakeSwitch(p4r_grpc.P4RuntimeServicer):
     def __init__(self, p4info: Path, addr: str = "127.0.0.1:0", boot_us: int = 5_000_000,
-                 fail_updates: set[int] | None = None, primary_election_id: int | None = None):
+                 fail_updates: set[int] | None = None, primary_election_id: int | None = None,
+                 tick_ns: int = 1000):
         self.schema = P4Schema(p4info)
         self.addr = addr
-        # Like BMv2: the switch clock counts microseconds from the process start (+ boot_us).
+        # Like BMv2: the switch clock counts microseconds from the process start (+ boot_us);
+        # tick_ns=1: nanoseconds, like Tofino's (48 bits).
         self.boot_us = boot_us
+        self.tick_ns = tick_ns
+        self.counters: dict[str, dict[int, int]] = {}  # counter name -> index -> packets
         self.started_us = time.time_ns() // 1000
         self.fail_updates = fail_updates or set()
         self.primary_election_id = primary_election_id
         self.writes: list[p4r.Update] = []
+        self.log: list[tuple[str, object]] = []  # ("write", Update) and ("packet", metadata) in order
         self.write_requests = 0
         self.pipelines = 0
         self.packet_outs: list[tuple[int, dict]] = []
@@ -59,8 +64,10 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
         return f"127.0.0.1:{self.port}"
 
     # ---- helpers ----------------------------------------------------------
-    def local_us(self) -> int:
-        return time.time_ns() // 1000 - self.started_us + self.boot_us
+    def local_ticks(self, wall_ns: int | None = None) -> int:
+        """The switch clock at ``wall_ns`` (now) in its own ticks, as a PacketIn reports it."""
+        wall = time.time_ns() if wall_ns is None else wall_ns
+        return ((wall - self.started_us * 1000 + self.boot_us * 1000) // self.tick_ns) & ((1 << 48) - 1)
 
     def _packet_in(self, **vals) -> p4r.StreamMessageResponse:
         md = []
@@ -72,6 +79,16 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
     def updates_for(self, table: str) -> list[p4r.Update]:
         tid = self.schema.tables[table].id
         return [u for u in self.writes if u.entity.table_entry.table_id == tid]
+
+    def value_set_writes(self) -> list[tuple[int, str, list[int]]]:
+        """(update type, value set name, member values) of every ValueSetEntry written."""
+        out = []
+        for u in self.writes:
+            if u.entity.WhichOneof("entity") == "value_set_entry":
+                e = u.entity.value_set_entry
+                vals = [int.from_bytes(f.exact.value, "big") for m in e.members for f in m.match]
+                out.append((u.type, self.schema.value_sets[e.value_set_id].name, vals))
+        return out
 
     # ---- RPCs ---------------------------------------------------------------
     async def StreamChannel(self, request_iter, context):
@@ -91,9 +108,10 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
             elif kind == "packet":
                 vals = {self._out_ids[m.metadata_id]: int.from_bytes(m.value, "big") for m in req.packet.metadata}
                 self.packet_outs.append((time.time_ns(), vals))
+                self.log.append(("packet", vals))
                 op = vals.get("opcode")
                 if op == dp.OP_TIME_PROBE or (op == dp.OP_SET_SLOT and vals.get("flags", 0) & dp.FLAG_ACK):
-                    yield self._packet_in(**vals, timestamp=self.local_us())
+                    yield self._packet_in(**vals, timestamp=self.local_ticks())
 
     async def Capabilities(self, request, context):
         return p4r.CapabilitiesResponse(p4runtime_api_version="1.3.0")
@@ -107,7 +125,16 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
         return p4r.GetForwardingPipelineConfigResponse(config=p4r.ForwardingPipelineConfig())
 
     async def Read(self, request, context):
-        yield p4r.ReadResponse()
+        ents = []
+        for e in request.entities:
+            if e.WhichOneof("entity") != "counter_entry":
+                continue
+            name = self.schema.counters[e.counter_entry.counter_id].name
+            for i, n in sorted(self.counters.get(name, {}).items()):
+                ents.append(p4r.Entity(counter_entry=p4r.CounterEntry(
+                    counter_id=e.counter_entry.counter_id, index=p4r.Index(index=i),
+                    data=p4r.CounterData(packet_count=n, byte_count=64 * n))))
+        yield p4r.ReadResponse(entities=ents)
 
     async def Write(self, request, context):
         self.write_requests += 1
@@ -125,6 +152,7 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
             status = rpc_status.Status(code=rpc_code.UNKNOWN, message="write failed", details=details)
             await context.abort_with_status(_RichStatus(status))
         self.writes.extend(request.updates)
+        self.log += [("write", u) for u in request.updates]
         return p4r.WriteResponse()
 
 

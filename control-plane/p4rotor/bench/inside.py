@@ -38,8 +38,10 @@ async def _read_counter(sw: fy.Switch, name: str, index: int) -> tuple[int, int]
     return (d.packet_count, d.byte_count) if d else (0, 0)
 
 
-async def _drops(sw: fy.Switch) -> dict[str, int]:
-    return {c.name: (await _read_counter(sw, dp.C_DROP, int(c)))[0] for c in dp.DropCause}
+async def _drops(sw: fy.Switch, target: C.Target = C.BMV2) -> dict[str, int]:
+    """Drops by cause, summed over the target's drop counters (Tofino: ingress and egress)."""
+    return {c.name: sum([(await _read_counter(sw, name, int(c)))[0] for name in target.drop_counters])
+            for c in dp.DropCause}
 
 
 # ---------------------------------------------------------------------------

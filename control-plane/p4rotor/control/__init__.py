@@ -1,7 +1,8 @@
 """The P4Runtime control plane (``from p4rotor import control as C``, as finsy's ``fy``).
 
 One module per job: ``entities`` (rotor entities and control packets as values), ``tor``
-(the ToR's), ``p4info`` (the program contract check), ``timebase`` (common time, offsets, slot
+(the ToR's), ``p4info`` (the program contract check), ``target`` (what differs between BMv2
+and Tofino: time units, ports, device config), ``timebase`` (common time, offsets, slot
 boundaries), ``clockport`` (time probes on the data path), ``roles`` (what each switch gets),
 ``runtime`` (the asyncio controller: a task per switch), ``status`` (the status file other
 processes read), ``errors``.
@@ -9,12 +10,13 @@ processes read), ``errors``.
 
 from .entities import (TS_MASK, WRITE_BATCH, LinkLoss, check_egress_guard, circuit_entries,  # noqa: F401
                        clock_phase_entries, config_entry, default_port_map, loss_entries, phase_entries,
-                       port_mtu_entries, rotor_entities, set_slot_packet, slot_config_entry, time_probe_packet,
-                       write_batched)
+                       port_mtu_entries, port_value_set_entries, rotor_entities, set_slot_packet,
+                       slot_config_entry, time_probe_packet, write_batched)
 from .errors import ControllerError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
 from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
+from .target import BMV2, TARGETS, TOFINO, Target, get_target  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
 from .timebase import (OffsetEstimate, Timebase, boundary_times, estimate_offset,  # noqa: F401
                        timed_changes)

@@ -24,8 +24,16 @@ def add_parser(sub) -> None:
                     help="a rotor of the schedule and its P4Runtime address (repeat)")
     pc.add_argument("--clock-iface", action="append", default=[], metavar="NAME=IFACE",
                     help="time probes for switch NAME through host interface IFACE, wired to the "
-                         "switch's clock port 254 (precise offsets; docs/dataplane.md)")
-    pc.add_argument("--mode", choices=["signal", "clock"], default="signal")
+                         "switch's clock port (254 on bmv2; precise offsets; docs/dataplane.md)")
+    pc.add_argument("--mode", choices=["signal", "clock"],
+                    help="how slots move (default: signal on bmv2; tofino has clock mode only)")
+    pc.add_argument("--target", default="bmv2", metavar="bmv2|tofino",
+                    help="the switches' target: time units, ports, device config (docs/targets.md)")
+    pc.add_argument("--cpu-port", type=int, metavar="N",
+                    help="tofino: the CPU (PCIe) port, written into the parser's value set "
+                         "(default 320, Tofino 1 pipe 0; 192 on 2-pipe parts)")
+    pc.add_argument("--clock-port", type=int, metavar="N",
+                    help="tofino: the clock port, written into the parser's value set (default: none)")
     pc.add_argument("--egress-guard-us", type=int, default=0,
                     help="clock mode: the egress re-check closes each day this early (frames a "
                          "software switch would still transmit after the day ended)")
@@ -40,7 +48,8 @@ def add_parser(sub) -> None:
                          "switch applies it by its own clock (gRPC jitter no longer moves boundaries)")
     pc.add_argument("--duration", type=float, help="seconds to run (default: until Ctrl-C)")
     pc.add_argument("--trace", metavar="FILE", help="write one JSON line per slot change")
-    pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are")
+    pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are "
+                    "(tofino: build/tofino/<program>/ and build/tofino/<program>.p4info.txtpb)")
     pc.add_argument("--program", default="rotor")
     pc.add_argument("--election-id", type=int, default=10)
     pc.add_argument("--lead", type=float, default=1.0, help="seconds from start to slot 0")
@@ -83,17 +92,22 @@ def _with_clock_ifaces(specs, items: list[str]):
 
 
 def cmd_control(a: argparse.Namespace) -> int:
-    from . import Controller, ControllerError, RotorController, SwitchSpec
+    from . import Controller, ControllerError, RotorController, SwitchSpec, get_target
     from ..stats import summarize
     from .acks import ack_delays_us, timed_margins_us
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
+    try:
+        target = get_target(a.target).with_ports(cpu_port=a.cpu_port, clock_port=a.clock_port)
+    except ControllerError as ex:
+        die(str(ex))
+    mode = a.mode or target.modes[0]
 
     def say(msg: str) -> None:
         if not a.quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    common = dict(mode=a.mode, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
+    common = dict(mode=mode, target=target, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
                   lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
                   signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
                   on_event=say,
@@ -108,23 +122,25 @@ def cmd_control(a: argparse.Namespace) -> int:
 
             _, topo = load_sched_or_topo(a)
             ctl = Controller(fabric_roles(topo, build, epsilon_us=a.epsilon_us,
-                                          only=set(a.only.split(",")) if a.only else None), **common)
+                                          only=set(a.only.split(",")) if a.only else None, target=target),
+                             **common)
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]
             specs = _with_clock_ifaces(specs, a.clock_iface)
-            ctl = RotorController(s, specs, egress_guard_us=a.egress_guard_us,
-                                  p4info=build / f"{a.program}.p4info.txtpb",
-                                  p4blob=build / f"{a.program}.json", **common)
+            p4info, p4blob = target.pipeline_files(build, a.program)
+            ctl = RotorController(s, specs, egress_guard_us=a.egress_guard_us, p4info=p4info, p4blob=p4blob,
+                                  **common)
     except S.ScheduleError as ex:
         die(str(ex))
     except ControllerError as ex:
         die(str(ex))
 
     async def report(c) -> None:
-        say(f"running {a.mode} mode; slot 0 starts in {a.lead:.1f} s"
+        on = "" if target.name == "bmv2" else f" on {target.name}"
+        say(f"running {mode} mode{on}; slot 0 starts in {a.lead:.1f} s"
             + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"))
-        if a.mode == "clock":
+        if mode == "clock":
             skew = await c.measure_skew()
             if skew:
                 vals = ", ".join(f"{k} {v:+d} us" for k, v in skew.items())
@@ -141,7 +157,7 @@ def cmd_control(a: argparse.Namespace) -> int:
         how = "interrupted"
     st = ctl.status.data
     say(f"{how} after {time.monotonic() - started:.1f} s: {st['installed']}/{st['total']} switches installed, "
-        f"{ctl.trace.records} slot changes {'sent' if a.mode == 'signal' else 'traced'}")
+        f"{ctl.trace.records} slot changes {'sent' if mode == 'signal' else 'traced'}")
     if a.ack_every:
         say("slot change applied after its boundary (us): " + json.dumps(summarize(ack_delays_us(ctl)))
             + "; after it was sent: " + json.dumps(summarize(ack_delays_us(ctl, "sent"))))

@@ -1,6 +1,8 @@
 """Rotor entities and control packets as plain values (pure functions of the schedule).
 
-The ToR's entities are in ``tor.py``; both are written with ``write_batched``.
+The ToR's entities are in ``tor.py``; both are written with ``write_batched``.  Times are
+microseconds up to here: the builders convert each time they write with the target's
+record (``target=``, target.py; BMv2 by default, whose unit is the microsecond).
 """
 
 from __future__ import annotations
@@ -9,13 +11,15 @@ import dataclasses
 from typing import Any, Sequence
 
 import finsy as fy
+from finsy.p4entity import P4ValueSetMember  # not exported at finsy's top level (0.30)
 
 from .. import p4 as dp
 from ..schedule import Rotor, Schedule
 from .errors import ControllerError
+from .target import BMV2, Target
 
 WRITE_BATCH = 500
-TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1
+TS_MASK = (1 << dp.TIMESTAMP_BITS) - 1  # BMv2's absolute times (target.BMV2.time_bits)
 
 
 def default_port_map(racks: int) -> dict[int, int]:
@@ -89,16 +93,24 @@ def _range_pieces(lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def phase_entries(spans: Sequence[tuple[int, int]], table: str = dp.T_CLOCK_PHASE,
-                  action: str = dp.A_CLOCK_SLOT, egress_guard_us: int = 0) -> list[fy.P4TableEntry]:
+                  action: str = dp.A_CLOCK_SLOT, egress_guard_us: int = 0,
+                  target: Target = BMV2) -> list[fy.P4TableEntry]:
     """Clock mode: range entries covering each [start, end) of the cycle -> its index.
 
     ``egress_guard_us``: the egress re-check closes each day this much before its end
     (``slot_end`` is what the re-check compares with), for frames a software switch still
-    transmits after its egress pipeline ran."""
-    return [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=piece),
-                            action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=hi - egress_guard_us),
-                            priority=1)
-            for i, (lo, hi) in enumerate(spans) for piece in _range_pieces(lo, hi - 1)]
+    transmits after its egress pipeline ran.  Each bound converts on its own (into the
+    target's units), so the ranges still tile the cycle."""
+    out = []
+    for i, (lo_us, hi_us) in enumerate(spans):
+        lo = target.duration_units(lo_us, "slot start")
+        hi = target.duration_units(hi_us, "slot end")
+        end = target.duration_units(hi_us - egress_guard_us, "slot end")
+        out += [fy.P4TableEntry(table, match=fy.P4TableMatch(phase=piece),
+                                action=fy.P4TableAction(action, index=i, slot_start=lo, slot_end=end),
+                                priority=1)
+                for piece in _range_pieces(lo, hi - 1)]
+    return out
 
 
 def check_egress_guard(sched: Schedule, egress_guard_us: int) -> None:
@@ -107,31 +119,38 @@ def check_egress_guard(sched: Schedule, egress_guard_us: int) -> None:
                               f"({sched.day_us} us)")
 
 
-def clock_phase_entries(sched: Schedule, rotor: Rotor, egress_guard_us: int = 0) -> list[fy.P4TableEntry]:
+def clock_phase_entries(sched: Schedule, rotor: Rotor, egress_guard_us: int = 0,
+                        target: Target = BMV2) -> list[fy.P4TableEntry]:
     check_egress_guard(sched, egress_guard_us)
     return phase_entries([(m * sched.slot_us, (m + 1) * sched.slot_us) for m in range(len(rotor.matchings))],
-                         egress_guard_us=egress_guard_us)
+                         egress_guard_us=egress_guard_us, target=target)
 
 
 def slot_config_entry(mode: int, count: int, cycle_us: int, night_us: int, *, offset_us: int = 0,
                       epoch_us: int = 0, generation: int = 1, table: str = dp.T_CONFIG,
-                      action: str = dp.A_CONFIGURE) -> fy.P4TableEntry:
+                      action: str = dp.A_CONFIGURE, target: Target = BMV2) -> fy.P4TableEntry:
+    """The slot config (a default action).  ``offset`` and ``epoch_us`` are absolute times (they
+    wrap to the target's width); ``cycle`` and ``night`` durations.  All in the target's units:
+    the parameter names keep their "us" from BMv2."""
     return fy.P4TableEntry(
         table, is_default_action=True,
-        action=fy.P4TableAction(action, mode=mode, num_matchings=count, offset=offset_us & TS_MASK,
-                                epoch_us=epoch_us & TS_MASK, cycle=cycle_us, night=night_us,
+        action=fy.P4TableAction(action, mode=mode, num_matchings=count, offset=target.to_units(offset_us),
+                                epoch_us=target.to_units(epoch_us),
+                                cycle=target.duration_units(cycle_us, "cycle"),
+                                night=target.duration_units(night_us, "night"),
                                 gen=generation & 0xFFFF))
 
 
 def config_entry(sched: Schedule, rotor: Rotor, mode: int, *, offset_us: int = 0,
-                 epoch_us: int = 0, generation: int = 1) -> fy.P4TableEntry:
+                 epoch_us: int = 0, generation: int = 1, target: Target = BMV2) -> fy.P4TableEntry:
     return slot_config_entry(mode, len(rotor.matchings), sched.cycle_us(rotor), sched.reconfig_us,
-                             offset_us=offset_us, epoch_us=epoch_us, generation=generation)
+                             offset_us=offset_us, epoch_us=epoch_us, generation=generation, target=target)
 
 
 def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode: int, *,
                    offset_us: int = 0, epoch_us: int = 0, generation: int = 1,
-                   egress_guard_us: int = 0, link_mtus: dict[int, int] | None = None) -> list[Any]:
+                   egress_guard_us: int = 0, link_mtus: dict[int, int] | None = None,
+                   target: Target = BMV2) -> list[Any]:
     """Everything one rotor switch needs, as INSERT/MODIFY updates, config last.
     ``link_mtus``: {port: MTU of its link} from the topology (none: no egress MTU check)."""
     missing = [i for i in range(sched.racks) if i not in port_map]
@@ -140,18 +159,19 @@ def rotor_entities(sched: Schedule, rotor: Rotor, port_map: dict[int, int], mode
     ents: list[Any] = [+e for e in circuit_entries(rotor, port_map)]
     ents += [+e for e in port_mtu_entries(link_mtus or {})]
     if mode == dp.MODE_CLOCK:
-        ents += [+e for e in clock_phase_entries(sched, rotor, egress_guard_us)]
+        ents += [+e for e in clock_phase_entries(sched, rotor, egress_guard_us, target)]
     # The config goes last: the rotor starts switching only when its circuits exist.
     ents.append(~config_entry(sched, rotor, mode, offset_us=offset_us, epoch_us=epoch_us,
-                              generation=generation))
+                              generation=generation, target=target))
     return ents
 
 
 def set_slot_packet(slot: int, index: int, night: bool = False, *, seq: int = 0, ack: bool = False,
-                    at_us: int | None = None, night_us: int = 0) -> fy.P4PacketOut:
+                    at_us: int | None = None, night_us: int = 0, target: Target = BMV2) -> fy.P4PacketOut:
     """OP_SET_SLOT.  Immediate (``at_us`` None): the switch moves when the packet arrives.
     Timed: slot ``slot`` starts at common time ``at_us`` with a night of ``night_us``; the
-    switch holds it (one pending change) and applies it by its own clock."""
+    switch holds it (one pending change) and applies it by its own clock (``at`` and
+    ``night_us`` go out in the target's units)."""
     flags = (dp.FLAG_NIGHT if night else 0) | (dp.FLAG_ACK if ack else 0)
     if at_us is not None:
         if at_us < 0 or not 0 <= night_us < 1 << 32:
@@ -159,7 +179,18 @@ def set_slot_packet(slot: int, index: int, night: bool = False, *, seq: int = 0,
         flags = (flags & ~dp.FLAG_NIGHT) | dp.FLAG_AT
     return fy.P4PacketOut(b"", opcode=dp.OP_SET_SLOT, flags=flags, index=index,
                           slot=slot & 0xFFFFFFFF, seq=seq & 0xFFFFFFFF,
-                          at=(at_us or 0) & TS_MASK, night_us=night_us if at_us is not None else 0)
+                          at=target.to_units(at_us or 0),
+                          night_us=target.duration_units(night_us, "night") if at_us is not None else 0)
+
+
+def port_value_set_entries(schema: fy.P4Schema, ports: Sequence[tuple[str, int]]) -> list[fy.P4ValueSetEntry]:
+    """One parser value set per (name, port), holding that port alone (target.port_value_sets).
+    Value sets take MODIFY only: writing one replaces whatever it held."""
+    out = []
+    for name, port in ports:
+        field = next(iter(schema.value_sets[name].match))
+        out.append(fy.P4ValueSetEntry(name, members=[P4ValueSetMember({field.name: port})]))
+    return out
 
 
 def time_probe_packet(seq: int) -> fy.P4PacketOut:

@@ -14,6 +14,7 @@ import finsy as fy
 from ..schedule import Schedule, ScheduleError
 from .entities import default_port_map, rotor_entities
 from .errors import ControllerError
+from .target import Target
 from .timebase import OffsetEstimate, boundary_times
 
 _SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<host>[^:@\s]+|\[[^\]]+\]):(?P<port>\d+)(@(?P<dev>\d+))?$")
@@ -74,8 +75,9 @@ class Role:
     kind: str                       # "rotor" or "tor"
     p4info: Path
     p4blob: Path
-    # (mode, offset_us, epoch_us, generation) -> updates, config last
-    entities: Callable[[int, int, int, int], list[Any]]
+    # (mode, offset_us, epoch_us, generation, target) -> updates, config last (target.py: the
+    # builders convert the microseconds into the target's units)
+    entities: Callable[[int, int, int, int, Target], list[Any]]
     # (t0_common_us, from_common_us) -> (at, slot k, index, night) boundaries (signal mode / trace)
     boundaries: Callable[[int, float], Iterable[tuple[int, int, int, bool]]]
     epoch_offset_us: int = 0        # this switch's slot 0 relative to the schedule's t0
@@ -88,7 +90,8 @@ class SwitchRuntime:
     generation: int = 0
     ready: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     waiters: dict[int, asyncio.Future] = dataclasses.field(default_factory=dict)
-    acks: list[tuple[int, int, int, int]] = dataclasses.field(default_factory=list)  # (scheduled, sent, recv ns, local us)
+    # (scheduled, sent, recv ns, local us)
+    acks: list[tuple[int, int, int, float]] = dataclasses.field(default_factory=list)
     error: BaseException | None = None
     install_ms: float | None = None
     entities: int = 0
@@ -114,9 +117,9 @@ def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
         raise ControllerError(str(ex)) from None
     pm = port_map or default_port_map(sched.racks)
 
-    def ents(mode, offset, epoch, gen):
+    def ents(mode, offset, epoch, gen, target):
         return rotor_entities(sched, rotor, pm, mode, offset_us=offset, epoch_us=epoch, generation=gen,
-                              egress_guard_us=egress_guard_us, link_mtus=link_mtus)
+                              egress_guard_us=egress_guard_us, link_mtus=link_mtus, target=target)
 
     return Role(spec=spec, kind="rotor", p4info=p4info, p4blob=p4blob, entities=ents,
                 boundaries=lambda t0, now: boundary_times(sched, rotor, t0, now),

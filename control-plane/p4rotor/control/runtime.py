@@ -15,11 +15,16 @@ Two ways to move the slot (docs/dataplane.md explains why):
   gRPC/PI path's jitter no longer moves the boundary (needs the clock offset).
 * **clock**: the controller measures the switch's clock offset with time probes,
   installs the cycle once, and the pipeline computes the slot itself.
+
+The target (``target.py``: BMv2 or Tofino) says which modes exist, how times convert between
+the controller's microseconds and the switch, where the CPU port is and what device config
+to push; everything here stays in microseconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import contextlib
 import logging
@@ -31,11 +36,13 @@ import finsy as fy
 
 from .. import p4 as dp
 from ..schedule import Schedule
-from .entities import check_egress_guard, set_slot_packet, time_probe_packet, write_batched
+from .entities import (check_egress_guard, port_value_set_entries, set_slot_packet, time_probe_packet,
+                       write_batched)
 from .errors import ControllerError
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
 from .status import StatusFile
+from .target import BMV2, Target
 from .timebase import OffsetEstimate, Timebase, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
@@ -57,11 +64,14 @@ class Controller:
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
                  signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
                  on_event: Callable[[str], None] | None = None, status_file: Path | None = None,
-                 counters_every: float = 0.0):
+                 counters_every: float = 0.0, target: Target = BMV2):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
+        if mode not in target.modes:
+            raise ControllerError(f"target {target.name} has no {mode} mode ({' or '.join(target.modes)} only)")
         if not roles:
             raise ControllerError("no --switch given")
+        self.target = target
         self.mode = mode
         self.mode_code = dp.MODE_SIGNAL if mode == "signal" else dp.MODE_CLOCK
         self.election_id = election_id
@@ -87,31 +97,39 @@ class Controller:
         self.counters_every = counters_every
         self._timer = None
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
-        checked: set[Path] = set()
+        blobs: dict[Path, Path | bytes] = {}
+        schemas: dict[Path, fy.P4Schema] = {}
         for r in roles:
-            if not r.p4blob.exists():
-                raise ControllerError(f"pipeline {r.p4blob} not found: run 'make build' first")
-            if r.p4info not in checked:
-                if r.kind == "rotor":
-                    check_p4info(r.p4info, dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS)
-                else:
-                    check_p4info(r.p4info, dp.TOR_CONTRACT, dp.TOR_COUNTERS)
-                checked.add(r.p4info)
+            if r.spec.clock_iface and target.clock_port is None:
+                raise ControllerError(f"{r.spec.name}: --clock-iface needs the switch's clock port: target "
+                                      f"{target.name} has none unless --clock-port N sets it")
+            if r.p4blob not in blobs:
+                blobs[r.p4blob] = target.p4blob(r.p4blob)
+            if r.p4info not in schemas:
+                contract, counters = ((dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS) if r.kind == "rotor"
+                                      else (dp.TOR_CONTRACT, dp.TOR_COUNTERS))
+                counters += tuple(c for c in target.drop_counters if c not in counters)
+                schemas[r.p4info] = check_p4info(r.p4info, contract, counters)
         self.trace = Trace(trace)
         self.tb = Timebase(ref_ns=time.time_ns())
         # Slot 0 of the schedule starts lead_s from now (each switch adds its own offset).
         self.t0_common_us = int(lead_s * 1e6)
         self.runtimes: dict[str, SwitchRuntime] = {}
+        # Parser value sets (Tofino: the CPU port, the clock port), written before anything else.
+        self.port_sets: dict[str, list[fy.P4ValueSetEntry]] = {}
         for r in roles:
             if r.spec.name in self.runtimes:
                 raise ControllerError(f"switch {r.spec.name!r} given twice")
             # Fresh generation per run: state a previous run left in registers is void.
             self.runtimes[r.spec.name] = SwitchRuntime(role=r, generation=(time.time_ns() >> 20) & 0x7FFF)
+            schema = schemas[r.p4info]
+            self.port_sets[r.spec.name] = port_value_set_entries(
+                schema, target.port_value_sets(r.kind, (vs.name for vs in schema.value_sets)))
         # What other processes read (phase, switches installed, epoch, error); log text is for people.
         self.status = StatusFile(status_file, mode, {n: rt.role.kind for n, rt in self.runtimes.items()})
         self.switches = [
             fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
-                p4info=rt.role.p4info, p4blob=rt.role.p4blob, device_id=rt.spec.device_id,
+                p4info=rt.role.p4info, p4blob=blobs[rt.role.p4blob], device_id=rt.spec.device_id,
                 initial_election_id=election_id, ready_handler=self._ready))
             for rt in self.runtimes.values()
         ]
@@ -151,6 +169,9 @@ class Controller:
         P4Runtime write outlives its deadline (finsy's 10 s)."""
         # Clear, then write everything: safe to run again after a restart.
         await sw.delete_all()
+        if self.port_sets[sw.name]:
+            # The CPU port first: PacketOut probes (and their replies) need it.
+            await write_batched(sw, self.port_sets[sw.name])
         offset = 0
         if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
             # Clock mode and timed changes need the offset; signal mode uses it to time acks.
@@ -158,7 +179,7 @@ class Controller:
             offset = rt.offset.offset_us
             self.on_event(f"{sw.name}: clock offset {offset} us ({rt.offset.describe()})")
         ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
-                                rt.generation)
+                                rt.generation, self.target)
         t = time.perf_counter()
         await write_batched(sw, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
@@ -205,9 +226,9 @@ class Controller:
             seq = 0x70000000 + (rt.generation << 12) + i
             sent, recv, reply = await self._request(sw, rt, time_probe_packet(seq), seq)
             if reply is not None:
-                samples.append((sent, recv, reply["timestamp"]))
+                samples.append((sent, recv, self.target.reported_to_us(reply["timestamp"])))
         if not samples:
-            raise ControllerError(f"{sw.name}: no time probe answered (is the CPU port 255 set?)")
+            raise ControllerError(f"{sw.name}: no time probe answered (is the CPU port {self.target.cpu_port} set?)")
         return estimate_offset(samples, self.tb)
 
     async def _probe_clock_port(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None) -> OffsetEstimate:
@@ -218,10 +239,12 @@ class Controller:
             # Bounds from every probe hold together (the offset is one number): keep probing, up
             # to CLOCK_PORT_ROUNDS rounds, until the proven bracket is narrow enough.
             samples: list = []
+            us = self.target.reported_to_us
             with CP.ClockPort(rt.spec.clock_iface) as cp:
                 for r in range(CLOCK_PORT_ROUNDS):
-                    samples += cp.measure(max(CLOCK_PORT_PROBES, n or self.probes),
-                                          first_seq=0x60000000 + (rt.generation << 12) + (r << 8))
+                    samples += [dataclasses.replace(s, t2_us=us(s.t2_us), t3_us=us(s.t3_us))
+                                for s in cp.measure(max(CLOCK_PORT_PROBES, n or self.probes),
+                                                    first_seq=0x60000000 + (rt.generation << 12) + (r << 8))]
                     try:
                         if CP.bracket(samples, self.tb.ref_ns).half_width_us <= CLOCK_PORT_TARGET_US:
                             break
@@ -235,7 +258,7 @@ class Controller:
             raise ControllerError(f"{sw.name}: {ex}") from None
         if not samples:
             raise ControllerError(f"{sw.name}: no time probe came back on clock port {rt.spec.clock_iface} "
-                                  f"(is it wired to port {dp.CLOCK_PORT} of this switch?)")
+                                  f"(is it wired to port {self.target.clock_port} of this switch?)")
         try:
             b = CP.bracket(samples, self.tb.ref_ns)
         except ValueError as ex:
@@ -328,7 +351,7 @@ class Controller:
             prev_at = at
             seq += 1
             ack = bool(self.ack_every) and seq % self.ack_every == 0
-            pkt = set_slot_packet(k, idx, seq=seq, ack=ack, at_us=at, night_us=night_us)
+            pkt = set_slot_packet(k, idx, seq=seq, ack=ack, at_us=at, night_us=night_us, target=self.target)
             scheduled = self.tb.wall_ns(at)
             sent = time.time_ns()
             if ack:
@@ -359,18 +382,21 @@ class Controller:
             rt.waiters.pop(seq, None)
             return
         if reply["opcode"] == dp.OP_SET_SLOT:
-            rt.acks.append((scheduled, sent, recv, reply["timestamp"]))
+            rt.acks.append((scheduled, sent, recv, self.target.reported_to_us(reply["timestamp"])))
         else:
             rt.refused += 1
 
     async def _publish_counters(self, sw: fy.Switch) -> None:
-        """Every ``counters_every`` s: the switch's drop counter, by cause, into the status file
-        (what experiments and a loss monitor read; one wildcard read per switch)."""
+        """Every ``counters_every`` s: the switch's drop counters, by cause, into the status file
+        (what experiments and a loss monitor read; one wildcard read per counter).  A target with
+        drops counted in more than one place (Tofino: ingress and egress) sums them per cause."""
         while True:
-            drops = {}
-            async for e in sw.read(fy.P4CounterEntry(dp.C_DROP)):
-                if e.data is not None and e.index in dp.DropCause._value2member_map_:
-                    drops[dp.DropCause(e.index).name] = e.data.packet_count
+            drops: dict[str, int] = {}
+            for name in self.target.drop_counters:
+                async for e in sw.read(fy.P4CounterEntry(name)):
+                    if e.data is not None and e.index in dp.DropCause._value2member_map_:
+                        cause = dp.DropCause(e.index).name
+                        drops[cause] = drops.get(cause, 0) + e.data.packet_count
             rx = tx = 0
             async for e in sw.read(fy.P4CounterEntry(dp.C_RX)):
                 rx += e.data.packet_count if e.data is not None else 0

@@ -44,11 +44,12 @@ class OffsetEstimate:
                 f"(4 best bounds within {self.spread_us:.1f} us)")
 
 
-def estimate_offset(samples: Iterable[tuple[int, int, int]], tb: Timebase) -> OffsetEstimate:
+def estimate_offset(samples: Iterable[tuple[int, int, float]], tb: Timebase) -> OffsetEstimate:
     """From (sent wall ns, received wall ns, switch local us) choose the tightest probe.
 
     The switch stamped the probe somewhere between send and receive; assume the
-    middle, so the error is at most half the round trip.
+    middle, so the error is at most half the round trip.  The offset is whole microseconds
+    (a local time finer than that, Tofino's ns converted, rounds).
     """
     best = None
     n = 0
@@ -61,7 +62,7 @@ def estimate_offset(samples: Iterable[tuple[int, int, int]], tb: Timebase) -> Of
         raise ControllerError("no time probe came back")
     rtt, sent, recv, local = best
     mid_common = tb.common_us((sent + recv) // 2)
-    return OffsetEstimate(offset_us=mid_common - local, rtt_us=rtt / 1000, probes=n)
+    return OffsetEstimate(offset_us=round(mid_common - local), rtt_us=rtt / 1000, probes=n)
 
 
 def boundary_times(sched: Schedule, rotor: Rotor, t0_common_us: int, from_common_us: float):

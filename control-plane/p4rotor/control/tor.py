@@ -10,6 +10,7 @@ import finsy as fy
 from .. import p4 as dp
 from ..schedule import routes as R
 from .entities import phase_entries, port_mtu_entries, slot_config_entry
+from .target import BMV2, Target
 
 if TYPE_CHECKING:  # the topology is fabric data; the builders only read it
     from ..fabric.topology import Rack, Topology
@@ -37,8 +38,10 @@ def route_until_us(s, sr: R.SliceRoutes, tclass: int, hop: R.Hop, epsilon_us: fl
 
 
 def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mode: int, *,
-                 offset_us: int = 0, epoch_us: int = 0, generation: int = 1, epsilon_us: float = 0.0) -> list[Any]:
-    """Everything one ToR needs; the slot config (which starts it) goes last."""
+                 offset_us: int = 0, epoch_us: int = 0, generation: int = 1, epsilon_us: float = 0.0,
+                 target: Target = BMV2) -> list[Any]:
+    """Everything one ToR needs; the slot config (which starts it) goes last.  Times (route
+    ``until``, the clock) are written in the target's units."""
     s = topo.schedule
     uplink = [rack.tor.uplinks[r.name] for r in s.rotors]
     ents: list[Any] = [~fy.P4TableEntry(dp.T_TOR_CONFIG, is_default_action=True,
@@ -62,12 +65,14 @@ def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mo
             ents.append(+fy.P4TableEntry(
                 dp.T_ROUTE, match=fy.P4TableMatch(slice=sr.index, dst_rack=dst, tclass=tclass),
                 action=fy.P4TableAction(act, port=uplink[hop.rotor], mask=1 << hop.rotor,
-                                        until=route_until_us(s, sr, tclass, hop, epsilon_us))))
+                                        until=target.duration_units(route_until_us(s, sr, tclass, hop, epsilon_us),
+                                                                    "route until"))))
     if mode == dp.MODE_CLOCK:
-        ents += [+e for e in phase_entries(slice_spans(routes), dp.TOR_T_CLOCK_PHASE, dp.TOR_A_CLOCK_SLOT)]
+        ents += [+e for e in phase_entries(slice_spans(routes), dp.TOR_T_CLOCK_PHASE, dp.TOR_A_CLOCK_SLOT,
+                                           target=target)]
     ents.append(~slot_config_entry(mode, len(routes), s.hyperperiod_us, 0, offset_us=offset_us,
                                      epoch_us=epoch_us, generation=generation,
-                                     table=dp.TOR_T_CONFIG, action=dp.TOR_A_CONFIGURE))
+                                     table=dp.TOR_T_CONFIG, action=dp.TOR_A_CONFIGURE, target=target))
     return ents
 
 

@@ -10,12 +10,13 @@ from .topology import Topology
 
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,
-                 only: set[str] | None = None) -> list[C.Role]:
+                 only: set[str] | None = None, target: C.Target = C.BMV2) -> list[C.Role]:
+    """Every switch of the topology; ``target`` says where in ``build`` its programs are."""
     s = topo.schedule
     routes = R.compute(s, epsilon_us=epsilon_us)
     roles = []
-    rinfo, rblob = build / "rotor.p4info.txtpb", build / "rotor.json"
-    tinfo, tblob = build / "tor.p4info.txtpb", build / "tor.json"
+    rinfo, rblob = target.pipeline_files(build, "rotor")
+    tinfo, tblob = target.pipeline_files(build, "tor")
     for rs in topo.rotors:
         if only and rs.name not in only:
             continue
@@ -26,9 +27,9 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
             continue
         spec = C.SwitchSpec(rack.tor.name, addr, rack.tor.grpc_port, rack.tor.device_id)
 
-        def ents(mode, offset, epoch, gen, rack=rack):
+        def ents(mode, offset, epoch, gen, target, rack=rack):
             return C.tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
-                                  epsilon_us=epsilon_us)
+                                  epsilon_us=epsilon_us, target=target)
 
         roles.append(C.Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
                             boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now)))

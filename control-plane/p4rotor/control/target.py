@@ -1,0 +1,188 @@
+"""The target record: what differs between BMv2 (v1model) and Tofino (TNA) for the controller.
+
+Both targets run the same P4 programs with the same P4Info names (p4/program.py), but they
+count time differently, report timestamps in other units, find the CPU port differently and
+take another device config.  Inside the controller every time is in microseconds; a
+``Target`` converts at the boundary: times written into tables and PacketOuts
+(``to_units``, ``duration_units``) and timestamps read back (``reported_to_us``).
+docs/targets.md explains each field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import struct
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterable
+
+from .errors import ControllerError
+
+DURATION_BITS = 32  # cycle, night, slot_start/slot_end, until, night_us: bit<32> in the programs
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    time_unit_ns: int            # unit of every time the controller writes (table params, PacketOut)
+    time_bits: int               # width of absolute times (offset, epoch_us, at): they wrap
+    report_unit_ns: int          # unit of timestamps the switch reports (PacketIn, clock probes)
+    modes: tuple[str, ...]       # slot modes the programs support here; the first is the default
+    cpu_port: int                # where PacketOuts enter and PacketIns leave
+    clock_port: int | None       # the clock port (None: none)
+    # Parser value sets the controller writes the ports into ("{Kind}" -> "Rotor" or "Tor");
+    # None: the port is a constant of the P4 program.
+    cpu_value_set: str | None
+    clock_value_set: str | None
+    drop_counters: tuple[str, ...]   # counters indexed by DropCause; summed per cause
+    # The compiler's output: None, BMv2's JSON build/<program>.json; else the name of the binary
+    # in build/<build_subdir>/<program>/pipe/, packed with context.json (Barefoot's device config).
+    device_bin: str | None = None
+    build_subdir: str = ""
+
+    # -- times written --------------------------------------------------------------
+    def _units(self, us: float) -> int:
+        """us -> units, rounded half up (exact: no float error on large values)."""
+        return math.floor(Fraction(us) * 1000 / self.time_unit_ns + Fraction(1, 2))
+
+    def to_units(self, us: float) -> int:
+        """An absolute time (common-time epoch, offset, ``at``), in units, wrapped to time_bits.
+
+        Linear, so an offset converts like the times it is added to: (local + offset) in units
+        is common time in units, modulo 2^time_bits (the programs compare by subtraction)."""
+        return self._units(us) & ((1 << self.time_bits) - 1)
+
+    def duration_units(self, us: float, what: str = "duration") -> int:
+        """A duration or a time within the cycle, in units; never wraps."""
+        n = self._units(us)
+        if not 0 <= n < 1 << DURATION_BITS:
+            raise ControllerError(f"{what} {us} us is {n} {self.name} time units: outside 0..2^{DURATION_BITS}-1")
+        return n
+
+    # -- times read back ------------------------------------------------------------
+    def reported_to_us(self, ts: int) -> float:
+        """A timestamp the switch reported, in microseconds (an int where the unit is whole us)."""
+        if self.report_unit_ns % 1000 == 0:
+            return ts * (self.report_unit_ns // 1000)
+        return ts * self.report_unit_ns / 1000
+
+    # -- ports ----------------------------------------------------------------------
+    def with_ports(self, cpu_port: int | None = None, clock_port: int | None = None) -> "Target":
+        """This target with the CPU and clock ports set (None: keep the default).  A port the P4
+        program fixes (no value set) cannot be moved."""
+        t = self
+        for what, port, vs, cur in (("cpu", cpu_port, self.cpu_value_set, self.cpu_port),
+                                    ("clock", clock_port, self.clock_value_set, self.clock_port)):
+            if port is None:
+                continue
+            if not 0 <= port < 512:
+                raise ControllerError(f"bad --{what}-port {port}: 0..511")
+            if vs is None and port != cur:
+                raise ControllerError(f"--{what}-port {port}: the {what} port of target {self.name} is fixed "
+                                      f"in the P4 program ({cur})")
+            t = dataclasses.replace(t, **{f"{what}_port": port})
+        return t
+
+    def port_value_sets(self, kind: str, declared: Iterable[str]) -> list[tuple[str, int]]:
+        """(value set, port) to write into a ``kind`` ("rotor"/"tor") switch whose P4Info declares
+        the value sets ``declared``.  A CPU port value set the P4Info lacks is skipped; a clock
+        port asked for with no value set to hold it is an error."""
+        names = list(declared)
+        out = []
+        for what, template, port in (("cpu", self.cpu_value_set, self.cpu_port),
+                                     ("clock", self.clock_value_set, self.clock_port)):
+            if template is None or port is None:
+                continue
+            wanted = template.format(Kind=kind.capitalize())
+            name = find_value_set(wanted, names)
+            if name is not None:
+                out.append((name, port))
+            elif what == "clock":
+                raise ControllerError(f"--clock-port {port}: the {kind} P4Info declares no value set {wanted}")
+        return out
+
+    # -- pipeline -------------------------------------------------------------------
+    def pipeline_files(self, build_dir: Path, program: str) -> tuple[Path, Path]:
+        """(P4Info, compiler output) of ``program``: bmv2 build/<p>.json; tofino build/tofino/<p>/."""
+        if self.device_bin:
+            d = build_dir / self.build_subdir
+            return d / f"{program}.p4info.txtpb", d / program
+        return build_dir / f"{program}.p4info.txtpb", build_dir / f"{program}.json"
+
+    def p4blob(self, output: Path) -> Path | bytes:
+        """What finsy sends as p4_device_config: BMv2's JSON (the file itself), or Tofino's packed
+        config built from the bf-p4c output directory (program name = the directory's name)."""
+        if not self.device_bin:
+            if not output.is_file():
+                raise ControllerError(f"pipeline {output} not found: run 'make build' first")
+            return output
+        return self.device_config(output)
+
+    def device_config(self, output: Path) -> bytes:
+        if not self.device_bin:
+            return self.p4blob(output).read_bytes()
+        parts = []
+        for f in (output / "pipe" / self.device_bin, output / "pipe" / "context.json"):
+            if not f.is_file():
+                raise ControllerError(f"pipeline {f} not found: compile the Tofino program with bf-p4c first")
+            parts.append(f.read_bytes())
+        return pack_tofino_config(output.name, *parts)
+
+
+def find_value_set(wanted: str, declared: Iterable[str]) -> str | None:
+    """``wanted`` as the P4Info names it: exactly, or with a prefix (bf-p4c may qualify names
+    with the pipeline, "pipe.RotorIngressParser.cpu_port"); None when absent or ambiguous."""
+    names = list(declared)
+    if wanted in names:
+        return wanted
+    hits = [n for n in names if n.endswith("." + wanted)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def pack_tofino_config(program: str, tofino_bin: bytes, context_json: bytes) -> bytes:
+    """Barefoot's p4_device_config (what bf_switchd's P4Runtime server takes): little-endian
+    u32 length + bytes, for the program name, tofino.bin and context.json in turn."""
+    out = b""
+    for part in (program.encode(), tofino_bin, context_json):
+        out += struct.pack("<I", len(part)) + part
+    return out
+
+
+def unpack_tofino_config(blob: bytes) -> tuple[str, bytes, bytes]:
+    """The inverse of pack_tofino_config: (program, tofino.bin, context.json)."""
+    parts, i = [], 0
+    for _ in range(3):
+        if i + 4 > len(blob):
+            raise ValueError("truncated Tofino device config")
+        (n,) = struct.unpack_from("<I", blob, i)
+        i += 4
+        if i + n > len(blob):
+            raise ValueError("truncated Tofino device config")
+        parts.append(blob[i:i + n])
+        i += n
+    if i != len(blob):
+        raise ValueError(f"{len(blob) - i} bytes after the Tofino device config")
+    return parts[0].decode(), parts[1], parts[2]
+
+
+BMV2 = Target(name="bmv2", time_unit_ns=1000, time_bits=48, report_unit_ns=1000, modes=("signal", "clock"),
+              cpu_port=255, clock_port=254, cpu_value_set=None, clock_value_set=None,
+              drop_counters=("drop_counter",))
+
+# Tofino: times in units of 1024 ns (bits [41:10] of the 48-bit ns timestamp), 32 bits wide;
+# CPU port 320 is pipe 0's PCIe port on a 4-pipe Tofino 1 (192 on 2-pipe parts: --cpu-port).
+TOFINO = Target(name="tofino", time_unit_ns=1024, time_bits=32, report_unit_ns=1, modes=("clock",),
+                cpu_port=320, clock_port=None, cpu_value_set="{Kind}IngressParser.cpu_port",
+                clock_value_set="{Kind}IngressParser.clock_port",
+                drop_counters=("drop_counter", "egress_drop_counter"), device_bin="tofino.bin",
+                build_subdir="tofino")
+
+TARGETS = {t.name: t for t in (BMV2, TOFINO)}
+
+
+def get_target(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ControllerError(f"unknown target {name!r} ({' or '.join(TARGETS)})") from None
