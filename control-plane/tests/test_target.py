@@ -1,6 +1,5 @@
 """The target record (control/target.py): conversions, device config, ports, modes, and a Tofino
-controller run against the fake P4Runtime server (with the v1model P4Info fixtures: the TNA
-programs keep the same names)."""
+controller run against the fake P4Runtime server with the TNA rotor's P4Info (data/tna/)."""
 
 from __future__ import annotations
 
@@ -34,26 +33,44 @@ def units(us: float) -> int:
     return math.floor(us * 1000 / 1024 + 0.5)
 
 
-CPU_VALUE_SET = '''
-value_sets {
-  preamble { id: 50331649 name: "RotorIngressParser.cpu_port" alias: "cpu_port" }
-  match { id: 1 bitwidth: 9 match_type: EXACT }
-  size: 4
-}
-'''
-EGRESS_DROPS = '''
-counters {
-  preamble { id: 302000001 name: "egress_drop_counter" alias: "egress_drop_counter" }
-  spec { unit: BOTH }
-  size: 16
-}
-'''
+TNA = DATA / "tna"   # the TNA programs' P4Info (bf-p4c; make fixtures-tofino)
 
 
-def tofino_p4info(tmp_path: Path, *blocks: str, name: str = "rotor.p4info.txtpb") -> Path:
-    """The v1model rotor P4Info with what the TNA one adds (egress drops, value sets)."""
+def _drop_block(text: str, kind: str, name: str) -> str:
+    """``text`` without the top-level ``kind { ... }`` block whose preamble names ``name``."""
+    out, i = [], 0
+    while True:
+        j = text.find(kind + " {", i)
+        if j < 0:
+            return "".join(out) + text[i:]
+        depth, k = 0, j
+        while True:
+            if text[k] == "{":
+                depth += 1
+            elif text[k] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        block = text[j:k + 1]
+        out.append(text[i:j])
+        if f'name: "{name}"' not in block:
+            out.append(block)
+        i = k + 1
+
+
+def tofino_p4info(tmp_path: Path, *, value_sets: bool = True, egress_drops: bool = True,
+                  name: str = "rotor.p4info.txtpb") -> Path:
+    """The TNA rotor's P4Info, less its value sets or its egress drop counter if asked."""
+    text = (TNA / "rotor.p4info.txtpb").read_text()
+    if not value_sets:
+        for vs in ("RotorIngressParser.cpu_port", "RotorIngressParser.clock_port"):
+            text = _drop_block(text, "value_sets", vs)
+    if not egress_drops:
+        text = _drop_block(text, "counters", "egress_drop_counter")
+    tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / name
-    p.write_text(P4INFO.read_text() + "".join(blocks))
+    p.write_text(text)
     return p
 
 
@@ -224,14 +241,14 @@ def test_tofino_refuses_signal_mode(tmp_path, tofino_build):
     s = S.generate_rotornet(4, 1, 20_000, 2_000)
     with pytest.raises(C.ControllerError, match="target tofino has no signal mode"):
         C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="signal", target=T,
-                          p4info=tofino_p4info(tmp_path, EGRESS_DROPS), p4blob=tofino_build)
+                          p4info=tofino_p4info(tmp_path), p4blob=tofino_build)
 
 
 def test_tofino_needs_its_egress_drop_counter(tmp_path, tofino_build):
     s = S.generate_rotornet(4, 1, 20_000, 2_000)
     with pytest.raises(C.ControllerError, match="counter egress_drop_counter missing"):
         C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="clock", target=T,
-                          p4info=P4INFO, p4blob=tofino_build)
+                          p4info=tofino_p4info(tmp_path, egress_drops=False), p4blob=tofino_build)
 
 
 def test_clock_iface_needs_a_clock_port_on_tofino(tmp_path, tofino_build):
@@ -239,7 +256,7 @@ def test_clock_iface_needs_a_clock_port_on_tofino(tmp_path, tofino_build):
     spec = C.SwitchSpec("rotor0", "127.0.0.1", 1, clock_iface="veth0")
     with pytest.raises(C.ControllerError, match="--clock-port"):
         C.RotorController(s, [spec], mode="clock", target=T,
-                          p4info=tofino_p4info(tmp_path, EGRESS_DROPS), p4blob=tofino_build)
+                          p4info=tofino_p4info(tmp_path), p4blob=tofino_build)
 
 
 # ------------------------------------------------------------------ CLI
@@ -268,7 +285,7 @@ def test_cli_tofino_defaults_to_clock_mode_and_finds_its_build(tmp_path):
     sched = tmp_path / "s.json"
     sched.write_text(S.generate_rotornet(4, 1, 1000, 100).dumps())
     (tmp_path / "tofino").mkdir()
-    tofino_p4info(tmp_path / "tofino", EGRESS_DROPS)
+    tofino_p4info(tmp_path / "tofino")
     r = cli("control", "--schedule", str(sched), "--switch", "rotor0=127.0.0.1:50051",
             "--build-dir", str(tmp_path), "--target", "tofino")
     assert r.returncode == 2
@@ -296,7 +313,7 @@ def tofino_run(p4info: Path, blob: Path, boot_us: int, **kw):
 def test_tofino_clock_run_writes_units_and_the_cpu_port(tmp_path, tofino_build):
     # Booted ~83 min ago: the switch's 1024-ns counter has wrapped its 32 bits already.
     boot_us = 5_000_000_000
-    p4info = tofino_p4info(tmp_path, EGRESS_DROPS, CPU_VALUE_SET)
+    p4info = tofino_p4info(tmp_path)
     fake, ctl = tofino_run(p4info, tofino_build, boot_us)
     schema = fy.P4Schema(p4info)
     rt = ctl.runtimes["rotor0"]
@@ -331,7 +348,7 @@ def test_tofino_clock_run_writes_units_and_the_cpu_port(tmp_path, tofino_build):
 
 
 def test_tofino_without_the_value_set_writes_none(tmp_path, tofino_build):
-    fake, ctl = tofino_run(tofino_p4info(tmp_path, EGRESS_DROPS), tofino_build, 5_000_000)
+    fake, ctl = tofino_run(tofino_p4info(tmp_path, value_sets=False), tofino_build, 5_000_000)
     assert fake.value_set_writes() == []
     assert fake.updates_for(dp.T_CONFIG), "installed all the same"
 
@@ -339,7 +356,7 @@ def test_tofino_without_the_value_set_writes_none(tmp_path, tofino_build):
 def test_tofino_drop_counters_sum_ingress_and_egress(tmp_path, tofino_build):
     status = tmp_path / "status.json"
     D = dp.DropCause
-    fake, ctl = tofino_run(tofino_p4info(tmp_path, EGRESS_DROPS), tofino_build, 5_000_000,
+    fake, ctl = tofino_run(tofino_p4info(tmp_path), tofino_build, 5_000_000,
                            status_file=status, counters_every=0.05,
                            counters={"drop_counter": {D.NIGHT: 3, D.STALE: 1},
                                      "egress_drop_counter": {D.STALE: 2, D.MTU: 4},
@@ -356,8 +373,17 @@ def test_bmv2_drop_counter_alone(tmp_path):
     blob.write_text("{}")
     D = dp.DropCause
 
+    p4info = tmp_path / "rotor.p4info.txtpb"   # v1model's, with an egress_drop_counter added
+    p4info.write_text(P4INFO.read_text() + '''
+counters {
+  preamble { id: 302000001 name: "egress_drop_counter" alias: "egress_drop_counter" }
+  spec { unit: BOTH }
+  size: 16
+}
+''')
+
     async def main():
-        fake = await FakeSwitch(tofino_p4info(tmp_path, EGRESS_DROPS)).start()
+        fake = await FakeSwitch(p4info).start()
         fake.counters = {"drop_counter": {D.NIGHT: 3}, "egress_drop_counter": {D.NIGHT: 2}}
         s = S.generate_rotornet(4, 1, 20_000, 2_000)
         ctl = C.RotorController(s, [C.SwitchSpec("rotor0", "127.0.0.1", fake.port)], mode="clock",
@@ -370,3 +396,43 @@ def test_bmv2_drop_counter_alone(tmp_path):
 
     asyncio.run(main())
     assert read_status(status)["switches"]["rotor0"]["drops"] == {"NIGHT": 3}
+
+
+def test_tofino_starts_the_cycle_register_before_its_config(tmp_path, tofino_build):
+    """TNA's clock (p4src/tna/include/control/slot_state.p4): cell gen & 1 of the cycle register
+    holds the local time at which cycle 0 ends (epoch - offset + cycle, in units, wrapped),
+    written before the config entry of that generation."""
+    p4info = tofino_p4info(tmp_path)
+    fake, ctl = tofino_run(p4info, tofino_build, 5_000_000_000)
+    schema = fy.P4Schema(p4info)
+    writes = [u for k, u in fake.log if k == "write"]
+    reg = [i for i, u in enumerate(writes) if u.entity.WhichOneof("entity") == "register_entry"]
+    cfg = [i for i, u in enumerate(writes) if u.entity.WhichOneof("entity") == "table_entry"
+           and schema.tables[u.entity.table_entry.table_id].name == dp.T_CONFIG]
+    assert len(reg) == 1 and cfg and reg[0] < cfg[-1]
+    r = fy.P4RegisterEntry.decode(writes[reg[0]].entity, schema)
+    a = fy.P4TableEntry.decode(writes[cfg[-1]].entity, schema).action.args
+    assert schema.registers[r.register_id].name == "RotorIngress.slot_state.clock_cycle_end"
+    assert r.index == a["gen"] & 1 and writes[reg[0]].type == p4r.Update.MODIFY
+    assert r.data == (a["epoch_us"] - a["offset"] + a["cycle"]) & MASK32
+
+
+def test_tofino_refuses_a_cycle_its_phase_key_cannot_hold():
+    from p4rotor.control.target import clock_start_entities
+    cfg = C.slot_config_entry(dp.MODE_CLOCK, 4, 70_000, 1_000, generation=3)
+    cfg.action.args.update(cycle=T.duration_units(70_000))   # 68360 units > 2^16
+    with pytest.raises(C.ControllerError, match="phase key holds 16 bits"):
+        clock_start_entities(T, [cfg])
+    assert clock_start_entities(C.BMV2, [cfg]) == []   # v1model restarts its clock itself
+
+
+def test_tna_p4info_fixtures_keep_the_contract():
+    """The TNA programs' P4Info (committed; rebuilt by make fixtures-tofino) has every name the
+    controller writes, plus what the tofino target adds."""
+    C.check_p4info(TNA / "rotor.p4info.txtpb", dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS + T.drop_counters)
+    C.check_p4info(TNA / "tor.p4info.txtpb", dp.TOR_CONTRACT, dp.TOR_COUNTERS + T.drop_counters)
+    for prog, kind in (("rotor", "Rotor"), ("tor", "Tor")):
+        s = fy.P4Schema(TNA / f"{prog}.p4info.txtpb")
+        assert {vs.name for vs in s.value_sets} == {f"{kind}IngressParser.cpu_port", f"{kind}IngressParser.clock_port"}
+        assert s.registers[f"{kind}Ingress.slot_state.clock_cycle_end"].size == 2
+        assert s.tables[f"{kind}Ingress.slot_state.clock_phase"].match_fields["phase"].bitwidth == T.phase_bits

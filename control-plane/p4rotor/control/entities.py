@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import finsy as fy
 from finsy.p4entity import P4ValueSetMember  # not exported at finsy's top level (0.30)
+from finsy.proto import p4r
 
 from .. import p4 as dp
 from ..schedule import Rotor, Schedule
@@ -183,13 +184,31 @@ def set_slot_packet(slot: int, index: int, night: bool = False, *, seq: int = 0,
                           night_us=target.duration_units(night_us, "night") if at_us is not None else 0)
 
 
+@dataclasses.dataclass(slots=True)
+class PortValueSetEntry(fy.P4ValueSetEntry):
+    """A parser value set of ports, holding ``port`` alone.  bf-p4c's P4Info declares a
+    ``value_set<PortId_t>`` without its match field (only its size); P4Runtime's member is then
+    the one exact field, id 1, as p4c declares it for BMv2."""
+
+    port: int = 0
+
+    def encode(self, schema: fy.P4Schema) -> p4r.Entity:
+        vs = schema.value_sets[self.value_set_id]
+        if list(vs.match):
+            return fy.P4ValueSetEntry(self.value_set_id, members=self.members).encode(schema)
+        value = self.port.to_bytes(max(1, (self.port.bit_length() + 7) // 8), "big")
+        member = p4r.ValueSetMember(match=[p4r.FieldMatch(field_id=1, exact=p4r.FieldMatch.Exact(value=value))])
+        return p4r.Entity(value_set_entry=p4r.ValueSetEntry(value_set_id=vs.id, members=[member]))
+
+
 def port_value_set_entries(schema: fy.P4Schema, ports: Sequence[tuple[str, int]]) -> list[fy.P4ValueSetEntry]:
     """One parser value set per (name, port), holding that port alone (target.port_value_sets).
     Value sets take MODIFY only: writing one replaces whatever it held."""
     out = []
     for name, port in ports:
-        field = next(iter(schema.value_sets[name].match))
-        out.append(fy.P4ValueSetEntry(name, members=[P4ValueSetMember({field.name: port})]))
+        fields = list(schema.value_sets[name].match)
+        members = [P4ValueSetMember({fields[0].name: port})] if fields else []
+        out.append(PortValueSetEntry(name, members=members, port=port))
     return out
 
 

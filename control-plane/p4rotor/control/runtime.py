@@ -42,7 +42,7 @@ from .errors import ControllerError
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
 from .status import StatusFile
-from .target import BMV2, Target
+from .target import BMV2, Target, clock_start_entities
 from .timebase import OffsetEstimate, Timebase, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
@@ -181,6 +181,10 @@ class Controller:
         ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
                                 rt.generation, self.target)
         t = time.perf_counter()
+        starts = clock_start_entities(self.target, ents)
+        if starts:
+            # TNA: the clock's cycle register is started before the config that uses it.
+            await write_batched(sw, starts)
         await write_batched(sw, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
         rt.entities = len(ents)

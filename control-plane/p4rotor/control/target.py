@@ -17,6 +17,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable
 
+import finsy as fy
+
+from ..p4.constants import MODE_CLOCK
 from .errors import ControllerError
 
 DURATION_BITS = 32  # cycle, night, slot_start/slot_end, until, night_us: bit<32> in the programs
@@ -40,6 +43,11 @@ class Target:
     # in build/<build_subdir>/<program>/pipe/, packed with context.json (Barefoot's device config).
     device_bin: str | None = None
     build_subdir: str = ""
+    # The clock's cycle register the controller starts before each config (None: the program
+    # restarts its clock itself, as v1model does); one cell per generation parity.
+    cycle_register: str | None = None
+    # Width of the clock_phase range key: a cycle must be shorter than 2^phase_bits units.
+    phase_bits: int = 32
 
     # -- times written --------------------------------------------------------------
     def _units(self, us: float) -> int:
@@ -130,6 +138,31 @@ class Target:
         return pack_tofino_config(output.name, *parts)
 
 
+def clock_start_entities(target: Target, entities: Iterable[object]) -> list[object]:
+    """What the controller writes before ``entities`` so that the clock starts right (TNA,
+    p4src/tna/include/control/slot_state.p4): cell ``gen & 1`` of the cycle register holds the
+    switch-local time at which cycle 0 ends, epoch - offset + cycle, in units, wrapped.  Read
+    from the config entry about to be written, so the two cannot disagree.  Also refuses a
+    cycle the phase key cannot hold.  Nothing for a target whose program restarts itself."""
+    out: list[object] = []
+    for e in entities:
+        if not (isinstance(e, fy.P4TableEntry) and e.is_default_action and e.action is not None
+                and str(e.table_id).endswith(".slot_state.config")
+                and str(e.action.name).endswith(".slot_state.configure")):
+            continue
+        a = e.action.args
+        if a["cycle"] >= 1 << target.phase_bits:
+            raise ControllerError(f"cycle of {a['cycle']} {target.name} time units is too long: the phase key "
+                                  f"holds {target.phase_bits} bits (a cycle under "
+                                  f"{(1 << target.phase_bits) * target.time_unit_ns / 1e6:g} ms)")
+        if target.cycle_register is None or a["mode"] != MODE_CLOCK:
+            continue
+        control = str(e.table_id)[: -len(".config")]
+        end = (a["epoch_us"] - a["offset"] + a["cycle"]) & ((1 << target.time_bits) - 1)
+        out.append(~fy.P4RegisterEntry(f"{control}.{target.cycle_register}", index=a["gen"] & 1, data=end))
+    return out
+
+
 def find_value_set(wanted: str, declared: Iterable[str]) -> str | None:
     """``wanted`` as the P4Info names it: exactly, or with a prefix (bf-p4c may qualify names
     with the pipeline, "pipe.RotorIngressParser.cpu_port"); None when absent or ambiguous."""
@@ -176,7 +209,7 @@ TOFINO = Target(name="tofino", time_unit_ns=1024, time_bits=32, report_unit_ns=1
                 cpu_port=320, clock_port=None, cpu_value_set="{Kind}IngressParser.cpu_port",
                 clock_value_set="{Kind}IngressParser.clock_port",
                 drop_counters=("drop_counter", "egress_drop_counter"), device_bin="tofino.bin",
-                build_subdir="tofino")
+                build_subdir="tofino", cycle_register="clock_cycle_end", phase_bits=16)
 
 TARGETS = {t.name: t for t in (BMV2, TOFINO)}
 
