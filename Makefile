@@ -16,11 +16,12 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.
 P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv toolchain build test test-unit test-ptf run bench clean check-tools constants fixtures
+.PHONY: help deps venv toolchain build build-tofino fixtures-tofino test test-unit test-ptf run bench clean check-tools constants fixtures
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
 	@echo "make build  compile p4src/v1model/*.p4 to $(BUILD)/<program>.json + .p4info.txtpb (needs p4c)"
+	@echo "make build-tofino  compile p4src/tna/{rotor,tor}.p4 with bf-p4c into $(BUILD)/tofino/ + resource report"
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
 	@echo "make run    the default emulation (issue #4)"
 	@echo "make bench  benchmarks into results/bench.json"
@@ -59,6 +60,31 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(BUILD)/$*.out \
 	  --p4runtime-files $(BUILD)/$*.out/$*.p4info.txt $<
 	@mv $(BUILD)/$*.out/$*.json $@ && mv $(BUILD)/$*.out/$*.p4info.txt $(BUILD)/$*.p4info.txtpb && rm -rf $(BUILD)/$*.out
+
+# Tofino (TNA) with the open Tofino back end of p4c (docs/tofino.md): both programs, their
+# P4Info and a resource report in $(BUILD)/tofino/.  Skips, saying so, without bf-p4c.
+BF_P4C   ?= $(firstword $(shell command -v bf-p4c 2>/dev/null) $(wildcard /opt/p4c-tofino/bin/bf-p4c))
+TNA_SRCS := $(wildcard p4src/shared/*.p4 p4src/tna/*.p4 p4src/tna/include/*.p4 p4src/tna/include/control/*.p4)
+BF_FLAGS := --target tofino --arch tna --verbose 2 --p4runtime-force-std-externs \
+            --Wdisable=unused --Wdisable=uninitialized-out-param --Wdisable=uninitialized-use
+
+build-tofino:
+	@if [ -z "$(BF_P4C)" ]; then \
+	  echo "!! bf-p4c not found (PATH or /opt/p4c-tofino): Tofino build SKIPPED. docs/tofino.md says how to build it."; \
+	else $(MAKE) --no-print-directory $(BUILD)/tofino/resources.md; fi
+
+$(BUILD)/tofino/%/pipe/tofino.bin: p4src/tna/%.p4 $(TNA_SRCS)
+	@mkdir -p $(BUILD)/tofino
+	@echo "== bf-p4c $<"
+	@$(BF_P4C) $(BF_FLAGS) -o $(BUILD)/tofino/$* --p4runtime-files $(BUILD)/tofino/$*.p4info.txtpb $< \
+	  > $(BUILD)/tofino/$*.log 2>&1 || { cat $(BUILD)/tofino/$*.log; exit 1; }
+
+$(BUILD)/tofino/resources.md: $(BUILD)/tofino/rotor/pipe/tofino.bin $(BUILD)/tofino/tor/pipe/tofino.bin
+	$(PY) -m p4rotor.p4.tofino $(BUILD)/tofino
+
+# The TNA P4Info fixtures the unit tests use (a test checks they match $(BUILD)/tofino/).
+fixtures-tofino: build-tofino
+	cp $(BUILD)/tofino/rotor.p4info.txtpb $(BUILD)/tofino/tor.p4info.txtpb control-plane/tests/data/tna/
 
 # The Python side's numeric P4 constants are generated from the P4 (a unit test checks they agree).
 constants:
