@@ -142,3 +142,15 @@ def test_train_frame_on_old_matching_is_not_the_new_one():
     st = _train_times({0: [(b - 2, 0), (b + 2, 0), (b + 6, 1)]})
     (r,) = M.train_boundary_errors(st, s, s.rotors[0], PM, T0, 1, [(0, 4)], TRAIN_SEQ_BASE)
     assert r.error_us == pytest.approx(6)
+
+
+def test_agents_bench_section_renders_and_merges():
+    from p4rotor.bench import report, run
+    row = {"rate_fps": 1000, "frame_bytes": 1000, "delivered_frames": 10, "relayed_frames": 5, "cpu_s": 0.1,
+           "cpu_ms_per_mb": 10.0, "cpu_ms_per_relayed_mb": 20.0, "ratio_vs_one_hop": 2.9, "keeps_up": True,
+           "missed": 0}
+    res = {"machine": {"cores": 2, "python": "3", "kernel": "k"}, "started": "s", "rate_pps": 1000, "agents": [row]}
+    md = report.markdown(res)
+    assert "RotorLB agents" in md and "| 1000 | 1000 | 2.90 | yes | 5 | 20 | 10 | 0 |" in md
+    merged = run.merge_results({"started": "old", "scale": []}, dict(res, started="new"), {"agents"}, "p4rotor bench --only agents")
+    assert merged["agents"] == [row] and merged["scale"] == []

@@ -107,6 +107,18 @@ def markdown(res: dict) -> str:
                          f"{r.get('cells', '-')}{total} | {first} | {ok} | {rp} | "
                          f"{fmt(r.get('bmv2_rss_mib'), 0)} | {r['wall_s']:.0f} |")
         lines.append("")
+    if res.get("agents"):
+        lines += ["### RotorLB agents: rates and overheads (in-process fabric, one heavy pair on 4 racks)", "",
+                  "RotorLB vs one-hop delivered in the same window at each per-agent pacing rate (model: 3.0x); "
+                  "CPU of the four agents' process (bench/agents.py).", "",
+                  "| pacing frames/s | frame bytes | RotorLB / one-hop | keeps up (>= 0.9 x model) | "
+                  "relayed frames | CPU ms per relayed MB | CPU ms per delivered MB | missed offers/accepts |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in res["agents"]:
+            lines.append(f"| {r['rate_fps']} | {r['frame_bytes']} | {fmt(r['ratio_vs_one_hop'])} | "
+                         f"{'yes' if r['keeps_up'] else 'no'} | {r['relayed_frames']} | "
+                         f"{fmt(r['cpu_ms_per_relayed_mb'], 0)} | {fmt(r['cpu_ms_per_mb'], 0)} | {r['missed']} |")
+        lines.append("")
     return "\n".join(lines)
 
 

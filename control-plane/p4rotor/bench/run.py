@@ -178,7 +178,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
-                "control": ("control_plane",), "scale": ("scale",)}
+                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
@@ -256,6 +256,13 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
                  f"install max {cp['install_max_ms']:.0f} ms per switch")
     if "scale" in only:
         res["scale"] = run_scale(build, scale_sizes)
+    if "agents" in only:
+        from .agents import RATES_FPS, run_agents
+        _say("[bench] RotorLB agents (in-process fabric): one heavy pair, RotorLB vs one-hop per pacing rate")
+        res["agents"] = run_agents((1000, 4000) if quick else RATES_FPS)
+        for r in res["agents"]:
+            _say(f"[bench]   {r['rate_fps']} frames/s: ratio {r['ratio_vs_one_hop']} (model 3.0), "
+                 f"{r['cpu_ms_per_relayed_mb']} ms CPU per relayed MB, keeps up: {r['keeps_up']}")
     res["command"] = command
     if merge and out.exists():
         res = merge_results(json.loads(out.read_text()), res, only, command)

@@ -1,0 +1,86 @@
+"""RotorLB agents over an in-process fabric: a frame goes from rack a to rack b only while the
+schedule has a circuit a-b in its day (one hop, 0.5 ms), no switch, no sockets.  The agents'
+logic (OFFER/ACCEPT, pacing, relays, accounting) runs exactly as in a host; what is left out is
+the kernel and BMv2.  Used by the unit tests (tests/test_agent.py) and by the agents' benchmark
+(bench/agents.py: CPU per relayed MB, the rate the agents keep up with)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from .. import schedule as S
+from . import wire
+from .agent import Agent
+
+DELAY_S = 0.0005  # one hop
+
+
+class Fabric:
+    """Delivers a frame from rack a to rack b if a circuit a-b is in its day now (one hop)."""
+
+    def __init__(self, s: S.Schedule, t0_ns: int, loss: float = 0.0, seed: int = 7):
+        self.s, self.t0, self.agents = s, t0_ns, {}
+        self.dropped = 0   # sent while no circuit a-b was in its day
+        self.lost = 0      # injected loss (data frames only)
+        self.loss = loss
+        self.rng = random.Random(seed)
+
+    def connected(self, a: int, b: int) -> bool:
+        t = (time.time_ns() - self.t0) / 1000
+        for r in self.s.rotors:
+            k, m, night = self.s.state_at(r, t)
+            if not night and r.matchings[m][a] == b:
+                return True
+        return False
+
+    def attach(self, agent: Agent) -> None:
+        self.agents[agent.me] = agent
+
+        async def opened():
+            return None
+
+        agent.open = opened
+        agent.close = lambda: None
+        agent._send = lambda peer, buf, me=agent.me: self.send(me, peer, buf)
+        # the low-latency class (ACKs): always a path
+        agent._send_ll = lambda peer, buf: asyncio.get_running_loop().call_later(
+            DELAY_S, self.agents[peer].received, buf)
+
+    def send(self, a: int, b: int, buf: bytes) -> None:
+        if not self.connected(a, b):
+            self.dropped += 1
+            return
+        if self.loss and buf[0] == wire.DATA and self.rng.random() < self.loss:
+            self.lost += 1  # a corrupted frame: gone
+            return
+        asyncio.get_running_loop().call_later(DELAY_S, self.agents[b].received, buf)
+
+
+def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retransmit_us=0.0, drain_cycles=2,
+               frames=-1, guard_us=2000, rate=2000, frame=200, racks=4):
+    """Agents on ``racks`` racks (one rotor, RotorNet) over the in-process fabric; ``frames`` per
+    flow (-1: saturated until the sending stops after ``cycles`` cycles); they end
+    ``drain_cycles`` later.  Returns (the agents' summaries, the fabric, CPU seconds used)."""
+    s = S.generate_rotornet(racks, 1, slot_us, slot_us // 10)
+    t0 = time.time_ns() + 50_000_000
+    H = s.hyperperiod_us * 1000
+    stop = t0 + cycles * H
+    end = stop + drain_cycles * H  # drain: every relay meets its destination within a cycle
+    fab = Fabric(s, t0, loss)
+    agents = []
+    for r in range(racks):
+        flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r]
+        a = Agent(s, t0, r, {i: f"10.0.{i}.1" for i in range(racks)}, rate=rate, frame=frame, guard_us=guard_us,
+                  flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end, measure=(t0 + H, stop),
+                  retransmit_us=retransmit_us)
+        fab.attach(a)
+        agents.append(a)
+
+    async def main():
+        return await asyncio.gather(*(a.run() for a in agents))
+
+    cpu = time.process_time()
+    res = asyncio.run(main())
+    return res, fab, time.process_time() - cpu
