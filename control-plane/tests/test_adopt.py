@@ -1,17 +1,22 @@
 """Adoption (clock mode): the comparison of what a switch holds with what this controller would
-write, and the epoch's conversion into this run's common time.  No switch needed.
+write, the epoch's conversion into this run's common time, and a restarted controller adopting
+against the fake P4Runtime server (which holds what was written).  No switch needed; the
+real-switch version is test_adopt_bmv2.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 
 import finsy as fy
+import pytest
 
 from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
+from fake_p4rt import FakeSwitch
 
 DATA = Path(__file__).parent / "data"
 P4INFO = DATA / "rotor.p4info.txtpb"
@@ -127,3 +132,152 @@ def test_adopt_clock_wraps_at_the_target_width():
     got = C.adopt_clock(t, epoch_units, offset_units, ours_us, now_us=1_000)
     # epoch - offset + ours = -10 - 20 + 30 = 0 units (mod 2^32): our time 0
     assert got.epoch_us == 0 and got.installed_epoch_us == -10 * 1.024 and got.installed_offset_us == 20 * 1.024
+
+
+# ------------------------------------------------------------------ against the fake switch
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def blob(tmp_path):
+    p = tmp_path / "rotor.json"
+    p.write_text("{}")
+    return p
+
+
+def make_ctl(port, blob, sched=None, events=None, **kw):
+    return C.RotorController(sched or sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", port)], mode="clock",
+                             p4info=P4INFO, p4blob=blob, lead_s=0.2,
+                             on_event=(events.append if events is not None else (lambda m: None)), **kw)
+
+
+def test_restarted_controller_adopts_and_writes_nothing(blob, tmp_path):
+    from p4rotor.control.status import read_status
+
+    events: list[str] = []
+
+    async def main():
+        fake = await FakeSwitch(P4INFO).start()
+        try:
+            a = make_ctl(fake.port, blob)
+            await a.run(duration=0.3)
+            written = len(fake.writes)
+            await asyncio.sleep(0.2)
+            b = make_ctl(fake.port, blob, events=events, status_file=tmp_path / "b.json")
+            await b.run(duration=0.3)
+        finally:
+            await fake.stop()
+        return fake, a, b, written
+
+    fake, a, b, written = run(main())
+    assert written > 0 and len(fake.writes) == written, "B wrote nothing, not even a delete"
+    assert fake.pipelines == 1, "the pipeline was not pushed again"
+    rb = b.runtimes["rotor0"]
+    assert rb.adopted and rb.writes == 0 and rb.clears == 0
+    assert rb.generation == a.runtimes["rotor0"].generation
+    # The same slot 0 in wall time, through both runs' offsets (the fake's probes: within ~1 ms).
+    assert abs(b.tb.wall_ns(b.t0_common_us) - a.tb.wall_ns(a.t0_common_us)) < 2_000_000
+    assert rb.t0_common_us == b.t0_common_us
+    st = read_status(tmp_path / "b.json")
+    sw = st["switches"]["rotor0"]
+    assert st["adopted"] == 1 and sw["adopted"] and sw["writes"] == 0
+    assert sw["installed_epoch_us"] == a.t0_common_us and sw["epoch_us"] == b.t0_common_us
+    assert st["t0_ns"] == b.tb.wall_ns(b.t0_common_us)
+    assert any("adopted" in e for e in events), events
+
+
+def test_no_adopt_and_another_schedule_clear_and_write(blob, tmp_path):
+    events: list[str] = []
+
+    async def main():
+        fake = await FakeSwitch(P4INFO).start()
+        try:
+            await make_ctl(fake.port, blob).run(duration=0.2)
+            n0 = installs(fake)
+            forced = make_ctl(fake.port, blob, events=events, adopt=False)
+            await forced.run(duration=0.2)
+            n1 = installs(fake)
+            other = make_ctl(fake.port, blob, sched=sched4(30_000), events=events)
+            await other.run(duration=0.2)
+            n2 = installs(fake)
+        finally:
+            await fake.stop()
+        return forced, other, (n0, n1, n2)
+
+    forced, other, (n0, n1, n2) = run(main())
+    assert n1 - n0 == 16 and n2 - n1 == 16
+    assert not forced.runtimes["rotor0"].adopted and forced.runtimes["rotor0"].clears == 1
+    assert not other.runtimes["rotor0"].adopted
+    why = [e for e in events if "not adopted" in e]
+    assert why.pop(0) == "rotor0: not adopted (--no-adopt): clearing and writing"
+    assert why == ["rotor0: not adopted (clock_phase: all 3 entries missing, 3 not ours; config: cycle 60000 "
+                   "installed, 90000 wanted): clearing and writing"], events
+
+
+def test_rewrite_never_reuses_the_installed_generation(blob, monkeypatch):
+    """A rewrite whose new generation happens to equal the one installed would leave the
+    pipeline's clock registers (kept per generation) running the old epoch: it takes the next."""
+    async def main():
+        fake = await FakeSwitch(P4INFO).start()
+        try:
+            a = make_ctl(fake.port, blob)
+            await a.run(duration=0.2)
+            gen = a.runtimes["rotor0"].generation
+            b = make_ctl(fake.port, blob, sched=sched4(30_000))
+            b.runtimes["rotor0"].generation = gen - 1  # _ready adds one: would be gen again
+            await b.run(duration=0.2)
+        finally:
+            await fake.stop()
+        return gen, b
+
+    gen, b = run(main())
+    assert b.runtimes["rotor0"].generation == (gen + 1) & 0xFFFF
+
+
+def test_signal_mode_never_reads_or_adopts(blob):
+    async def main():
+        fake = await FakeSwitch(P4INFO).start()
+        try:
+            await make_ctl(fake.port, blob).run(duration=0.2)
+            n0 = installs(fake)
+            sig = C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", fake.port)], mode="signal",
+                                    p4info=P4INFO, p4blob=blob, lead_s=0.2, on_event=lambda m: None)
+            await sig.run(duration=0.2)
+        finally:
+            await fake.stop()
+        return sig, installs(fake) - n0
+
+    sig, written = run(main())
+    assert not sig.adopt and written == 13 and sig.runtimes["rotor0"].clears == 1
+
+
+def test_two_switches_adopt_one_clock(blob):
+    """A fabric: every switch proposes, the first adoptable one gives t0, the others adopt when
+    their clock agrees with it; a switch rewritten meanwhile (restarted) gets that t0."""
+    async def main():
+        f0, f1 = await FakeSwitch(P4INFO).start(), await FakeSwitch(P4INFO).start()
+        specs = [C.SwitchSpec("rotor0", "127.0.0.1", f0.port), C.SwitchSpec("rotor1", "127.0.0.1", f1.port)]
+        s = S.generate_rotornet(4, 2, 20_000, 2_000)
+        try:
+            a = C.RotorController(s, specs, mode="clock", p4info=P4INFO, p4blob=blob, lead_s=0.2,
+                                  on_event=lambda m: None)
+            await a.run(duration=0.2)
+            f1.tables.clear()  # rotor1 restarted meanwhile: empty
+            b = C.RotorController(s, specs, mode="clock", p4info=P4INFO, p4blob=blob, lead_s=0.2,
+                                  on_event=lambda m: None)
+            await b.run(duration=0.2)
+        finally:
+            await f0.stop()
+            await f1.stop()
+        return a, b, f1
+
+    a, b, f1 = run(main())
+    r0, r1 = b.runtimes["rotor0"], b.runtimes["rotor1"]
+    assert r0.adopted and not r1.adopted and r1.clears == 1
+    assert abs(b.tb.wall_ns(b.t0_common_us) - a.tb.wall_ns(a.t0_common_us)) < 2_000_000
+    # rotor1 was rewritten on the adopted t0 (its own offset added), not on a fresh one.
+    cfg = [u for u in f1.updates_for(dp.T_CONFIG)][-1].entity.table_entry.action.action
+    epoch = int.from_bytes([p for p in cfg.params if p.param_id == 4][0].value, "big")
+    assert epoch == (b.t0_common_us + b.runtimes["rotor1"].role.epoch_offset_us) & C.TS_MASK
