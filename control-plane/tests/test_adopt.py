@@ -113,6 +113,26 @@ def test_other_egress_guard_is_not_adopted():
     assert not cmp.same and cmp.reason == "clock_phase: 3 of 3 entries differ"
 
 
+def test_tor_entities_read_back_compare_equal_and_other_routes_differ():
+    """The ToR: LPM and exact IPv4 keys, the rack config default; routes of another epsilon differ."""
+    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import routes as R
+
+    schema = fy.P4Schema(DATA / "tor.p4info.txtpb")
+    s = S.generate_opera(8, 4, 1000, 100)
+    topo = TP.generate(s, "schedule.json", hosts_per_rack=2)
+    rack = topo.racks[0]
+
+    def tor(eps=0.0, **kw):
+        return C.tor_entities(topo, rack, R.compute(s, epsilon_us=eps), dp.MODE_CLOCK, epsilon_us=eps, **kw)
+
+    held = [fy.P4TableEntry.decode(e.encode(schema), schema) for e in tor(offset_us=-7, epoch_us=99, generation=3)]
+    cmp = C.compare_installed(schema, tor(), held)
+    assert cmp.same and cmp.clock["gen"] == 3 and cmp.clock["epoch_us"] == 99
+    cmp = C.compare_installed(schema, tor(eps=50.0), held)
+    assert not cmp.same and cmp.reason.startswith("route: "), cmp.reason
+
+
 # ------------------------------------------------------------------ the epoch (pure)
 
 def test_adopt_clock_converts_the_epoch_into_our_common_time():
