@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Exit statuses (docs/controller.md): 0 done (also: duration over, Ctrl-C or SIGTERM, the reader of
-    our output went away), 1 a run failed (a switch unreachable or gone), 2 bad input."""
+    our output went away), 1 a run failed (a switch unreachable or gone), 2 bad input, 3 (control)
+    another controller with a higher election id is primary (refused, or taken over)."""
     import signal
 
     # SIGPIPE stays ignored (Python's default): gRPC's threads write to pipes of their own while

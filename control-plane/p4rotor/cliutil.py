@@ -8,6 +8,7 @@ from pathlib import Path
 
 EXIT_BAD_INPUT = 2
 EXIT_RUNTIME = 1
+EXIT_NOT_PRIMARY = 3  # p4rotor control: another controller (higher election id) is primary
 
 
 def die(msg: str, code: int = EXIT_BAD_INPUT) -> "None":

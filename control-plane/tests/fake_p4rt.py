@@ -4,6 +4,9 @@ It records every write and pipeline push, answers the rotor's control packets
 like the pipeline does (time probes and acked slot changes come back as
 PacketIns stamped with a fake switch clock), can fail chosen updates, can
 claim another controller is primary, and answers counter reads from ``counters``.
+It holds the table entries and default actions written (``tables``) and answers reads of
+them as a switch does, and keeps the pipeline's cookie, so a second controller finds the
+pipeline and state the first one left (adoption).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
         self.pipelines = 0
         self.packet_outs: list[tuple[int, dict]] = []
         self.arbitrations = 0
+        # (table id, default?, match fields, priority) -> TableEntry, as a switch holds them
+        self.tables: dict[tuple, p4r.TableEntry] = {}
+        self.cookie: int | None = None
         self._server: grpc.aio.Server | None = None
         self.port = 0
         out = self.schema.controller_packet_metadata["packet_out"]
@@ -119,14 +125,49 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
     async def SetForwardingPipelineConfig(self, request, context):
         self.pipelines += 1
         self.writes.clear()
+        self.tables.clear()
+        self.cookie = request.config.cookie.cookie if request.config.HasField("cookie") else None
         return p4r.SetForwardingPipelineConfigResponse()
 
     async def GetForwardingPipelineConfig(self, request, context):
-        return p4r.GetForwardingPipelineConfigResponse(config=p4r.ForwardingPipelineConfig())
+        cfg = p4r.ForwardingPipelineConfig()
+        if self.cookie is not None:
+            cfg.cookie.cookie = self.cookie
+        return p4r.GetForwardingPipelineConfigResponse(config=cfg)
+
+    @staticmethod
+    def _key(e: p4r.TableEntry) -> tuple:
+        return (e.table_id, e.is_default_action,
+                tuple(sorted(m.SerializeToString(deterministic=True) for m in e.match)), e.priority)
+
+    def _hold(self, u: p4r.Update) -> None:
+        if u.entity.WhichOneof("entity") != "table_entry":
+            return
+        e = u.entity.table_entry
+        k = self._key(e)
+        if u.type == p4r.Update.DELETE or (e.is_default_action and not e.HasField("action")):
+            self.tables.pop(k, None)  # deleted, or a default reset to the program's
+        else:
+            held = p4r.TableEntry()
+            held.CopyFrom(e)
+            self.tables[k] = held
+
+    def _read_tables(self, want: p4r.TableEntry) -> list[p4r.Entity]:
+        out = []
+        for (tid, default, _, _), e in self.tables.items():
+            if want.table_id and tid != want.table_id:
+                continue
+            if default != want.is_default_action:
+                continue
+            out.append(p4r.Entity(table_entry=e))
+        return out
 
     async def Read(self, request, context):
         ents = []
         for e in request.entities:
+            if e.WhichOneof("entity") == "table_entry":
+                ents += self._read_tables(e.table_entry)
+                continue
             if e.WhichOneof("entity") != "counter_entry":
                 continue
             name = self.schema.counters[e.counter_entry.counter_id].name
@@ -152,6 +193,8 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
             status = rpc_status.Status(code=rpc_code.UNKNOWN, message="write failed", details=details)
             await context.abort_with_status(_RichStatus(status))
         self.writes.extend(request.updates)
+        for u in request.updates:
+            self._hold(u)
         self.log += [("write", u) for u in request.updates]
         return p4r.WriteResponse()
 

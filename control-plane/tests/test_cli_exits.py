@@ -1,6 +1,6 @@
 """Every way `p4rotor control` stops ends with its summary and the documented exit status
 (docs/controller.md, "Exit statuses"): duration over, SIGINT, SIGTERM -> 0; a switch that never
-answers -> 1 with a one-line error.  The controller runs as a real process (its signal handling
+answers -> 1 with a one-line error; another controller primary -> 3 with a one-line error.  The controller runs as a real process (its signal handling
 is what is tested) against the in-process fake P4Runtime server (no switch needed).
 
 Before: signal-timed mode exited 141 (SIGPIPE, set to SIG_DFL for `| head`) in 2 of 3 runs,
@@ -130,3 +130,20 @@ def test_closed_stdout_is_a_quiet_exit_0(tmp_path):
     q = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m p4rotor.cli routes "
                         f"--schedule {sched} --slice 0 | head -1 >/dev/null"], capture_output=True, text=True)
     assert q.returncode == 0, q.stderr
+
+
+def test_another_primary_exits_3_one_line(fake_switch, tmp_path, procs):
+    """A controller with a higher election id holds the switch: refused, one line, no traceback,
+    exit 3 (docs/controller.md), nothing written."""
+    fake_switch.primary_election_id = 50
+    proc, status = _start(tmp_path, fake_switch.port, "--duration", "5", "--election-id", "20")
+    procs.append(proc)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("p4rotor: error:")]
+    assert errors == [err.strip().splitlines()[-1]], err
+    assert "another controller is primary (its election id 50, ours 20)" in errors[0], err
+    assert "Traceback" not in err, err
+    st = read_status(status)
+    assert st["phase"] == "failed" and "another controller is primary" in st["error"]
+    assert not fake_switch.writes

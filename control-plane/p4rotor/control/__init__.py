@@ -8,15 +8,16 @@ boundaries), ``clockport`` (time probes on the data path), ``roles`` (what each 
 processes read), ``errors``.
 """
 
-from .entities import (TS_MASK, WRITE_BATCH, LinkLoss, check_egress_guard, circuit_entries,  # noqa: F401
-                       clock_phase_entries, config_entry, default_port_map, loss_entries, phase_entries,
-                       port_mtu_entries, port_value_set_entries, rotor_entities, set_slot_packet,
-                       slot_config_entry, time_probe_packet, write_batched)
-from .errors import ControllerError  # noqa: F401
+from .entities import (RUN_FIELDS, TS_MASK, WRITE_BATCH, Comparison, LinkLoss,  # noqa: F401
+                       check_egress_guard, circuit_entries, clock_phase_entries, compare_installed,
+                       config_entry, default_port_map, loss_entries, phase_entries, port_mtu_entries,
+                       port_value_set_entries, rotor_entities, set_slot_packet, slot_config_entry,
+                       time_probe_packet, write_batched)
+from .errors import ControllerError, NotPrimaryError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
 from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
 from .target import BMV2, TARGETS, TOFINO, Target, get_target  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
-from .timebase import (OffsetEstimate, Timebase, boundary_times, estimate_offset,  # noqa: F401
-                       timed_changes)
+from .timebase import (AdoptedClock, OffsetEstimate, Timebase, adopt_clock, boundary_times,  # noqa: F401
+                       estimate_offset, timed_changes)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..cliutil import EXIT_RUNTIME, default_build_dir, die
+from ..cliutil import EXIT_NOT_PRIMARY, EXIT_RUNTIME, default_build_dir, die
 
 
 def add_parser(sub) -> None:
@@ -51,7 +51,12 @@ def add_parser(sub) -> None:
     pc.add_argument("--build-dir", help="where build/<program>.json and .p4info.txtpb are "
                     "(tofino: build/tofino/<program>/ and build/tofino/<program>.p4info.txtpb)")
     pc.add_argument("--program", default="rotor")
-    pc.add_argument("--election-id", type=int, default=10)
+    pc.add_argument("--election-id", type=int, default=10,
+                    help="P4Runtime election id (default 10): a higher one takes the switches over from "
+                         "a running controller; a lower one is refused (exit 3)")
+    pc.add_argument("--no-adopt", action="store_true",
+                    help="clock mode: always clear and rewrite each switch, even one that holds exactly "
+                         "what this controller would install (default: adopt its running clock)")
     pc.add_argument("--lead", type=float, default=1.0, help="seconds from start to slot 0")
     pc.add_argument("--connect-timeout", type=float, default=10.0)
     pc.add_argument("--status-file", help="keep the controller's status here as JSON (phase, switches "
@@ -92,7 +97,7 @@ def _with_clock_ifaces(specs, items: list[str]):
 
 
 def cmd_control(a: argparse.Namespace) -> int:
-    from . import Controller, ControllerError, RotorController, SwitchSpec, get_target
+    from . import Controller, ControllerError, NotPrimaryError, RotorController, SwitchSpec, get_target
     from ..stats import summarize
     from .acks import ack_delays_us, timed_margins_us
 
@@ -112,7 +117,7 @@ def cmd_control(a: argparse.Namespace) -> int:
                   signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
                   on_event=say,
                   status_file=Path(a.status_file) if a.status_file else None,
-                  counters_every=a.counters_every)
+                  counters_every=a.counters_every, adopt=not a.no_adopt)
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
     try:
@@ -138,7 +143,11 @@ def cmd_control(a: argparse.Namespace) -> int:
 
     async def report(c) -> None:
         on = "" if target.name == "bmv2" else f" on {target.name}"
-        say(f"running {mode} mode{on}; slot 0 starts in {a.lead:.1f} s"
+        since = (time.time_ns() - c.tb.wall_ns(c.t0_common_us)) / 1e9
+        adopted = c.status.data.get("adopted", 0)
+        start = (f"adopted {adopted}/{len(c.runtimes)} switches, slot 0 started {since:.1f} s ago" if adopted
+                 else f"slot 0 starts in {-since:.1f} s" if since < 0 else f"slot 0 started {since:.1f} s ago")
+        say(f"running {mode} mode{on}; {start}"
             + (f"; stopping after {a.duration} s" if a.duration else "; Ctrl-C stops"))
         if mode == "clock":
             skew = await c.measure_skew()
@@ -151,6 +160,8 @@ def cmd_control(a: argparse.Namespace) -> int:
     how = "duration over" if a.duration else "stopped"
     try:
         asyncio.run(ctl.run(duration=a.duration, connect_timeout=a.connect_timeout, after_ready=report))
+    except NotPrimaryError as ex:
+        die(str(ex), EXIT_NOT_PRIMARY)
     except ControllerError as ex:
         die(str(ex), EXIT_RUNTIME)
     except KeyboardInterrupt:

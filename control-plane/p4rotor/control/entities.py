@@ -228,3 +228,121 @@ async def write_batched(sw: fy.Switch, updates: Sequence[Any], batch: int = WRIT
                      for idx, err in sorted(ex.details.items())]
             raise ControllerError(f"{sw.name}: write failed ({ex.code.name})",
                                   fails or [ex.message]) from None
+
+
+# -- adoption: what a switch holds against what this controller would write -----------------
+
+# The slot config's parameters that belong to one controller run, not to the schedule: the clock
+# offset it measured, the epoch (its common time) and the generation.  Everything else must match.
+RUN_FIELDS = frozenset({"offset", "epoch_us", "gen"})
+_MODE_NAMES = {dp.MODE_UNCONFIGURED: "unconfigured", dp.MODE_SIGNAL: "signal", dp.MODE_CLOCK: "clock"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """``compare_installed``'s answer.  ``same``: the switch holds exactly the wanted entries and
+    config but for RUN_FIELDS; ``reason``: one line saying what differs ("" when same);
+    ``clock``: the installed slot config's parameters (target units), None without one."""
+
+    same: bool
+    reason: str
+    clock: dict[str, int] | None
+    entries: int  # table entries and defaults compared (wanted)
+
+
+def _canonical(e: fy.P4TableEntry, schema: fy.P4Schema) -> tuple[tuple, tuple | None]:
+    """(key, value) of a table entry in one canonical form, whoever built it: a builder's value or
+    one decoded from a Read.  Both go through finsy's encoder (canonical P4Runtime bytes).
+    key: (table, default?, match fields, priority); value: (action, ((param, int), ...)) or None."""
+    pb = e.encode_entry(schema)
+    table = schema.tables[pb.table_id]
+    key = (table.name, pb.is_default_action,
+           tuple(sorted(m.SerializeToString(deterministic=True) for m in pb.match)), pb.priority)
+    if not pb.HasField("action"):
+        return key, None
+    if pb.action.WhichOneof("type") != "action":  # indirect: compared as its bytes
+        return key, ("<indirect>", ((pb.action.SerializeToString(deterministic=True), 0),))
+    a = schema.actions[pb.action.action.action_id]
+    names = {p.id: p.name for p in a.params}
+    params = tuple(sorted((names.get(p.param_id, str(p.param_id)), int.from_bytes(p.value, "big"))
+                          for p in pb.action.action.params))
+    return key, (a.name, params)
+
+
+def _short(table: str) -> str:
+    return table.rsplit(".", 1)[-1]
+
+
+def _run_free(value: tuple | None) -> tuple | None:
+    """A slot config's value without its run fields (a default action with an epoch_us)."""
+    if value is None:
+        return None
+    name, params = value
+    if not any(p == "epoch_us" for p, _ in params):
+        return value
+    return name, tuple((p, v) for p, v in params if p not in RUN_FIELDS)
+
+
+def _describe_default(table: str, have: tuple | None, want: tuple) -> str:
+    if have is None:
+        return f"{_short(table)}: no default action read"
+    if have[0] != want[0]:
+        return f"{_short(table)}: {_short(have[0])} installed, {_short(want[0])} wanted"
+    h, w = dict(_run_free(have)[1]), dict(_run_free(want)[1])
+    diffs = []
+    for p in sorted(set(h) | set(w)):
+        if h.get(p) != w.get(p):
+            hv, wv = h.get(p), w.get(p)
+            if p == "mode":
+                hv, wv = _MODE_NAMES.get(hv, hv), _MODE_NAMES.get(wv, wv)
+            diffs.append(f"{p} {hv} installed, {wv} wanted")
+    return f"{_short(table)}: " + "; ".join(diffs)
+
+
+def compare_installed(schema: fy.P4Schema, want: Sequence[Any], have: Sequence[Any]) -> Comparison:
+    """Does a switch hold exactly what this controller would install?  A pure function.
+
+    ``want``: the role's entities (as written: updates, config last); ``have``: what a Read
+    returned (every table entry, and the default entry of each table whose default ``want``
+    sets).  Table entries only: value sets and registers are not compared.  Entries must match
+    one to one (key and action); an installed entry nothing in ``want`` has counts against
+    adoption too ("not ours").  Default actions must match but for RUN_FIELDS of the slot config.
+    """
+    wanted: dict[tuple, tuple | None] = {}
+    for e in want:
+        if isinstance(e, fy.P4TableEntry):
+            k, v = _canonical(e, schema)
+            wanted[k] = v
+    held: dict[tuple, tuple | None] = {}
+    clock = None
+    for e in have:
+        if not isinstance(e, fy.P4TableEntry) or not e.table_id:
+            continue
+        k, v = _canonical(e, schema)
+        held[k] = v
+        if k[1] and v is not None and any(p == "epoch_us" for p, _ in v[1]):
+            clock = dict(v[1])
+    problems: list[str] = []
+    tables = sorted({k[0] for k in wanted} | {k[0] for k in held if not k[1]})
+    for t in tables:
+        wk = {k: v for k, v in wanted.items() if k[0] == t and not k[1]}
+        hk = {k: v for k, v in held.items() if k[0] == t and not k[1]}
+        missing = sum(1 for k in wk if k not in hk)
+        extra = sum(1 for k in hk if k not in wk)
+        differ = sum(1 for k in wk if k in hk and hk[k] != wk[k])
+        parts = []
+        if wk and missing == len(wk):
+            parts.append(f"all {missing} entries missing")
+        else:
+            if differ:
+                parts.append(f"{differ} of {len(wk)} entries differ")
+            if missing:
+                parts.append(f"{missing} missing")
+        if extra:
+            parts.append(f"{extra} not ours")
+        if parts:
+            problems.append(f"{_short(t)}: " + ", ".join(parts))
+    for k, v in wanted.items():
+        if k[1] and _run_free(held.get(k)) != _run_free(v):
+            problems.append(_describe_default(k[0], held.get(k), v))
+    return Comparison(same=not problems, reason="; ".join(problems), clock=clock, entries=len(wanted))

@@ -1,4 +1,4 @@
-"""The controller's one error type."""
+"""The controller's error type (and its one special case, another controller being primary)."""
 
 from __future__ import annotations
 
@@ -16,3 +16,8 @@ class ControllerError(Exception):
         super().__init__(text)
 
 
+
+
+class NotPrimaryError(ControllerError):
+    """Another controller (a higher election id) is primary for a switch: this one refuses to run
+    as a backup, or stops when it is taken over.  ``p4rotor control`` exits with status 3."""

@@ -95,6 +95,13 @@ class SwitchRuntime:
     error: BaseException | None = None
     install_ms: float | None = None
     entities: int = 0
+    # Adoption (clock mode): this switch's own slot 0 (common us) when it runs a clock another run
+    # installed (None: the controller's t0); entity updates written and clears done by this run.
+    t0_common_us: int | None = None
+    adopted: bool = False
+    writes: int = 0
+    clears: int = 0
+    was_primary: bool = False
     refused: int = 0  # acked slot changes the switch refused (OP_ERROR)
     # gRPC allows one write at a time on the P4Runtime stream; finsy does not serialise them.
     send_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)

@@ -14,7 +14,11 @@ Two ways to move the slot (docs/dataplane.md explains why):
   slot ahead; the pipeline holds it and applies it by its own clock, so the
   gRPC/PI path's jitter no longer moves the boundary (needs the clock offset).
 * **clock**: the controller measures the switch's clock offset with time probes,
-  installs the cycle once, and the pipeline computes the slot itself.
+  installs the cycle once, and the pipeline computes the slot itself.  It goes on doing so
+  when the controller stops: a restarted controller reads what each switch holds and, when
+  it is exactly what it would install (but for the run's offset, epoch and generation),
+  **adopts** it: writes nothing and takes the running clock as its own (``compare_installed``,
+  ``adopt_clock``).  Otherwise it clears and writes, as always in signal mode.
 
 The target (``target.py``: BMv2 or Tofino) says which modes exist, how times convert between
 the controller's microseconds and the switch, where the CPU port is and what device config
@@ -36,14 +40,14 @@ import finsy as fy
 
 from .. import p4 as dp
 from ..schedule import Schedule
-from .entities import (check_egress_guard, port_value_set_entries, set_slot_packet, time_probe_packet,
-                       write_batched)
-from .errors import ControllerError
+from .entities import (Comparison, check_egress_guard, compare_installed, port_value_set_entries,
+                       set_slot_packet, time_probe_packet, write_batched)
+from .errors import ControllerError, NotPrimaryError
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
 from .status import StatusFile
 from .target import BMV2, Target, clock_start_entities
-from .timebase import OffsetEstimate, Timebase, estimate_offset, timed_changes
+from .timebase import AdoptedClock, OffsetEstimate, Timebase, adopt_clock, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
 
@@ -54,6 +58,9 @@ INSTALL_CONCURRENCY = 8
 CLOCK_PORT_PROBES = 64  # per round, in bursts of 8: enough that some meet both latency floors
 CLOCK_PORT_ROUNDS = 4   # more rounds while the proven half-bracket exceeds the target
 CLOCK_PORT_TARGET_US = 15
+# Adoption: switches of one fabric are adopted together only if their clocks' slot 0 agree
+# within this (plus both offsets' uncertainty); a switch further off is cleared and rewritten.
+ADOPT_SKEW_US = 500
 
 
 class Controller:
@@ -64,7 +71,7 @@ class Controller:
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
                  signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
                  on_event: Callable[[str], None] | None = None, status_file: Path | None = None,
-                 counters_every: float = 0.0, target: Target = BMV2):
+                 counters_every: float = 0.0, target: Target = BMV2, adopt: bool = True):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if mode not in target.modes:
@@ -95,7 +102,10 @@ class Controller:
         if counters_every < 0:
             raise ControllerError(f"bad counter interval {counters_every}: seconds >= 0")
         self.counters_every = counters_every
+        # Clock mode only: signal mode drives every slot itself, there is no running clock to adopt.
+        self.adopt = adopt and mode == "clock"
         self._timer = None
+        self._stop: asyncio.Event | None = None  # set when the run must end (taken over)
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
         blobs: dict[Path, Path | bytes] = {}
         schemas: dict[Path, fy.P4Schema] = {}
@@ -112,8 +122,16 @@ class Controller:
                 schemas[r.p4info] = check_p4info(r.p4info, contract, counters)
         self.trace = Trace(trace)
         self.tb = Timebase(ref_ns=time.time_ns())
-        # Slot 0 of the schedule starts lead_s from now (each switch adds its own offset).
+        # Slot 0 of the schedule starts lead_s from now (each switch adds its own offset), unless
+        # a switch's running clock is adopted: then slot 0 is where that clock says (_decide_t0).
         self.t0_common_us = int(lead_s * 1e6)
+        # Adoption: each switch's proposal (its clock's slot 0, offset uncertainty; None: cannot
+        # adopt) until every switch has one and t0 is decided, once per run.
+        self._proposals: dict[str, tuple[float | None, float]] = {}
+        self._t0_decided = asyncio.Event()
+        self._t0_from: tuple[str, float] | None = None  # (switch, uncertainty) t0 was adopted from
+        if not self.adopt:
+            self._t0_decided.set()
         self.runtimes: dict[str, SwitchRuntime] = {}
         # Parser value sets (Tofino: the CPU port, the clock port), written before anything else.
         self.port_sets: dict[str, list[fy.P4ValueSetEntry]] = {}
@@ -139,15 +157,15 @@ class Controller:
         rt = self.runtimes[sw.name]
         try:
             if not sw.is_primary:
-                raise ControllerError(
-                    f"{sw.name}: another controller is primary (election id {sw.primary_id} "
-                    f"> ours {self.election_id}); refusing to run as backup")
+                # Not raised into finsy (which would log a traceback and retry): the run ends.
+                self._not_primary(sw, rt)
+                return
+            rt.was_primary = True
             rt.generation = (rt.generation + 1) & 0xFFFF or 1
             sw.create_task(self._packet_reader(sw, rt))
             if self._install_sem is None:
                 self._install_sem = asyncio.Semaphore(self.install_concurrency)
-            async with self._install_sem:
-                await self._install(sw, rt)
+            await self._install(sw, rt)
             if self.mode_code == dp.MODE_SIGNAL:
                 sw.create_task(self._rotate_timed(sw, rt) if self.signal_timed else self._rotate(sw, rt))
             else:
@@ -161,35 +179,153 @@ class Controller:
             rt.error = ControllerError(f"{sw.name}: {ex}")
             raise rt.error from None
 
-    async def _install(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
-        """Clear, probe the clock if needed, write everything (config last); then ready.
+    def _not_primary(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Another controller is primary: refuse to run as a backup, or (once primary) stop."""
+        if rt.was_primary:
+            msg = (f"{sw.name}: taken over by another controller (election id {sw.primary_id} > "
+                   f"ours {self.election_id}); stopping")
+        else:
+            msg = (f"{sw.name}: another controller is primary (its election id {sw.primary_id}, ours "
+                   f"{self.election_id}); refusing to run as backup (a higher --election-id takes over)")
+        rt.error = NotPrimaryError(msg)
+        if self._stop is not None:
+            self._stop.set()
 
-        At most ``install_concurrency`` switches do this at once: on a small machine running
-        a hundred BMv2 processes, all of them installing together starve one another until a
-        P4Runtime write outlives its deadline (finsy's 10 s)."""
-        # Clear, then write everything: safe to run again after a restart.
+    async def _write(self, sw: fy.Switch, rt: SwitchRuntime, updates: Sequence[Any]) -> None:
+        await write_batched(sw, updates)
+        rt.writes += len(updates)
+
+    async def _install(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Probe the clock if needed, adopt what the switch holds (clock mode) or clear it and
+        write everything (config last); then ready.
+
+        At most ``install_concurrency`` switches probe, read or write at once: on a small machine
+        running a hundred BMv2 processes, all of them installing together starve one another
+        until a P4Runtime write outlives its deadline (finsy's 10 s)."""
+        assert self._install_sem is not None
+        t = time.perf_counter()
+        cmp = None
+        async with self._install_sem:
+            if self.port_sets[sw.name]:
+                # The CPU port first: PacketOut probes (and their replies) need it.  Value sets
+                # take MODIFY only, and writing the same port again disturbs nothing.
+                await self._write(sw, rt, self.port_sets[sw.name])
+            if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
+                # Clock mode and timed changes need the offset; signal mode uses it to time acks.
+                rt.offset = await self._probe_offset(sw, rt)
+                self.on_event(f"{sw.name}: clock offset {rt.offset.offset_us} us ({rt.offset.describe()})")
+            if self.adopt:
+                cmp = await self._read_and_compare(sw, rt)
+        clock, why = await self._adoptable(sw, rt, cmp)
+        if clock is not None:
+            self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
+            return
+        if why:
+            self.on_event(f"{sw.name}: not adopted ({why}): clearing and writing")
+        if cmp is not None and cmp.clock is not None and cmp.clock.get("gen") == rt.generation:
+            # The clock registers still hold the old config's generation: a new one restarts them.
+            rt.generation = (rt.generation + 1) & 0xFFFF or 1
+        async with self._install_sem:
+            await self._clear_and_write(sw, rt, why)
+
+    async def _read_and_compare(self, sw: fy.Switch, rt: SwitchRuntime) -> Comparison:
+        """What the switch holds (every table entry, the defaults the role sets) against what
+        this controller would write; the run fields of the config are not compared."""
+        want = rt.role.entities(self.mode_code, rt.offset.offset_us if rt.offset else 0, 0, rt.generation,
+                                self.target)
+        have = [e async for e in sw.read(fy.P4TableEntry())]
+        defaults = [fy.P4TableEntry(e.table_id, is_default_action=True) for e in want
+                    if isinstance(e, fy.P4TableEntry) and e.is_default_action]
+        if defaults:
+            have += [e async for e in sw.read(defaults)]
+        return compare_installed(sw.p4info, want, have)
+
+    async def _adoptable(self, sw: fy.Switch, rt: SwitchRuntime,
+                         cmp: Comparison | None) -> tuple[AdoptedClock | None, str]:
+        """(the switch's running clock, "") to adopt it, or (None, why not; "" in signal mode,
+        which never adopts).  The first time, every switch proposes and t0 is decided once all have: the
+        first switch (in --switch/topology order) whose clock can be adopted gives it."""
+        clock = None
+        if cmp is not None and cmp.same and cmp.clock is not None and rt.offset is not None:
+            clock = adopt_clock(self.target, cmp.clock["epoch_us"], cmp.clock["offset"], rt.offset.offset_us,
+                                self.tb.common_us(time.time_ns()))
+        unc = rt.offset.uncertainty_us if rt.offset else 0.0
+        if not self._t0_decided.is_set():
+            self._proposals[sw.name] = (None if clock is None else clock.epoch_us - rt.role.epoch_offset_us, unc)
+            if len(self._proposals) == len(self.runtimes):
+                self._decide_t0()
+            else:
+                await self._t0_decided.wait()
+        if cmp is None:
+            return None, "--no-adopt" if self.mode_code == dp.MODE_CLOCK else ""
+        if clock is None:
+            return None, cmp.reason or "the switch holds no slot config"
+        # Its slot 0 against this run's: the first adopted switch's, or (none adopted) this run's
+        # own, which a switch holds when its connection came back without a restart.
+        ref, ref_unc = self._t0_from or ("this run", unc)
+        skew = clock.epoch_us - rt.role.epoch_offset_us - self.t0_common_us
+        tol = ADOPT_SKEW_US + unc + ref_unc
+        if abs(skew) > tol:
+            return None, (f"its slot 0 is {skew:+.0f} us from {ref}'s, more than {tol:.0f} us: "
+                          f"not the same clock")
+        return clock, ""
+
+    def _decide_t0(self) -> None:
+        for name in self.runtimes:  # the order switches were given in
+            t0, unc = self._proposals.get(name, (None, 0.0))
+            if t0 is not None:
+                self.t0_common_us = round(t0)
+                self._t0_from = (name, unc)
+                break
+        self._t0_decided.set()
+
+    def _adopted(self, sw: fy.Switch, rt: SwitchRuntime, cmp: Comparison, clock: AdoptedClock,
+                 elapsed_ms: float) -> None:
+        """Take the switch's running clock as this run's: nothing written (but value sets)."""
+        cfg = cmp.clock
+        rt.generation = cfg["gen"]
+        rt.t0_common_us = round(clock.epoch_us) - rt.role.epoch_offset_us
+        rt.adopted = True
+        rt.install_ms = elapsed_ms
+        rt.entities = cmp.entries
+        cycle_us = cfg["cycle"] * self.target.time_unit_ns / 1000
+        self.status.installed(
+            sw.name, cmp.entries, elapsed_ms, rt.offset.offset_us, rt.offset.describe(), adopted=True,
+            writes=rt.writes, clears=rt.clears, generation=rt.generation, epoch_us=round(clock.epoch_us),
+            installed_epoch_us=round(clock.installed_epoch_us), installed_offset_us=round(clock.installed_offset_us),
+            cycle_us=cycle_us)
+        since = (self.tb.common_us(time.time_ns()) - clock.epoch_us) / 1e6
+        self.on_event(f"{sw.name}: adopted: it holds what this controller would install ({cmp.entries} "
+                      f"entries and defaults); its clock runs on: generation {rt.generation}, epoch "
+                      f"{clock.installed_epoch_us:.0f} us with offset {clock.installed_offset_us:.0f} us as "
+                      f"installed = {clock.epoch_us:.0f} us in our time ({since:.1f} s ago); "
+                      f"{rt.writes} entities written")
+        rt.ready.set()
+
+    async def _clear_and_write(self, sw: fy.Switch, rt: SwitchRuntime, why: str) -> None:
+        """Clear, then write everything: safe to run again after a restart."""
         await sw.delete_all()
-        if self.port_sets[sw.name]:
-            # The CPU port first: PacketOut probes (and their replies) need it.
-            await write_batched(sw, self.port_sets[sw.name])
-        offset = 0
-        if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
-            # Clock mode and timed changes need the offset; signal mode uses it to time acks.
-            rt.offset = await self._probe_offset(sw, rt)
-            offset = rt.offset.offset_us
-            self.on_event(f"{sw.name}: clock offset {offset} us ({rt.offset.describe()})")
-        ents = rt.role.entities(self.mode_code, offset, self.t0_common_us + rt.role.epoch_offset_us,
-                                rt.generation, self.target)
+        rt.clears += 1
+        rt.adopted = False
+        rt.t0_common_us = None
+        offset = rt.offset.offset_us if rt.offset else 0
+        epoch = self.t0_common_us + rt.role.epoch_offset_us
+        ents = rt.role.entities(self.mode_code, offset, epoch, rt.generation, self.target)
         t = time.perf_counter()
         starts = clock_start_entities(self.target, ents)
         if starts:
             # TNA: the clock's cycle register is started before the config that uses it.
-            await write_batched(sw, starts)
-        await write_batched(sw, ents)
+            await self._write(sw, rt, starts)
+        await self._write(sw, rt, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
         rt.entities = len(ents)
+        extra: dict[str, Any] = dict(adopted=False, writes=rt.writes, clears=rt.clears, generation=rt.generation)
+        if self.mode_code == dp.MODE_CLOCK:
+            extra["epoch_us"] = epoch
+        if why:
+            extra["not_adopted"] = why
         self.status.installed(sw.name, len(ents), rt.install_ms, rt.offset.offset_us if rt.offset else None,
-                              rt.offset.describe() if rt.offset else None)
+                              rt.offset.describe() if rt.offset else None, **extra)
         self.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
                       f"({self.mode} mode)")
         rt.ready.set()
@@ -417,7 +553,9 @@ class Controller:
         if not self.trace.enabled:
             return
         now = self.tb.common_us(time.time_ns())
-        for at, k, idx, night in rt.role.boundaries(self.t0_common_us, now):
+        # An adopted switch follows its own clock (slot 0 where the run that installed it put it).
+        t0 = self.t0_common_us if rt.t0_common_us is None else rt.t0_common_us
+        for at, k, idx, night in rt.role.boundaries(t0, now):
             await self._sleep_until(at, spin=False)
             self.trace.write(t_ns=self.tb.wall_ns(at), switch=sw.name, slot=k, index=idx, night=night,
                              source="clock")
@@ -427,7 +565,9 @@ class Controller:
                   after_ready: Callable[["Controller"], Any] | None = None) -> None:
         """Run until ``duration`` seconds pass (None: forever) or a switch fails."""
         controller = fy.Controller(self.switches)
+        self._stop = asyncio.Event()
         task = asyncio.create_task(controller.run())
+        stop = asyncio.create_task(self._stop.wait())
         try:
             await self._wait_ready(task, connect_timeout)
             self.status.running(self.tb.wall_ns(self.t0_common_us))
@@ -435,13 +575,11 @@ class Controller:
                 res = after_ready(self)
                 if asyncio.iscoroutine(res):
                     await res
-            if duration is None:
-                await task
-            else:
-                done, _ = await asyncio.wait([task], timeout=duration)
-                if task in done:
-                    task.result()
-                self._raise_switch_errors()
+            # Until the duration is over, a switch fails the run, or another controller takes over.
+            done, _ = await asyncio.wait([task, stop], timeout=duration, return_when=asyncio.FIRST_COMPLETED)
+            if task in done:
+                task.result()
+            self._raise_switch_errors()
         except ControllerError as ex:
             self.status.failed(str(ex))
             raise
@@ -450,6 +588,7 @@ class Controller:
             raise
         finally:
             self.status.stopped()
+            stop.cancel()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

@@ -6,6 +6,7 @@ temporary file, rename) on every change, so a reader never sees half of it:
 ```json
 {"version": 1, "pid": 1234, "mode": "clock", "phase": "running",
  "switches": {"rotor0": {"kind": "rotor", "installed": true, "entities": 42, "install_ms": 12.5,
+                         "adopted": false, "writes": 42, "clears": 1, "generation": 4711, "epoch_us": 1000000,
                          "offset_us": -3, "offset": "+/- 12.0 us proven, clock port, 64 probes",
                          "drops": {"NIGHT": 0, "STALE": 2}, "rx": 900, "tx": 898, "unaccounted": 0,
                          "drops_ns": ...}},
@@ -14,6 +15,15 @@ temporary file, rename) on every change, so a reader never sees half of it:
 
 ``phase``: ``starting`` (connecting), ``installing``, ``running`` (every switch installed; ``t0_ns``
 is the wall time of schedule slot 0), ``failed`` (``error`` says why, one line) or ``stopped``.
+
+Per switch, once ready: ``adopted`` (clock mode: it held what this run would install and its
+clock runs on; nothing was written), ``writes`` (entity updates this run wrote to it, all
+installs together), ``clears`` (times this run cleared it), ``generation``, ``epoch_us`` (its
+slot config's epoch in this run's common time, us since the run started); adopted also
+``installed_epoch_us`` and ``installed_offset_us`` (as the switch holds them: the installing
+run's common time) and ``cycle_us``; rewritten in clock mode, ``not_adopted`` (why, one line).
+Top level, ``adopted``: how many switches are (``t0_ns`` is then in the past: the adopted clock's).
+
 The launcher (fabric/mininet.py), experiments and bench wait on ``phase`` and ``t0_ns``; the log
 text is for people and free to change.
 """
@@ -38,16 +48,21 @@ class StatusFile:
         self.data: dict[str, Any] = {
             "version": FORMAT_VERSION, "pid": os.getpid(), "mode": mode, "phase": "starting",
             "switches": {name: {"kind": kind, "installed": False} for name, kind in switches.items()},
-            "installed": 0, "total": len(switches), "t0_ns": None, "error": None}
+            "installed": 0, "adopted": 0, "total": len(switches), "t0_ns": None, "error": None}
         self._write()
 
     def installed(self, name: str, entities: int, install_ms: float, offset_us: int | None = None,
-                  offset: str | None = None) -> None:
+                  offset: str | None = None, **more: Any) -> None:
+        """A switch is ready: installed, or adopted (``more``: adopted, writes, clears, generation,
+        epoch_us; adopted: installed_epoch_us, installed_offset_us, cycle_us; else not_adopted)."""
         sw = self.data["switches"][name]
-        sw.update(installed=True, entities=entities, install_ms=round(install_ms, 3))
+        for k in ("installed_epoch_us", "installed_offset_us", "cycle_us", "not_adopted"):
+            sw.pop(k, None)  # from an earlier install of the same switch
+        sw.update(installed=True, entities=entities, install_ms=round(install_ms, 3), **more)
         if offset_us is not None:
             sw.update(offset_us=offset_us, offset=offset)
         self.data["installed"] = sum(1 for s in self.data["switches"].values() if s["installed"])
+        self.data["adopted"] = sum(1 for s in self.data["switches"].values() if s.get("adopted"))
         if self.data["phase"] == "starting":
             self.data["phase"] = "installing"
         self._write()

@@ -7,6 +7,7 @@ from typing import Iterable, Iterator
 
 from ..schedule import Rotor, Schedule
 from .errors import ControllerError
+from .target import Target
 
 
 @dataclasses.dataclass
@@ -95,3 +96,39 @@ def timed_changes(bounds: Iterable[tuple[int, int, int, bool]]) -> Iterator[tupl
             pend = (at, k, idx)
         else:
             yield at, k, idx, 0
+
+
+@dataclasses.dataclass(frozen=True)
+class AdoptedClock:
+    """A running clock taken over from the slot config another controller run installed.
+
+    ``installed_*``: the config's epoch and offset as that run wrote them (its common time,
+    signed us); ``epoch_us``: the same epoch in this run's common time."""
+
+    installed_epoch_us: float
+    installed_offset_us: float
+    epoch_us: float
+
+
+def _signed(units: int, bits: int) -> int:
+    units &= (1 << bits) - 1
+    return units - (1 << bits) if units >> (bits - 1) else units
+
+
+def adopt_clock(target: Target, epoch_units: int, offset_units: int, offset_us: float,
+                now_us: float) -> AdoptedClock:
+    """The installed epoch in this run's common time.  A pure function.
+
+    The switch holds ``epoch`` in the installing run's common time and that run's ``offset``
+    (local + offset = its common time).  Its local time of slot 0 is epoch - offset; this run's
+    common time of that instant is epoch - offset + ``offset_us`` (ours, just measured).
+    Absolute times wrap at the target's width (48 bits of us on BMv2, 32 of 1024 ns on
+    Tofino): of the values that fit, the one nearest ``now_us`` (this run's common time now)."""
+    bits, unit_us = target.time_bits, target.time_unit_ns / 1000
+    ours = target.to_units(offset_us)
+    now = target.to_units(now_us)  # >= 0: this run's common time starts at its start
+    epoch = epoch_units - offset_units + ours
+    nearest = now + _signed(epoch - now, bits)
+    return AdoptedClock(installed_epoch_us=_signed(epoch_units, bits) * unit_us,
+                        installed_offset_us=_signed(offset_units, bits) * unit_us,
+                        epoch_us=nearest * unit_us)
