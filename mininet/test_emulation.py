@@ -268,3 +268,38 @@ def test_tcp_over_low_latency_class_completes(opera_fabric):
     (run_dir / "iperf3-ll.json").write_text(out)
     print(f"\niperf3 -S 0xb8 rack 0 -> rack 5: {goodput / 1e6:.1f} Mbit/s received, "
           f"{res['end']['sum_sent'].get('retransmits')} retransmits")
+
+
+def test_a_killed_agent_is_reported_and_its_loss_counted(opera_fabric, tmp_path):
+    """Issue #13: a host agent killed mid-run does not end the run; it is reported (host, exit
+    status) and the frames its death cost the others -- sent to it, relayed through it -- are
+    counted as lost, while the survivors' frames stay exactly-once."""
+    import signal
+
+    from p4rotor.fabric.agents import account, start_agents
+
+    emu, topo, _ = opera_fabric
+    ds = topo.schedule
+    H = ds.hyperperiod_us * 1000
+    now = time.time_ns() + 1_500_000_000  # Python start-up of 8 agents
+    c0 = emu.t0_ns + -(-(now - emu.t0_ns) // H) * H
+    stop, end = c0 + 5 * H, c0 + 8 * H
+    # Rack 0 sends to 1 (relayed through others, rack 3 among them) and to 3 (dies mid-run).
+    flows = {(0, 0): [{"flow": 1, "dst": 1, "frames": -1}, {"flow": 3, "dst": 3, "frames": -1}]}
+    agents = start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=20_000, flows=flows, stop_ns=stop,
+                          end_ns=end, measure=(c0, stop), host_index=0)
+    try:
+        victim, proc = agents.procs[3]
+        time.sleep(max(0.0, (c0 + 2 * H - time.time_ns()) / 1e9))
+        proc.send_signal(signal.SIGKILL)
+        summaries = agents.wait((end - time.time_ns()) / 1e9 + 20)
+    finally:
+        agents.kill()
+    assert [d["host"] for d in agents.dead] == [victim] and agents.dead[0]["exit"] == -signal.SIGKILL
+    assert len(summaries) == len(topo.racks) - 1
+    a = account(summaries, agents.dead)
+    assert a["dead_agents"] == [victim]
+    assert sum(s["duplicates"] for s in summaries) == 0
+    assert a["lost"] > 0, a            # frames for rack 3 after its death, at least
+    assert a["delivered"] > 0 and a["lost"] < a["accepted"], a
+    print(f"\nkilled {victim}: {a}")

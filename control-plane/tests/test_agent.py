@@ -87,3 +87,24 @@ def test_ack_round_trip_and_limit():
     assert wire.decode(wire.encode_ack(a)) == a
     with pytest.raises(wire.WireError):
         wire.encode_ack(wire.Ack(tuple((i, i) for i in range(wire.ACK_MAX + 1))))
+
+
+def test_account_counts_the_loss_a_dead_agent_caused():
+    from p4rotor.fabric.agents import account
+
+    def summary(rack, accepted, delivered, held_local=0, relay=None):
+        relay = relay or {}
+        return {"rack": rack, "plane": 0, "accepted": {"f": accepted}, "delivered": delivered,
+                "held_local": held_local, "held_relay": {"9": sum(relay.values())}, "held_relay_by_origin": relay}
+
+    # Racks 0, 1, 2 alive; rack 3 died.  0 sent 100 (60 reached 1, 5 reached 2, 10 held, 3 relayed
+    # by 2): 22 frames went to or through the dead agent.  2 got 7 frames from 3 before it died.
+    alive = [summary(0, 100, {}, held_local=10), summary(1, 0, {"0": 60}),
+             summary(2, 0, {"0": 5, "3": 7}, relay={"0": 3, "3": 4})]
+    dead = [{"host": "h3x0", "rack": 3, "plane": 0, "exit": -9, "log": ""}]
+    a = account(alive, dead)
+    assert (a["accepted"], a["delivered"], a["held"], a["lost"]) == (100, 65, 13, 22)
+    assert a["dead_agents"] == ["h3x0"] and a["delivered_from_dead"] == 7
+    # Nobody dead: every origin counts.
+    b = account(alive)
+    assert (b["delivered"], b["held"], b["dead_agents"]) == (72, 17, [])

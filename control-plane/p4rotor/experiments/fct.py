@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import schedule as S
 from ..fabric import topology as TP
-from ..fabric.agents import start_agents
+from ..fabric.agents import account, start_agents
 from ..fabric.switch import HarnessError, stop_process_group
 from ..host import wire
 from ..workload import cdf as C
@@ -233,11 +233,12 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             for f in wl.flows]
     # Every frame an agent accepted is delivered exactly once (copies a retransmission made are
     # dropped as duplicates) or counted here as not delivered.
-    accepted = sum(sum(r.get("accepted", {}).values()) for r in results)
-    delivered = sum(sum(r.get("delivered", {}).values()) for r in results)
-    lost = accepted - delivered
+    # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
+    acc = account(results, agents.dead)
+    lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
             "cutoff": cutoff, "agent_frames_lost": lost,
+            "dead_agents": [d["host"] for d in agents.dead],
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results)}
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..fabric.agents import start_agents
+from ..fabric.agents import account, start_agents
 from ..fabric.switch import stop_process_group
 from ..rotorlb import model as RM
 from .runner import launch, pyplot, say
@@ -105,11 +105,12 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
             return {"error": res["error"], "goodput_mbps": 0.0}
         ivs = [iv["sum"]["bytes"] for iv in res["intervals"]]
         summaries = agents.stop()  # they finish open windows and write their summaries
+        acc = account(summaries, agents.dead)
         return {"goodput_mbps": res["end"]["sum_received"]["bits_per_second"] / 1e6, "interval_bytes": ivs,
                 "retransmits": res["end"]["sum_sent"].get("retransmits"), "seconds": seconds,
-                "agent_frames_accepted": sum(sum(a["accepted"].values()) for a in summaries),
-                "agent_frames_delivered": sum(sum(a["delivered"].values()) for a in summaries),
-                "agent_frames_held": sum(a["held_local"] + sum(a["held_relay"].values()) for a in summaries),
+                "agent_frames_accepted": acc["accepted"], "agent_frames_delivered": acc["delivered"],
+                "agent_frames_held": acc["held"], "agent_frames_lost": acc["lost"],
+                "dead_agents": acc["dead_agents"],
                 "missed": {k: sum(a["missed"].get(k, 0) for a in summaries) for k in ("tun_unroutable", "tun_write")}}
     finally:
         for p in (client, server):
@@ -138,10 +139,9 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
         agents.kill()
     time.sleep(1.5)  # the controller reads the drop counters every second
     drops = _drop_delta(drops0, emu.drops())
+    acc = account(summaries, agents.dead)
+    accepted, delivered, held = acc["accepted"], acc["delivered"], acc["held"]
     agents = summaries
-    accepted = sum(sum(a["accepted"].values()) for a in agents)
-    delivered = sum(sum(a["delivered"].values()) for a in agents)
-    held = sum(a["held_local"] + sum(a["held_relay"].values()) for a in agents)
     in_window = sum(sum(a["delivered_in_window"].values()) for a in agents)
     delay: dict[str, int] = {}
     for a in agents:
@@ -149,6 +149,7 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
             delay[k] = delay.get(k, 0) + v
     return {"throughput_fps": in_window / ((measure[1] - measure[0]) / 1e9), "accepted": accepted,
             "delivered": delivered, "held": held, "lost": accepted - delivered - held,
+            "dead_agents": acc["dead_agents"],
             "duplicates": sum(a["duplicates"] for a in agents), "relay_delay_slots": delay,
             "udp_rcvbuf_errors": sum(a.get("udp_rcvbuf_errors") or 0 for a in agents),
             "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("offer", "accept")},

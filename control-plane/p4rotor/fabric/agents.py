@@ -24,20 +24,24 @@ FAR_NS = 1 << 62  # wall ns in the year 2116: "until stopped"
 
 @dataclasses.dataclass
 class Agents:
+    """The agents of a run.  An agent that dies (killed, crashed) is not an error that ends the
+    run: it is *reported* in ``dead`` (host, rack, exit status, the last line of its log), and
+    ``account`` counts the frames its death cost (issue #13)."""
+
     out: Path
     procs: list = dataclasses.field(default_factory=list)  # (host name, Popen)
+    where: dict = dataclasses.field(default_factory=dict)  # host name -> (rack, host index)
+    dead: list = dataclasses.field(default_factory=list)
 
     def wait(self, timeout: float) -> list[dict]:
-        """Wait for every agent to end by itself (its --end-ns) and read the summaries."""
+        """Wait for every agent to end by itself (its --end-ns) and read the summaries of those
+        that did; the others are in ``dead``."""
         deadline = time.monotonic() + timeout
         for name, p in self.procs:
             try:
                 p.wait(max(1.0, deadline - time.monotonic()))
             except Exception:
                 raise HarnessError(f"agent in {name} did not end in time") from None
-            if p.returncode != 0:
-                err = (self.out / f"agent-{name}.log").read_text(errors="replace").strip().splitlines()
-                raise HarnessError(f"agent in {name} exited {p.returncode}: {err[-1] if err else '?'}")
         return self.summaries()
 
     def stop(self) -> list[dict]:
@@ -53,15 +57,51 @@ class Agents:
         return self.summaries()
 
     def summaries(self) -> list[dict]:
-        """Every agent's summary; an agent that wrote none is an error naming its log."""
-        missing = [n for n, _ in self.procs if not (self.out / f"agent-{n}.json").exists()]
-        if missing:
-            raise HarnessError(f"agents wrote no summary: {', '.join(missing)} (see {self.out}/agent-NAME.log)")
-        return [json.loads((self.out / f"agent-{n}.json").read_text()) for n, _ in self.procs]
+        """The summaries of the agents that ended well (each with its ``host`` and ``plane``: the
+        host index its agents pair by); the others are listed in ``dead``."""
+        out, self.dead = [], []
+        for name, p in self.procs:
+            f = self.out / f"agent-{name}.json"
+            rack, plane = self.where.get(name, (None, 0))
+            if p.poll() in (0, None) and f.exists():
+                out.append(dict(json.loads(f.read_text()), host=name, plane=plane))
+                continue
+            log = self.out / f"agent-{name}.log"
+            err = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
+            self.dead.append({"host": name, "rack": rack, "plane": plane, "exit": p.poll(),
+                              "log": err[-1] if err else ""})
+        return out
 
     def kill(self) -> None:
         for _, p in self.procs:
             stop_process_group(p)
+
+
+def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
+    """Every frame an agent accepted is delivered exactly once, still held, or lost: counted.
+
+    With dead agents the survivors' frames are judged alone: frames from a dead agent's host that
+    reached a survivor are reported (``delivered_from_dead``) but outside the identity (what it
+    accepted died with it), and a survivor's frame that was held by the dead agent, in flight to
+    it or delivered to it (no summary says which) is ``lost`` -- the loss its death caused."""
+    dead_racks = {(d["plane"], str(d["rack"])) for d in dead}
+    accepted = delivered = held = from_dead = 0
+    for s in summaries:
+        plane = s.get("plane", 0)
+        accepted += sum(s["accepted"].values())
+        for origin, n in s["delivered"].items():
+            if (plane, origin) in dead_racks:
+                from_dead += n
+            else:
+                delivered += n
+        held += s["held_local"]
+        by_origin = s.get("held_relay_by_origin")
+        if by_origin is None:
+            held += sum(s["held_relay"].values())
+        else:
+            held += sum(n for o, n in by_origin.items() if (plane, o) not in dead_racks)
+    return {"accepted": accepted, "delivered": delivered, "held": held, "lost": accepted - delivered - held,
+            "dead_agents": [d["host"] for d in dead], "delivered_from_dead": from_dead}
 
 
 def _flows_file(out: Path, host: str, flows: list[dict]) -> Path:
@@ -108,6 +148,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
                 agents.procs.append((h.name, emu.popen(h.name, args, stdout=log, stderr=log)))
+                agents.where[h.name] = (k.id, n)
         if tun:
             for name, p in agents.procs:  # readiness by polling: the TUN interface is up
                 deadline = time.monotonic() + 30

@@ -117,12 +117,12 @@ def cmd_run(a: argparse.Namespace) -> int:
         print("[run] stopping", file=sys.stderr)
         if agents is not None:
             try:
-                res = agents.stop()
-                acc = sum(sum(x["accepted"].values()) for x in res)
-                got = sum(sum(x["delivered"].values()) for x in res)
-                held = sum(x["held_local"] + sum(x["held_relay"].values()) for x in res)
-                print(f"[run] RotorLB agents: {acc} frames accepted, {got} delivered, {held} still held, "
-                      f"{acc - got - held} lost (summaries in {run_dir / 'agents'})", file=sys.stderr)
+                from .agents import account
+                a = account(agents.stop(), agents.dead)
+                dead = f"; agents that died: {', '.join(a['dead_agents'])}" if a["dead_agents"] else ""
+                print(f"[run] RotorLB agents: {a['accepted']} frames accepted, {a['delivered']} delivered, "
+                      f"{a['held']} still held, {a['lost']} lost{dead} (summaries in {run_dir / 'agents'})",
+                      file=sys.stderr)
             except HarnessError as ex:  # still stop the fabric
                 print(f"p4rotor: error: {ex}", file=sys.stderr)
                 code = EXIT_RUNTIME
