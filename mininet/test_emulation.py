@@ -276,18 +276,17 @@ def test_a_killed_agent_is_reported_and_its_loss_counted(opera_fabric, tmp_path)
     counted as lost, while the survivors' frames stay exactly-once."""
     import signal
 
-    from p4rotor.fabric.agents import account, start_agents
+    from p4rotor.fabric.agents import account, cycle_start_ns, start_agents
 
     emu, topo, _ = opera_fabric
     ds = topo.schedule
     H = ds.hyperperiod_us * 1000
-    now = time.time_ns() + 1_500_000_000  # Python start-up of 8 agents
-    c0 = emu.t0_ns + -(-(now - emu.t0_ns) // H) * H
+    c0 = cycle_start_ns(emu, ds, len(topo.racks))
     stop, end = c0 + 5 * H, c0 + 8 * H
     # Rack 0 sends to 1 (relayed through others, rack 3 among them) and to 3 (dies mid-run).
     flows = {(0, 0): [{"flow": 1, "dst": 1, "frames": -1}, {"flow": 3, "dst": 3, "frames": -1}]}
     agents = start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=20_000, flows=flows, stop_ns=stop,
-                          end_ns=end, measure=(c0, stop), host_index=0)
+                          end_ns=end, measure=(c0, stop), host_index=0, start_ns=c0)
     try:
         victim, proc = agents.procs[3]
         time.sleep(max(0.0, (c0 + 2 * H - time.time_ns()) / 1e9))

@@ -24,6 +24,13 @@ def add_parser(sub) -> None:
     fct.add_argument("--cutoff", type=float, metavar="BYTES",
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
+    rlb = pe.add_argument_group("rotorlb, fct")
+    rlb.add_argument("--rate", type=float, help="agent frames/s per circuit (rotorlb: calibrated on the "
+                     "fabric, --quick 300; fct: 100)")
+    rlb.add_argument("--guard-us", type=float, help="wall us the agents keep free at both ends of a day "
+                     "(rotorlb: 20000; fct: 10000)")
+    rlb.add_argument("--matrices", type=int, dest="matrices_per_density",
+                     help="matrices per density (default 3)")
     pe.add_argument("--build-dir")
     pe.set_defaults(fn=cmd_experiment)
 
@@ -45,7 +52,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["dilation"] = a.dilation
     if a.quick:
         kw["quick"] = True
-    for key in ("workload", "load", "flows", "cutoff", "seed"):
+    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -54,17 +61,19 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     takes = inspect.signature(run).parameters
     for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick"),
                       ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
-                      ("cutoff", "--cutoff"), ("seed", "--seed")):
+                      ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
+                      ("matrices_per_density", "--matrices")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
+    from ..rotorlb.model import ModelError
     from ..workload.cdf import WorkloadError
 
     try:
         res = run(build, out, **kw)
     except HarnessError as ex:
         die(str(ex), EXIT_RUNTIME)
-    except WorkloadError as ex:
+    except (WorkloadError, ModelError) as ex:
         die(str(ex))
     print(res["verdict"])
     print(f"results in {out}/", file=sys.stderr)

@@ -43,6 +43,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         guard_us: float = 10000.0, quick: bool = False) -> dict:
     if quick:
         flows = min(flows, 150)
+    if not 20 <= rate <= 100_000:
+        raise C.WorkloadError(f"--rate {rate:g}: agent frames per second per circuit must be in [20, 100000]")
+    if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
+        raise C.WorkloadError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sizes = C.shipped(workload) if workload in C.SHIPPED else C.load(workload)
     sched = S.generate_opera(8, 4, 1000, 100)
     ds = S.dilate(sched, dilation)

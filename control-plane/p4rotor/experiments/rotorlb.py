@@ -15,21 +15,31 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..fabric.agents import account, start_agents
-from ..fabric.switch import stop_process_group
+from ..fabric.agents import account, cycle_start_ns, start_agents, start_lead_s
+from ..fabric.switch import HarnessError, stop_process_group
 from ..rotorlb import model as RM
 from .runner import launch, pyplot, say
 
 DENSITIES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56)
 
 
+CALIBRATION_RATES = (150.0, 300.0, 600.0, 1200.0)
+BACK_OFF = 0.7  # the sweep runs at this fraction of the highest rate that passed calibration
+
+
 def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[int, ...] = DENSITIES,
-            matrices_per_density: int = 3, seed: int = 1, rate: float = 300.0, guard_us: float = 10000.0,
-            cycles: int = 3, quick: bool = False) -> dict:
-    """``rate``: data frames per second per circuit (wall); ``guard_us``: wall us kept free at both
-    ends of every day; ``cycles``: measured cycles per run."""
+            matrices_per_density: int = 3, seed: int = 1, rate: float | None = None,
+            guard_us: float = 20000.0, cycles: int = 3, quick: bool = False) -> dict:
+    """``rate``: data frames per second per circuit (wall; None: calibrated on the fabric, see
+    ``calibrate``; --quick: 300); ``guard_us``: wall us kept free at both ends of every day;
+    ``cycles``: measured cycles per run."""
     if quick:
         densities, matrices_per_density, cycles = (1, 56), 1, 2
+        rate = rate or 300.0
+    if rate is not None and not 0 < rate <= 100_000:
+        raise RM.ModelError(f"--rate {rate:g}: frames per second per circuit must be in (0, 100000]")
+    if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
+        raise RM.ModelError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sched = S.generate_rotornet(8, 1, 1000, 100)
     RM.check_schedule(sched)
     n_pairs = sched.racks * (sched.racks - 1)
@@ -41,8 +51,12 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     plan = [(d, m) for d in densities for m in RM.random_matrices(sched.racks, d, matrices_per_density, seed)]
     emu, topo = launch(sched, dilation, 1, build, out / "run")
     rows = []
+    calibration = None
     try:
         (out / "schedule.json").write_text(ds.dumps())
+        if rate is None:
+            calibration = calibrate(emu, topo, ds, out / "calibration", guard_us)
+            rate = calibration["rate_fps"]
         for i, (density, pairs) in enumerate(plan):
             model = RM.evaluate(sched, pairs)
             runs = {}
@@ -65,11 +79,43 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     finally:
         emu.stop()
     res = _report(rows, sched, dilation, rate, guard_us, cycles, out)
+    res["calibration"] = calibration
     res["iperf3"] = iperf
     (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
     res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
                        f"{iperf['model_capacity_mbps']:.2f} modelled")
     return res
+
+
+def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
+              rates: tuple[float, ...] = CALIBRATION_RATES) -> dict:
+    """The rate the fabric holds (issue #13): uniform one-hop (every pair saturated, every circuit
+    busy) for one measured cycle per rate, lowest first; a rate passes if the measured throughput is
+    >= 95% of what the agents' windows carry at that rate and no frame is lost or dropped.  Returns
+    the highest passing rate backed off by BACK_OFF (the sweep adds relays and offers on top)."""
+    racks = range(len(topo.racks))
+    uniform = [(o, d) for o in racks for d in racks if o != d]
+    H_s = ds.hyperperiod_us / 1e6
+    tried, best = [], None
+    for r in rates:
+        run = _run(emu, topo, ds, out / f"rate-{r:g}", uniform, True, r, guard_us, 1)
+        expected = len(uniform) * run["capacity_frames"] / H_s
+        drops = sum(run["switch_drops"].values()) + sum(run["kernel_drops"].values())
+        ok = run["throughput_fps"] >= 0.95 * expected and run["lost"] == 0 and drops == 0
+        tried.append({"rate_fps": r, "throughput_fps": run["throughput_fps"], "expected_fps": expected,
+                      "lost": run["lost"], "switch_drops": run["switch_drops"],
+                      "kernel_drops": run["kernel_drops"], "pass": ok})
+        say(f"[experiment] rotorlb: calibration {r:g} frames/s per circuit: {run['throughput_fps']:.0f} of "
+            f"{expected:.0f} fps, lost {run['lost']}, drops {drops} -> {'pass' if ok else 'fail'}")
+        if not ok:
+            break
+        best = r
+    if best is None:
+        raise HarnessError(f"calibration: the fabric does not hold even {rates[0]:g} frames/s per circuit "
+                           f"(uniform one-hop): {tried[0]}")
+    rate = best * BACK_OFF
+    say(f"[experiment] rotorlb: highest rate held {best:g} -> sweep at {rate:g} frames/s per circuit")
+    return {"tried": tried, "highest_passing_fps": best, "back_off": BACK_OFF, "rate_fps": rate}
 
 
 def _pair_capacity_mbps(sched: S.Schedule, ds: S.Schedule, rate: float, guard_us: float) -> float:
@@ -85,10 +131,10 @@ def _pair_capacity_mbps(sched: S.Schedule, ds: S.Schedule, rate: float, guard_us
 
 def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, seconds: float) -> dict:
     """Agents with TUN interfaces in every host; iperf3 (TCP) from rack 0 to rack 5 through them."""
-    start = time.time_ns() + 1_500_000_000
+    start = time.time_ns() + int(start_lead_s(len(topo.racks)) * 1e9)
     end = start + int((seconds + 20) * 1e9)
     agents = start_agents(emu, topo, ds, out, rate=rate, guard_us=guard_us, tun=True, stop_ns=start,
-                          end_ns=end, host_index=0)
+                          end_ns=end, host_index=0, start_ns=start)
     server = client = None
     try:
         server = emu.popen(topo.racks[5].hosts[0].name, ["iperf3", "-s", "-1", "-B", "10.200.5.1", "-J"])
@@ -124,21 +170,21 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
     drain for two cycles, and read their summaries."""
     out.mkdir(parents=True, exist_ok=True)
     H = ds.hyperperiod_us * 1000
-    now = time.time_ns() + 1_500_000_000  # Python start-up of 8 agents
-    c0 = emu.t0_ns + -(-(now - emu.t0_ns) // H) * H  # a cycle boundary
+    c0 = cycle_start_ns(emu, ds, len(topo.racks))  # every agent listens by then
     measure = (c0 + H, c0 + (1 + cycles) * H)
     stop, end = measure[1], measure[1] + 2 * H
-    drops0 = emu.drops()
+    drops0, kernel0 = emu.drops(), emu.kernel_drops()
     flows = {(k.id, 0): [{"flow": 1000 * k.id + d, "dst": d, "frames": -1} for (o, d) in pairs if o == k.id]
              for k in topo.racks}
     agents = start_agents(emu, topo, ds, out, rate=rate, guard_us=guard_us, flows=flows, one_hop=one_hop,
-                          stop_ns=stop, end_ns=end, measure=measure, host_index=0)
+                          stop_ns=stop, end_ns=end, measure=measure, host_index=0, start_ns=c0)
     try:
         summaries = agents.wait((end - time.time_ns()) / 1e9 + 20)
     finally:
         agents.kill()
     time.sleep(1.5)  # the controller reads the drop counters every second
     drops = _drop_delta(drops0, emu.drops())
+    kernel = {k: n - kernel0.get(k, 0) for k, n in emu.kernel_drops().items() if n != kernel0.get(k, 0)}
     acc = account(summaries, agents.dead)
     accepted, delivered, held = acc["accepted"], acc["delivered"], acc["held"]
     agents = summaries
@@ -152,8 +198,10 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
             "dead_agents": acc["dead_agents"],
             "duplicates": sum(a["duplicates"] for a in agents), "relay_delay_slots": delay,
             "udp_rcvbuf_errors": sum(a.get("udp_rcvbuf_errors") or 0 for a in agents),
+            "udp_no_ports": sum(a.get("udp_no_ports") or 0 for a in agents),
             "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("offer", "accept")},
-            "capacity_frames": agents[0]["capacity_frames"], "switch_drops": drops}
+            "capacity_frames": agents[0]["capacity_frames"], "switch_drops": drops,
+            "kernel_drops": kernel}
 
 
 def _drop_delta(before: dict, after: dict) -> dict[str, int]:
@@ -168,16 +216,23 @@ def _drop_delta(before: dict, after: dict) -> dict[str, int]:
 
 
 def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path) -> dict:
+    H_s = sched.hyperperiod_us * dilation / 1e6
     by_d: dict[int, list] = {}
+    for r in rows:
+        r["one_hop_expected_fps"] = r["density"] * r["one_hop"]["capacity_frames"] / H_s
     for r in rows:
         by_d.setdefault(r["density"], []).append(r)
     summary = []
     for d, rs in sorted(by_d.items()):
         got = [r["ratio"] for r in rs if r["ratio"] is not None]
         mod = [r["model_ratio"] for r in rs]
-        summary.append({"density": d, "mean": statistics.fmean(got) if got else None,
-                        "min": min(got, default=None), "max": max(got, default=None),
-                        "model_mean": statistics.fmean(mod)})
+        mean = statistics.fmean(got) if got else None
+        oh = [r["one_hop"]["throughput_fps"] / r["one_hop_expected_fps"] for r in rs]
+        summary.append({"density": d, "mean": mean, "min": min(got, default=None), "max": max(got, default=None),
+                        "model_mean": statistics.fmean(mod),
+                        "within_10pct": mean is not None and abs(mean - statistics.fmean(mod)) <= 0.1 * statistics.fmean(mod),
+                        # one-hop throughput / (heavy pairs x one window per pair per cycle)
+                        "one_hop_vs_expected": statistics.fmean(oh)})
     lost = sum(r[m]["lost"] for r in rows for m in ("rotorlb", "one_hop"))
     dups = sum(r[m]["duplicates"] for r in rows for m in ("rotorlb", "one_hop"))
     delay: dict[str, int] = {}
@@ -210,12 +265,22 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path) -> dict:
     plt.close(fig)
     one = next((s for s in summary if s["density"] == 1), None)
     uni = next((s for s in summary if s["density"] == 56), None)
+    oldest = max((int(k) for k in delay), default=0)
+    bound = len(sched.rotors[0].matchings) + 1
+    off_model = [s["density"] for s in summary if not s["within_10pct"]]
+    off_oh = [s["density"] for s in summary if abs(s["one_hop_vs_expected"] - 1) > 0.05]
+    res.update(oldest_relay_slots=oldest, relay_bound_slots=bound, densities_off_model=off_model,
+               densities_one_hop_off=off_oh)
     verdict = [f"lost {lost}, duplicates {dups}"]
     if one and one["mean"]:
         verdict.append(f"1 heavy pair {one['mean']:.2f}x one-hop (model {one['model_mean']:.2f}, goal >= 6.65)")
     if uni and uni["mean"]:
         verdict.append(f"uniform {uni['mean']:.2f} (goal 1.00 +/- 5%)")
+    verdict.append(f"densities off the model by > 10%: {off_model or 'none'}")
+    verdict.append(f"oldest relayed frame {oldest} slots (bound {bound})")
+    verdict.append(f"one-hop off (pairs x window per cycle) by > 5%: {off_oh or 'none'}")
     ok = (lost == 0 and dups == 0 and (not one or (one["mean"] or 0) >= 6.65)
-          and (not uni or abs((uni["mean"] or 0) - 1) <= 0.05))
+          and (not uni or abs((uni["mean"] or 0) - 1) <= 0.05) and not off_model and oldest <= bound
+          and not off_oh)
     res["verdict"] = "rotorlb: " + "; ".join(verdict) + f" -> {'PASS' if ok else 'FAIL'}"
     return res

@@ -104,6 +104,29 @@ def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
             "dead_agents": [d["host"] for d in dead], "delivered_from_dead": from_dead}
 
 
+def _await_listening(agents: Agents, start_ns: int) -> None:
+    """Readiness by polling: every agent writes its ready file once its socket is bound."""
+    late: dict[str, float] = {}
+    deadline = time.monotonic() + max(30.0, (start_ns - time.time_ns()) / 1e9 + 30)
+    for name, p in agents.procs:
+        f = agents.out / f"agent-{name}.ready"
+        while not f.exists():
+            if p.poll() is not None:
+                log = agents.out / f"agent-{name}.log"
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+                raise HarnessError(f"agent in {name} exited ({p.poll()}) before listening: {' '.join(tail)}")
+            if time.monotonic() > deadline:
+                raise HarnessError(f"agent in {name} not listening after 30 s")
+            time.sleep(0.05)
+        ready = json.loads(f.read_text())["ready_ns"]
+        if ready > start_ns:
+            late[name] = (ready - start_ns) / 1e9
+    if late:
+        raise HarnessError("agents not listening by their start time (frames to them would be lost): "
+                           + ", ".join(f"{n} {s:.2f} s late" for n, s in late.items())
+                           + "; the machine is too busy for the start-up lead (start_lead_s)")
+
+
 def _flows_file(out: Path, host: str, flows: list[dict]) -> Path:
     """An agent's flows go in a file: an FCT run's thousands would not fit on a command line."""
     f = out / f"flows-{host}.json"
@@ -111,20 +134,39 @@ def _flows_file(out: Path, host: str, flows: list[dict]) -> Path:
     return f
 
 
+def start_lead_s(n_agents: int) -> float:
+    """Wall seconds from launching ``n_agents`` agents to all of them listening, with margin (a
+    Python start-up each, two cores shared with the switches)."""
+    return 1.0 + 0.3 * n_agents
+
+
+def cycle_start_ns(emu, ds: S.Schedule, n_agents: int) -> int:
+    """The first cycle boundary at which ``n_agents`` agents launched now are all listening."""
+    H = ds.hyperperiod_us * 1000
+    now = time.time_ns() + int(start_lead_s(n_agents) * 1e9)
+    return emu.t0_ns + -(-(now - emu.t0_ns) // H) * H
+
+
 def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us: float,
                  flows: dict[tuple[int, int], list[dict]] | None = None, one_hop: bool = False,
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
-                 retransmit_us: float = 0.0) -> Agents:
+                 retransmit_us: float = 0.0, start_ns: int | None = None) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
-    built-in sender's flows of that host.  Returns once every agent's TUN interface is up (if any)."""
+    built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
+    (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
+    its TUN interface is up), or raises if one was not listening by ``start_ns`` -- its peers'
+    first frames to it would have been lost."""
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("agent-*.json"):
+    for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready")]:
         old.unlink()  # a summary read later must be this run's
     sched_file = out / "schedule.json"
     sched_file.write_text(ds.dumps())
     hosts = max(len(k.hosts) for k in topo.racks)
     agents = Agents(out)
+    if start_ns is None:
+        n_agents = sum(1 for k in topo.racks for n in range(len(k.hosts)) if host_index in (None, n))
+        start_ns = time.time_ns() + int(start_lead_s(n_agents) * 1e9)
     try:
         for n in range(hosts):
             if host_index is not None and n != host_index:
@@ -139,7 +181,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                         "--flows", "@" + str(_flows_file(out, h.name, (flows or {}).get((k.id, n), []))),
                         "--rate", str(rate / (1 if host_index is not None else hosts)),
                         "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
-                        "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json")]
+                        "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json"),
+                        "--start-ns", str(start_ns), "--ready", str(out / f"agent-{h.name}.ready")]
                 if one_hop:
                     args.append("--one-hop")
                 if retransmit_us:
@@ -149,6 +192,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
                 agents.procs.append((h.name, emu.popen(h.name, args, stdout=log, stderr=log)))
                 agents.where[h.name] = (k.id, n)
+        _await_listening(agents, start_ns)
         if tun:
             for name, p in agents.procs:  # readiness by polling: the TUN interface is up
                 deadline = time.monotonic() + 30

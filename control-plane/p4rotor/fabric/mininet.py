@@ -237,6 +237,33 @@ class Emulation:
         return {n: {**sw.get("drops", {}), "UNACCOUNTED": sw.get("unaccounted", 0)}
                 for n, sw in st.get("switches", {}).items()}
 
+    def kernel_drops(self) -> dict[str, int]:
+        """Frames the kernel dropped on the fabric's links, outside any switch's counters:
+        {"<node>:<interface> rx|tx": n} from each namespace's /proc/<pid>/net/dev (the switches'
+        interfaces live in the root namespace) and "softnet backlog": the per-CPU input backlogs'
+        drops (/proc/net/softnet_stat, machine-wide).  Counters since the links were made; take the
+        difference of two readings."""
+        out: dict[str, int] = {}
+        if self.net is None:
+            return out
+        names = {sw.name for sw in self.switches}
+        sources = [(f"/proc/{h.pid}/net/dev", lambda i: True) for h in self.net.hosts]
+        sources.append(("/proc/net/dev", lambda i: i.split("-")[0] in names))
+        for path, mine in sources:
+            with contextlib.suppress(OSError):
+                for line in Path(path).read_text().splitlines()[2:]:
+                    name, _, rest = line.partition(":")
+                    name, f = name.strip(), rest.split()
+                    if name == "lo" or not mine(name):
+                        continue
+                    # receive: bytes packets errs drop ...; transmit starts at field 8
+                    for key, n in ((f"{name} rx", int(f[2]) + int(f[3])), (f"{name} tx", int(f[10]) + int(f[11]))):
+                        out[key] = n
+        with contextlib.suppress(OSError):
+            out["softnet backlog"] = sum(int(line.split()[1], 16)
+                                         for line in Path("/proc/net/softnet_stat").read_text().splitlines())
+        return out
+
     def _controller_last_line(self) -> str:
         """For a controller that died before it could say why in its status (bad arguments):
         its last output line, shown to the user as is."""

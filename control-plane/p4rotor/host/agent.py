@@ -45,7 +45,8 @@ TUN_FLOW = 0xF0000000  # flow id of a TUN interface's packets to rack r: TUN_FLO
 class Agent:
     def __init__(self, sched: S.Schedule, t0_ns: int, rack: int, peers: dict[int, str], *, rate: float,
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
-                 end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0):
+                 end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0, start_ns: int = 0,
+                 ready_file: Path | None = None):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
@@ -55,6 +56,9 @@ class Agent:
         # breaking RotorLB's promise that a relay delivers before the pair meets again.
         self.capacity = max(0, int(rate * window_s * 0.9))
         self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
+        # No window opens before start_ns: the harness starts every agent's clock at once, after all
+        # of them listen (a frame sent to an agent not yet listening is lost, counted as NoPorts).
+        self.start_ns, self.ready_file = start_ns, ready_file
         # (flow, seq, payload) and (origin, flow, seq, accepted slot, payload); payload b"": synthetic
         self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)
         self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)
@@ -305,6 +309,8 @@ class Agent:
 
     async def run(self) -> dict:
         await self.open()
+        if self.ready_file is not None:  # listening: the harness polls for this file
+            self.ready_file.write_text(json.dumps({"ready_ns": time.time_ns()}))
         self.stopping = asyncio.Event()
         self._start_timed_flows()
         sampler = asyncio.ensure_future(self._sample_pending())
@@ -313,7 +319,9 @@ class Agent:
         tasks = []
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
-        for c in circuits(self.s, self.t0, self.me, time.time_ns()):
+        for c in circuits(self.s, self.t0, self.me, max(time.time_ns(), self.start_ns)):
+            if c.day_start_ns < self.start_ns:
+                continue
             if c.day_end_ns > last_ns or await self._stopped_by(c.day_start_ns - 5_000_000):
                 break
             tasks.append(asyncio.ensure_future(self.exchange(c)))
@@ -386,18 +394,20 @@ class Agent:
                 "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
                                                                  for o, _, _, _, _ in q)),
                 "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
-                "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_rcvbuf_errors(),
+                "missed": dict(self.missed), "udp_rcvbuf_errors": _udp_counter("RcvbufErrors"),
+                "udp_no_ports": _udp_counter("NoPorts"),
                 "flows_rx": {f"{o}:{fl}": v for (o, fl), v in self.flow_rx.items()},
                 "retransmitted": self.retransmitted, "unacknowledged": len(self.inflight),
                 "pending": self.pending}
 
 
-def _udp_rcvbuf_errors() -> int | None:
-    """UDP datagrams this host's kernel dropped for a full receive buffer (per network namespace):
-    a loss the agent's own counters cannot see."""
+def _udp_counter(name: str) -> int | None:
+    """A UDP counter of this host's kernel (per network namespace): RcvbufErrors (dropped for a full
+    receive buffer), NoPorts (arrived where nothing listened) -- losses the agent's own counters
+    cannot see."""
     try:
         lines = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines() if ln.startswith("Udp:")]
-        return int(lines[1][lines[0].index("RcvbufErrors")])
+        return int(lines[1][lines[0].index(name)])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -422,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--one-hop", action="store_true", help="baseline: direct only, no offers")
     p.add_argument("--stop-ns", type=int, required=True, help="saturated flows stop making data")
     p.add_argument("--end-ns", type=int, required=True, help="stop (after draining relays)")
+    p.add_argument("--start-ns", type=int, default=0, help="open no circuit window before this wall time")
+    p.add_argument("--ready", help="write this file once listening (the harness waits for every agent's)")
     p.add_argument("--measure", default="0,0", help="START_NS,END_NS of the throughput window")
     p.add_argument("--tun", metavar="ADDR/PLEN", help="make a TUN interface rlb0 with this address "
                    "(10.200.RACK.N/16): IP packets to another rack's TUN address are bulk data")
@@ -435,7 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     ms = tuple(int(x) for x in a.measure.split(","))
     agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                   flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
-                  measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us)
+                  measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
+                  ready_file=Path(a.ready) if a.ready else None)
     if a.tun:
         from .tun import Tun
 
