@@ -309,8 +309,10 @@ class Agent:
 
     async def run(self) -> dict:
         await self.open()
-        if self.ready_file is not None:  # listening: the harness polls for this file
-            self.ready_file.write_text(json.dumps({"ready_ns": time.time_ns()}))
+        if self.ready_file is not None:  # listening: the harness polls for this file (whole or absent)
+            tmp = self.ready_file.with_name(self.ready_file.name + ".tmp")
+            tmp.write_text(json.dumps({"ready_ns": time.time_ns()}))
+            tmp.replace(self.ready_file)
         self.stopping = asyncio.Event()
         self._start_timed_flows()
         sampler = asyncio.ensure_future(self._sample_pending())
