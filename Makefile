@@ -106,8 +106,10 @@ test-unit:
 test-ptf: build
 	$(PY) -m pytest ptf-tests -ra
 
+# The default emulation, with a RotorLB agent (and its TUN interface) in every host: bulk between
+# racks (iperf3 to 10.200.R.N) goes through RotorLB.  RUN_ARGS adds `p4rotor run` options.
 run: build
-	$(VENV)/bin/p4rotor run
+	$(VENV)/bin/p4rotor run --rotorlb $(RUN_ARGS)
 
 bench: build
 	$(VENV)/bin/p4rotor bench
