@@ -12,7 +12,7 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
 def add_parser(sub) -> None:
     pe = sub.add_parser("experiment", help="run an experiment on an emulated fabric (root)")
-    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb", "fct"])
+    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb", "fct", "faults"])
     pe.add_argument("--schedule", help="schedule to use (connectivity, low-latency)")
     pe.add_argument("--dilation", type=float)
     pe.add_argument("--quick", action="store_true", help="a short variant (rotorlb: densities 1 and 56)")
@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     fct.add_argument("--cutoff", type=float, metavar="BYTES",
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
+    pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
     rlb = pe.add_argument_group("rotorlb, fct")
     rlb.add_argument("--rate", type=float, help="agent frames/s per circuit (rotorlb: calibrated on the "
                      "fabric, --quick 300; fct: 100)")
@@ -52,7 +53,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["dilation"] = a.dilation
     if a.quick:
         kw["quick"] = True
-    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density"):
+    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -62,10 +63,11 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick"),
                       ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
-                      ("matrices_per_density", "--matrices")):
+                      ("matrices_per_density", "--matrices"), ("plan", "--plan")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
+    from ..faults.plan import FaultPlanError
     from ..rotorlb.model import ModelError
     from ..workload.cdf import WorkloadError
 
@@ -73,7 +75,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         res = run(build, out, **kw)
     except HarnessError as ex:
         die(str(ex), EXIT_RUNTIME)
-    except (WorkloadError, ModelError) as ex:
+    except (WorkloadError, ModelError, FaultPlanError) as ex:
         die(str(ex))
     print(res["verdict"])
     print(f"results in {out}/", file=sys.stderr)

@@ -35,11 +35,13 @@ def pyplot():
 
 
 def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir: Path,
-            epsilon_us: float = 0.0, link_mbps: float | None = None) -> tuple[Emulation, TP.Topology]:
-    """``link_mbps``: shape every link (host and fabric) to this rate (an access rate)."""
+            epsilon_us: float = 0.0, link_mbps: float | None = None,
+            controller_args: tuple[str, ...] = ()) -> tuple[Emulation, TP.Topology]:
+    """``link_mbps``: shape every link (host and fabric) to this rate (an access rate);
+    ``controller_args``: more `p4rotor control` options."""
     topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say,
-                    link_mbps=link_mbps)
+                    link_mbps=link_mbps, controller_args=controller_args)
     try:
         # 100+ BMv2 take a while on 2 cores: starting them, then installing them 8 at a time
         # (~1.5 s per switch at 132 switches)
@@ -69,7 +71,7 @@ def probe_cmd(me: int, dsts: list[str], rate: float, start_ns: int, duration: fl
 
 
 def run_probes(emu: Emulation, topo: TP.Topology, plan: Callable[[int, TP.Host], dict | None],
-                duration: float, out: Path, align_ns: int = 0) -> dict[str, list[dict]]:
+                duration: float, out: Path, align_ns: int = 0, start_at_ns: int = 0) -> dict[str, list[dict]]:
     """Start a probe process in every host (plan(i, host) -> kwargs or None), wait, collect.
 
     Every probe first binds its receiver and reports ready; only then is the start time chosen
@@ -101,6 +103,10 @@ def run_probes(emu: Emulation, topo: TP.Topology, plan: Callable[[int, TP.Host],
             procs.append((h.name, ready, emu.popen(h.name, ["sh", "-c", cmd])))
         await_ready(procs, timeout=30 + 0.5 * len(hosts))
         start_ns = max(time.time_ns(), emu.t0_ns) + 500_000_000
+        if start_at_ns:  # a start time fixed beforehand (a fault plan's origin)
+            if start_at_ns < start_ns:
+                raise HarnessError(f"probes ready {(start_ns - start_at_ns) / 1e9:.1f} s after their start time")
+            start_ns = start_at_ns
         if align_ns:
             start_ns = emu.t0_ns + -(-(start_ns - emu.t0_ns) // align_ns) * align_ns
         (out / "go.tmp").write_text(str(start_ns))

@@ -203,7 +203,8 @@ class Emulation:
         d = self.topo.to_json()
         d["schedule"] = "schedule.json"
         topo_path.write_text(json.dumps(d, indent=1))
-        log = open(self.run_dir / "controller.log", "w")
+        # A restarted controller's output follows its predecessor's.
+        log = open(self.run_dir / "controller.log", "a" if self.controller is not None else "w")
         status_path = self.run_dir / "status.json"
         status_path.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "p4rotor.cli", "control", "--topology", str(topo_path),
@@ -229,6 +230,12 @@ class Emulation:
                 raise HarnessError(f"controller not ready in time ({seen} switches installed; "
                                    f"log: {self.run_dir / 'controller.log'})")
             time.sleep(0.2)
+
+    def restart_controller(self, timeout: float = 60.0) -> None:
+        """A new controller with the same arguments (after the old one died or was killed): in
+        clock mode it adopts the running switches (docs/controller.md)."""
+        stop_process_group(self.controller, signal.SIGKILL)
+        self._start_controller(time.monotonic() + timeout)
 
     def drops(self) -> dict[str, dict[str, int]]:
         """{switch: {cause: packets dropped}} as the controller last read them (each second), with

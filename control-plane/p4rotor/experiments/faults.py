@@ -1,0 +1,228 @@
+"""Faults on the default Opera fabric (issue #17): injected, survived, measured.
+
+8 racks x 1 host, 4 rotors, Opera, dilation 100.  Low-latency probes (DSCP 46) run from every host
+to every other rack for the whole run; the harness applies the plan's process and link faults at
+their times (``faults/inject.py``) and the controller its ``loss`` and ``clock-skew`` entries
+(``p4rotor control --faults``).  A capture of every rotor interface (one ``tcpdump -i any``)
+checks afterwards that no frame left a rotor on a circuit its schedule did not have live at that
+moment (wrong or dark circuit: must be 0).  Per fault: probes lost in its window, switch drops by
+cause, recovery (a restarted switch: listening, re-installed, first probe through it again).
+
+Plan times are emulated us from the start of the probes (``origin``).  With controller faults
+(loss, clock-skew) the experiment fixes it at slot 0 + ``ORIGIN_AFTER_T0_S`` wall, so the
+controller, started before, can be given the same plan shifted to its own origin (slot 0).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from .. import p4 as dp
+from .. import schedule as S
+from ..bench.measure import check_frames
+from ..fabric import topology as TP
+from ..fabric.switch import HarnessError, stop_process_group
+from ..faults import plan as FP
+from ..faults.capture import interface_names, read_rotor_frames
+from ..faults.inject import Injector
+from .runner import launch, pyplot, run_probes, say
+
+ORIGIN_AFTER_T0_S = 75.0   # wall s from slot 0 to the probes' start: the fabric is up by then
+PROBE_START_S = 8.0        # wall s for the probe processes to start and listen
+RECOVERY_S = 4.0           # probes keep running this long after the last fault
+BIN_S = 0.1
+
+
+def default_plan_path() -> Path:
+    return Path(__file__).resolve().parents[3] / "topologies" / "faults" / "default.json"
+
+
+def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 100.0, probe_rate: float = 50.0,
+           quick: bool = False) -> dict:
+    """``plan``: a fault plan file (default topologies/faults/default.json); ``probe_rate``: probes/s per host."""
+    sched = S.generate_opera(8, 4, 1000, 100)
+    ds = S.dilate(sched, dilation)
+    topo = TP.generate(ds, "schedule.json", hosts_per_rack=1)
+    path = Path(plan) if plan else default_plan_path()
+    fp = FP.load(path, topo)  # FaultPlanError: one line, exit 2, nothing started
+    if not fp.faults:
+        raise FP.FaultPlanError(f"{path}: no faults")
+    last_us = max(max(f.end_us or 0, f.start_us + (f.restart_after_us or 0)) for f in fp.faults)
+    duration = last_us * dilation / 1e6 + RECOVERY_S
+    out.mkdir(parents=True, exist_ok=True)
+    shift_us = int(ORIGIN_AFTER_T0_S * 1e6 / dilation)
+    ctrl = [f for f in fp.faults if f.kind not in ("link-down", "switch-crash", "controller-crash", "host-pause")]
+    controller_args: tuple[str, ...] = ()
+    if ctrl:
+        shifted = {"version": 1, "faults": [
+            dict(f.to_json(), start_us=f.start_us + shift_us,
+                 **({"end_us": f.end_us + shift_us} if f.end_us is not None else {})) for f in ctrl]}
+        (out / "controller-plan.json").write_text(json.dumps(shifted, indent=1))
+        controller_args = ("--faults", str(out / "controller-plan.json"))
+    emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=_epsilon(sched),
+                       controller_args=controller_args)
+    capture = None
+    try:
+        if ctrl:  # the controller's faults are timed from its slot 0: the origin was fixed before
+            origin = emu.t0_ns + int(ORIGIN_AFTER_T0_S * 1e9)
+            if time.time_ns() > origin - PROBE_START_S * 1e9:
+                raise HarnessError(f"the fabric took longer than {ORIGIN_AFTER_T0_S:.0f} s after slot 0 to forward")
+        else:
+            origin = time.time_ns() + int(PROBE_START_S * 1e9)
+        capture = _start_capture(out / "rotors.pcap")
+        inj = Injector(emu, fp, origin, dilation)
+        drops_log: list = []
+        stop = threading.Event()
+        poll = threading.Thread(target=_poll_drops, args=(emu, drops_log, stop), daemon=True)
+        poll.start()
+        waiter = inj.run()
+        ips = [k.hosts[0].ip for k in topo.racks]
+        say(f"[experiment] faults: {len(fp.faults)} faults from {path}; probes for {duration:.0f} s from "
+            f"{(origin - time.time_ns()) / 1e9:.0f} s from now")
+        logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": probe_rate,
+                                                    "dscp": dp.DSCP_LOW_LATENCY}, duration, out / "probes",
+                          start_at_ns=origin)
+        waiter.join(30)
+        time.sleep(1.5)
+        stop.set()
+        poll.join(5)
+        status = json.loads((emu.run_dir / "status.json").read_text())
+        ifnames = interface_names()  # the capture names interfaces by index: read while they exist
+    finally:
+        if capture is not None:
+            stop_process_group(capture)
+        emu.stop()
+    time.sleep(0.5)  # tcpdump's last buffer
+    frames = read_rotor_frames(out / "rotors.pcap", ifnames, {r.name: dict(r.ports) for r in topo.rotors})
+    checks = {}
+    by_name = {x.name: x for x in ds.rotors}
+    for i, r in enumerate(topo.rotors):
+        rx = frames.get(r.name, [])
+        # 1 ms wall of tolerance: capture timestamps and the switch's clock offset (+/- ~0.3 ms)
+        c = check_frames(rx, ds, by_name.get(r.name, ds.rotors[i]), dict(r.ports), emu.t0_ns, tolerance_us=1000.0)
+        checks[r.name] = {"frames": c.frames, "dark": c.stale, "wrong_port": c.wrong_port,
+                          "worst_late_us_wall": c.worst_late_us}
+    res = _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out)
+    return res
+
+
+def _epsilon(sched: S.Schedule) -> float:
+    """Low-latency routes keep half a slice of margin (as the low-latency experiment)."""
+    return min(x.end_us - x.start_us for x in sched.slices()) * 0.5
+
+
+def _start_capture(path: Path):
+    import subprocess
+
+    # Every interface of the root namespace (the switches'), link type SLL2 (it names the
+    # interface and says in or out); 96 bytes are enough to recognise a frame.
+    p = subprocess.Popen(["tcpdump", "-i", "any", "-y", "LINUX_SLL2", "-s", "96", "-w", str(path), "-U",
+                          "--time-stamp-precision", "nano"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    time.sleep(1.0)
+    if p.poll() is not None:
+        raise HarnessError(f"tcpdump: {p.stderr.read().decode(errors='replace').strip()}")
+    return p
+
+
+def _poll_drops(emu, log: list, stop: threading.Event) -> None:
+    while not stop.is_set():
+        log.append((time.time_ns(), emu.drops()))
+        stop.wait(0.5)
+
+
+def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out: Path) -> dict:
+    tx = [dict(r, src=i) for i, k in enumerate(topo.racks) for r in logs[f"{k.hosts[0].name}.tx"]]
+    rx = [r for k in topo.racks for r in logs[f"{k.hosts[0].name}.rx"]]
+    got = {(r["src"], r["seq"]) for r in rx}
+    n_bins = int((max((r["tx"] for r in tx), default=origin) - origin) / 1e9 / BIN_S) + 1
+    sent_b, lost_b = [0] * n_bins, [0] * n_bins
+    for r in tx:
+        b = int((r["tx"] - origin) / 1e9 / BIN_S)
+        if 0 <= b < n_bins:
+            sent_b[b] += 1
+            if (r["src"], r["seq"]) not in got:
+                lost_b[b] += 1
+
+    def drops_between(a_ns: int, b_ns: int) -> dict[str, int]:
+        before = next((d for t, d in reversed(drops_log) if t <= a_ns), drops_log[0][1] if drops_log else {})
+        after = next((d for t, d in drops_log if t >= b_ns), drops_log[-1][1] if drops_log else {})
+        outd: dict[str, int] = {}
+        for sw, causes in after.items():
+            for c, n in causes.items():
+                k = n - before.get(sw, {}).get(c, 0)
+                if k > 0:
+                    outd[c] = outd.get(c, 0) + k
+        return outd
+
+    H_s = ds.hyperperiod_us / 1e6
+    per_fault = []
+    for f in fp.faults:
+        a = origin + int(f.start_us * dilation * 1000)
+        end_us = f.end_us if f.end_us is not None else f.start_us + (f.restart_after_us or 0)
+        b = origin + int(end_us * dilation * 1000)
+        win = [r for r in tx if a <= r["tx"] < b + int(2 * H_s * 1e9)]
+        lost = sum(1 for r in win if (r["src"], r["seq"]) not in got)
+        ev = [e for e in inj.events if e["kind"] == f.kind and e["target"] == (f.switch or f.host or "controller")]
+        # Recovery: the first 100 ms bin after the fault's end from which no probe was lost again.
+        bb = max(0, int((b - origin) / 1e9 / BIN_S))
+        rec = next((i for i in range(bb, n_bins) if all(lost_b[j] == 0 for j in range(i, min(n_bins, i + 10)))), None)
+        row = {"fault": f.to_json(), "events": [dict(e, t_s=(e["t_ns"] - origin) / 1e9) for e in ev],
+               "probes_in_window": len(win), "probes_lost": lost, "drops": drops_between(a, b + int(2 * H_s * 1e9)),
+               "recovered_after_end_s": None if rec is None else round(max(0.0, rec * BIN_S - (b - origin) / 1e9), 3)}
+        re = {e["what"]: e for e in ev}
+        if "reinstalled" in re:
+            row["reinstalled_after_restart_ms"] = re["reinstalled"]["after_ms"]
+            row["reinstalled_within_cycles"] = re["reinstalled"]["after_ms"] / 1000 / H_s
+        per_fault.append(row)
+    dark = sum(c["dark"] + c["wrong_port"] for c in checks.values())
+    res = {"schedule": ds.to_json(), "dilation": dilation, "cycle_s_wall": H_s, "plan": fp.to_json(),
+           "probes_sent": len(tx), "probes_received": len(got), "faults": per_fault, "rotor_checks": checks,
+           "frames_on_wrong_or_dark_circuits": dark, "injector_errors": inj.errors,
+           "adopted": {n: s.get("adopted") for n, s in status.get("switches", {}).items()}}
+    (out / "faults.json").write_text(json.dumps(res, indent=1))
+    _plot(res, sent_b, lost_b, drops_log, origin, out)
+    parts = [f"{len(tx) - len(got)} of {len(tx)} probes lost", f"frames on a wrong or dark circuit: {dark} (goal 0)"]
+    for row in per_fault:
+        f = row["fault"]
+        s = f"{f['kind']} {f.get('switch') or f.get('host') or ''}".strip()
+        if "reinstalled_after_restart_ms" in row:
+            s += f": re-installed {row['reinstalled_after_restart_ms']:.0f} ms after restart ({row['reinstalled_within_cycles']:.2f} cycles)"
+        s += f", {row['probes_lost']} probes lost, recovered {row['recovered_after_end_s']} s after its end"
+        parts.append(s)
+    ok = dark == 0 and not inj.errors and all(r["recovered_after_end_s"] is not None for r in per_fault)
+    res["verdict"] = "faults: " + "; ".join(parts) + (f"; errors: {inj.errors}" if inj.errors else "") + \
+        f" -> {'PASS' if ok else 'FAIL'}"
+    return res
+
+
+def _plot(res, sent_b, lost_b, drops_log, origin, out: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(11, 4))
+    xs = [i * BIN_S for i in range(len(sent_b))]
+    ax.plot(xs, [s - l for s, l in zip(sent_b, lost_b)], label="probes delivered / 100 ms")
+    ax.plot(xs, lost_b, label="probes lost / 100 ms", color="red")
+    colors = {"link-down": "tab:orange", "switch-crash": "tab:purple", "controller-crash": "tab:green",
+              "host-pause": "tab:brown", "clock-skew": "tab:olive", "loss": "tab:gray"}
+    for row in res["faults"]:
+        f = row["fault"]
+        a = f["start_us"] * res["dilation"] / 1e6
+        e = (f.get("end_us") or f["start_us"] + (f.get("restart_after_us") or 0)) * res["dilation"] / 1e6
+        ax.axvspan(a, max(e, a + 0.05), alpha=0.2, color=colors.get(f["kind"], "k"),
+                   label=f"{f['kind']} {f.get('switch') or f.get('host') or ''}")
+    if drops_log:
+        ax2 = ax.twinx()
+        t = [(x - origin) / 1e9 for x, _ in drops_log]
+        tot = [sum(n for d in v.values() for c, n in d.items() if c != "UNACCOUNTED") for _, v in drops_log]
+        ax2.plot(t, [n - tot[0] for n in tot], "k--", label="switch drops (cumulative)")
+        ax2.set_ylabel("switch drops since start")
+    ax.set_xlabel("s (wall) from the probes' start")
+    ax.set_ylabel("probes")
+    ax.set_title(f"faults: {res['frames_on_wrong_or_dark_circuits']} frames on a wrong or dark circuit")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out / "faults.png", dpi=110)
+    plt.close(fig)

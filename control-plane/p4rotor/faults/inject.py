@@ -1,0 +1,157 @@
+"""Apply a fault plan to a running emulation (the harness's share of issue #17).
+
+The harness owns processes, so it applies the faults that are about processes and links:
+``link-down`` (the interface set down, then up), ``switch-crash`` (the BMv2 process SIGKILLed,
+then started again on the same ports: the controller's session reconnects and re-installs it),
+``controller-crash`` (SIGKILL, then a new controller that adopts the running switches) and
+``host-pause`` (every process in the host's namespace SIGSTOPped, then SIGCONTed).  ``loss`` and
+``clock-skew`` are the controller's (``p4rotor control --faults``); the injector skips them.
+
+Times: a plan's ``start_us``/``end_us``/``restart_after_us`` are emulated us from ``origin_ns``
+(wall), multiplied by the dilation.  Every action is recorded as a structured event (wall ns),
+with what the recovery took: a restarted switch's gRPC port listening, its re-install seen in
+the controller's status file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ..control.status import read_status
+from ..fabric.switch import stop_process_group
+from .plan import Fault, FaultPlan
+
+HARNESS_KINDS = ("link-down", "switch-crash", "controller-crash", "host-pause")
+
+
+@dataclasses.dataclass
+class Injector:
+    emu: object            # fabric.mininet.Emulation
+    plan: FaultPlan
+    origin_ns: int
+    dilation: float
+    events: list = dataclasses.field(default_factory=list)
+    errors: list = dataclasses.field(default_factory=list)
+
+    def wall(self, us: int) -> int:
+        return self.origin_ns + int(us * self.dilation * 1000)
+
+    def run(self) -> threading.Thread:
+        """Apply every harness fault at its time, each in its own thread (a restart waits)."""
+        threads = [threading.Thread(target=self._one, args=(f,), daemon=True)
+                   for f in self.plan.faults if f.kind in HARNESS_KINDS]
+        for t in threads:
+            t.start()
+        waiter = threading.Thread(target=lambda: [t.join() for t in threads], daemon=True)
+        waiter.start()
+        return waiter
+
+    def _note(self, fault: Fault, what: str, **kw) -> None:
+        self.events.append({"t_ns": time.time_ns(), "kind": fault.kind, "what": what,
+                            "target": fault.switch or fault.host or "controller", **kw})
+
+    def _sleep_until(self, t_ns: int) -> None:
+        d = (t_ns - time.time_ns()) / 1e9
+        if d > 0:
+            time.sleep(d)
+
+    def _one(self, f: Fault) -> None:
+        try:
+            getattr(self, "_" + f.kind.replace("-", "_"))(f)
+        except Exception as ex:  # recorded, reported by the experiment: one fault does not end the run
+            self.errors.append(f"{f.kind} at {f.start_us} us: {ex}")
+
+    # -- the faults ------------------------------------------------------------------------
+    def _link_down(self, f: Fault) -> None:
+        intf = f"{f.switch}-eth{f.port}"
+        self._sleep_until(self.wall(f.start_us))
+        subprocess.run(["ip", "link", "set", "dev", intf, "down"], check=True)
+        self._note(f, "down", interface=intf)
+        if f.end_us is not None:
+            self._sleep_until(self.wall(f.end_us))
+            subprocess.run(["ip", "link", "set", "dev", intf, "up"], check=True)
+            self._note(f, "up", interface=intf)
+
+    def _switch_crash(self, f: Fault) -> None:
+        sw = self.emu.net.get(f.switch)
+        self._sleep_until(self.wall(f.start_us))
+        before = _switch_status(self.emu, f.switch)
+        sw.kill_process()
+        self._note(f, "killed")
+        if f.restart_after_us is None:
+            return
+        self._sleep_until(self.wall(f.start_us + f.restart_after_us))
+        sw.start([])
+        restarted = time.time_ns()
+        self._note(f, "restarted", pid=sw.proc.pid)
+        from ..fabric.mininet import _tcp_listening
+
+        deadline = time.monotonic() + 60
+        while not _tcp_listening(sw.grpc_port):
+            if sw.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{f.switch} did not come back (exit {sw.proc.poll()})")
+            time.sleep(0.01)
+        self._note(f, "listening", after_ms=(time.time_ns() - restarted) / 1e6)
+        while True:  # the controller's re-install: its clears count grows (structured status)
+            st = _switch_status(self.emu, f.switch)
+            if st.get("clears", 0) > before.get("clears", 0) or st.get("writes", 0) > before.get("writes", 0):
+                self._note(f, "reinstalled", after_ms=(time.time_ns() - restarted) / 1e6,
+                           entities=st.get("entities"))
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{f.switch}: the controller did not re-install it within 60 s")
+            time.sleep(0.01)
+
+    def _controller_crash(self, f: Fault) -> None:
+        self._sleep_until(self.wall(f.start_us))
+        stop_process_group(self.emu.controller, signal.SIGKILL)
+        self._note(f, "killed")
+        if f.restart_after_us is None:
+            return
+        self._sleep_until(self.wall(f.start_us + f.restart_after_us))
+        t = time.time_ns()
+        # A new controller on the same topology and arguments: it adopts what the switches hold.
+        self.emu.restart_controller(timeout=60)
+        st = read_status(self.emu.run_dir / "status.json") or {}
+        adopted = sum(1 for s in st.get("switches", {}).values() if s.get("adopted"))
+        self._note(f, "restarted", after_ms=(time.time_ns() - t) / 1e6, adopted=adopted,
+                   switches=len(st.get("switches", {})))
+
+    def _host_pause(self, f: Fault) -> None:
+        self._sleep_until(self.wall(f.start_us))
+        pids = _namespace_pids(self.emu.host(f.host).pid)
+        for p in pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGSTOP)
+        self._note(f, "paused", processes=len(pids))
+        if f.end_us is not None:
+            self._sleep_until(self.wall(f.end_us))
+            for p in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGCONT)
+            self._note(f, "resumed")
+
+
+def _switch_status(emu, name: str) -> dict:
+    st = read_status(emu.run_dir / "status.json") or {}
+    return st.get("switches", {}).get(name, {})
+
+
+def _namespace_pids(shell_pid: int) -> list[int]:
+    """Every process in the network namespace of a host (but its Mininet shell)."""
+    ns = os.readlink(f"/proc/{shell_pid}/ns/net")
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) not in (shell_pid, os.getpid()):
+            with contextlib.suppress(OSError):
+                if os.readlink(d / "ns" / "net") == ns:
+                    out.append(int(d.name))
+    return out
+

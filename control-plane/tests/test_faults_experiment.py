@@ -1,0 +1,72 @@
+"""``p4rotor experiment faults``: the capture reader (synthetic pcap) and bad plans (exit 2, nothing started)."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+
+from p4rotor import schedule as S
+from p4rotor.bench.measure import check_frames
+from p4rotor.fabric import topology as TP
+from p4rotor.faults import plan as FP
+from p4rotor.faults.capture import LINKTYPE_LINUX_SLL2, read_rotor_frames
+from p4rotor.experiments.faults import default_plan_path
+
+
+def _pcap(records) -> bytes:
+    """records: (ts_ns, ifindex, outgoing, payload) -> a nanosecond LINUX_SLL2 pcap."""
+    out = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 96, LINKTYPE_LINUX_SLL2)
+    for ts, ifindex, outgoing, payload in records:
+        sll2 = struct.pack("!HHIHBB8s", 0x0800, 0, ifindex, 1, 4 if outgoing else 0, 6, b"\0" * 8)
+        pkt = sll2 + payload
+        out += struct.pack("<IIII", ts // 1_000_000_000, ts % 1_000_000_000, len(pkt), len(pkt)) + pkt
+    return out
+
+
+def test_frames_are_paired_by_their_bytes_after_the_fabric_header(tmp_path):
+    names = {10: "rotor0-eth1", 11: "rotor0-eth2", 12: "rotor0-eth3", 20: "tor0-eth1"}
+    body_a, body_b = b"IPUDP-probe-a" * 3, b"IPUDP-probe-b" * 3
+    recs = [
+        (1_000, 10, False, b"FABHDR01" + body_a),   # in on port 1
+        (1_500, 20, True, b"FABHDR01" + body_b),    # a ToR interface: ignored
+        (2_000, 12, True, b"FABHDR99" + body_a),    # out on port 3 (fabric header rewritten)
+        (3_000, 11, True, b"FABHDR01" + body_b),    # out, never seen coming in: not a pair
+    ]
+    f = tmp_path / "c.pcap"
+    f.write_bytes(_pcap(recs))
+    got = read_rotor_frames(f, names, {"rotor0": {0: 1, 1: 2, 2: 3}})
+    assert [(r.in_port, r.out_port, r.rx_ns, r.send_ns) for r in got["rotor0"]] == [(1, 3, 2_000, 1_000)]
+
+
+def test_a_frame_out_of_its_circuit_is_flagged():
+    """The same judge the ptf/bench suites use: rack 0 <-> rack 2 only in matching 1."""
+    s = S.from_json({"version": 1, "racks": 4, "slot_us": 1000, "reconfig_us": 100, "rotors": [
+        {"name": "rotor0", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1], [3, 2, 1, 0]]}]})
+    from p4rotor.host.traffic import Rx
+
+    ports = {0: 1, 1: 2, 2: 3, 3: 4}
+    t0 = 10**12
+    ok = Rx(rx_ns=t0 + 1_500_000, out_port=3, in_port=1, seq=0, send_ns=0)     # slot 1, matching 1
+    dark = Rx(rx_ns=t0 + 2_050_000, out_port=3, in_port=1, seq=0, send_ns=0)   # slot 2's night
+    wrong = Rx(rx_ns=t0 + 1_500_000, out_port=1, in_port=1, seq=0, send_ns=0)  # no such circuit
+    c = check_frames([ok, dark, wrong], s, s.rotors[0], ports, t0)
+    assert (c.frames, c.stale, c.wrong_port) == (3, 1, 1)
+
+
+def test_the_default_plan_validates_against_the_experiments_topology():
+    topo = TP.generate(S.dilate(S.generate_opera(8, 4, 1000, 100), 100), "schedule.json", hosts_per_rack=1)
+    plan = FP.load(default_plan_path(), topo)
+    assert {f.kind for f in plan.faults} == {"link-down", "switch-crash", "controller-crash", "host-pause"}
+
+
+def test_a_bad_plan_is_one_line_and_exit_2_before_anything_starts(tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"version": 1, "faults": [{"kind": "switch-crash", "start_us": 5, "switch": "nope"}]}))
+    r = subprocess.run([sys.executable, "-m", "p4rotor.cli", "experiment", "faults", "--plan", str(bad),
+                        "--output", str(tmp_path / "out"), "--build-dir", str(tmp_path / "no-build")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "nope" in r.stderr
+    assert not (tmp_path / "out").exists()
