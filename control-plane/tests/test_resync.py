@@ -110,6 +110,7 @@ def test_tofino_rewrite_starts_the_cycle_running_now():
 
 @pytest.mark.parametrize("kw,msg", [
     (dict(resync_every=-1), "bad re-sync period"),
+    (dict(resync_every=float("nan")), "bad re-sync period"),
     (dict(resync_every=1, resync_bound_us=0), "bad re-sync bound"),
     (dict(mode="signal", resync_every=1), "clock-mode option"),
     (dict(mode="signal", skews=[C.ClockSkew("rotor0", 100, 0)]), "clock mode only"),

@@ -110,7 +110,7 @@ class Controller:
         # Clock mode only: signal mode drives every slot itself, there is no running clock to adopt.
         self.adopt = adopt and mode == "clock"
         # Checked before anything is written (the status file either): one line, nothing started.
-        if resync_every < 0:
+        if not resync_every >= 0:  # NaN too
             raise ControllerError(f"bad re-sync period {resync_every}: seconds >= 0 (0: off)")
         if not resync_bound_us > 0:
             raise ControllerError(f"bad re-sync bound {resync_bound_us}: microseconds > 0")
