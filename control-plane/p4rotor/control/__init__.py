@@ -3,7 +3,8 @@
 One module per job: ``entities`` (rotor entities and control packets as values), ``tor``
 (the ToR's), ``p4info`` (the program contract check), ``target`` (what differs between BMv2
 and Tofino: time units, ports, device config), ``timebase`` (common time, offsets, slot
-boundaries), ``clockport`` (time probes on the data path), ``roles`` (what each switch gets),
+boundaries), ``clockport`` (time probes on the data path), ``skew`` (injected clock skew and
+the periodic re-sync's decision), ``roles`` (what each switch gets),
 ``runtime`` (the asyncio controller: a task per switch), ``status`` (the status file other
 processes read), ``errors``.
 """
@@ -16,8 +17,9 @@ from .entities import (RUN_FIELDS, TS_MASK, WRITE_BATCH, Comparison, LinkLoss,  
 from .errors import ControllerError, NotPrimaryError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
+from .skew import ClockSkew, ResyncCheck, skew_at, skew_changes  # noqa: F401
 from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
-from .target import BMV2, TARGETS, TOFINO, Target, get_target  # noqa: F401
+from .target import BMV2, TARGETS, TOFINO, Target, get_target, is_slot_config  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
 from .timebase import (AdoptedClock, OffsetEstimate, Timebase, adopt_clock, boundary_times,  # noqa: F401
                        estimate_offset, timed_changes)

@@ -65,6 +65,16 @@ def add_parser(sub) -> None:
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
     pc.add_argument("--counters-every", type=float, default=0.0, metavar="S",
                     help="read every switch's drop counter every S seconds into the status file (0: never)")
+    pc.add_argument("--faults", metavar="PLAN.json",
+                    help="with --topology, clock mode: inject the fault plan's clock-skew faults (the slot "
+                         "config's offset jumps by offset_us from start_us to end_us, schedule time); its other "
+                         "faults are the harness's (docs/faults.md)")
+    pc.add_argument("--resync-every", type=float, default=0.0, metavar="SECONDS",
+                    help="clock mode: re-measure each switch's offset this often and rewrite its slot config "
+                         "when it is off by more than --resync-bound-us (default 0: never)")
+    pc.add_argument("--resync-bound-us", type=float, default=100.0, metavar="US",
+                    help="the re-sync rewrites an offset off by more than this (and than the fresh "
+                         "estimate's uncertainty); default 100")
     pc.add_argument("-q", "--quiet", action="store_true",
                     help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
@@ -96,6 +106,28 @@ def _with_clock_ifaces(specs, items: list[str]):
     return [by_name[sp.name] for sp in specs]
 
 
+def _clock_skews(path: str, topo, driven: set[str], say) -> list:
+    """The fault plan's clock-skew faults on the switches this controller drives, as
+    ``ClockSkew`` values.  The plan is validated whole (a bad one: one line, exit 2); its other
+    kinds are applied by the harness, not here: one line says so."""
+    from ..faults.plan import FaultPlanError, load
+    from .skew import ClockSkew
+
+    try:
+        plan = load(path, topo)
+    except FaultPlanError as ex:
+        die(str(ex))
+    skews = [ClockSkew(f.switch, f.offset_us, f.start_us, f.end_us) for f in plan.faults
+             if f.kind == "clock-skew" and f.switch in driven]
+    others = sorted({f.kind for f in plan.faults if f.kind != "clock-skew"})
+    if others:
+        say(f"--faults: {', '.join(others)} faults are applied by the harness, not the controller: ignored here")
+    elsewhere = sorted({f.switch for f in plan.faults if f.kind == "clock-skew" and f.switch not in driven})
+    if elsewhere:
+        say(f"--faults: clock skew on {', '.join(elsewhere)} ignored: not driven by this controller (--only)")
+    return skews
+
+
 def cmd_control(a: argparse.Namespace) -> int:
     from . import Controller, ControllerError, NotPrimaryError, RotorController, SwitchSpec, get_target
     from ..stats import summarize
@@ -117,18 +149,22 @@ def cmd_control(a: argparse.Namespace) -> int:
                   signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
                   on_event=say,
                   status_file=Path(a.status_file) if a.status_file else None,
-                  counters_every=a.counters_every, adopt=not a.no_adopt)
+                  counters_every=a.counters_every, adopt=not a.no_adopt,
+                  resync_every=a.resync_every, resync_bound_us=a.resync_bound_us)
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
+    if a.faults and not a.topology:
+        die("--faults needs --topology: a fault plan is checked against the topology's switches")
     try:
         if a.topology:
             from ..fabric.roles import fabric_roles
             from ..schedule.cli import load_sched_or_topo
 
             _, topo = load_sched_or_topo(a)
-            ctl = Controller(fabric_roles(topo, build, epsilon_us=a.epsilon_us,
-                                          only=set(a.only.split(",")) if a.only else None, target=target),
-                             **common)
+            roles = fabric_roles(topo, build, epsilon_us=a.epsilon_us,
+                                 only=set(a.only.split(",")) if a.only else None, target=target)
+            skews = _clock_skews(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else []
+            ctl = Controller(roles, skews=skews, **common)
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]
@@ -169,6 +205,9 @@ def cmd_control(a: argparse.Namespace) -> int:
     st = ctl.status.data
     say(f"{how} after {time.monotonic() - started:.1f} s: {st['installed']}/{st['total']} switches installed, "
         f"{ctl.trace.records} slot changes {'sent' if mode == 'signal' else 'traced'}")
+    if a.resync_every:
+        say(f"re-sync every {a.resync_every:g} s: {sum(rt.resyncs for rt in ctl.runtimes.values())} slot config "
+            f"rewrites (bound {a.resync_bound_us:g} us)")
     if a.ack_every:
         say("slot change applied after its boundary (us): " + json.dumps(summarize(ack_delays_us(ctl)))
             + "; after it was sent: " + json.dumps(summarize(ack_delays_us(ctl, "sent"))))

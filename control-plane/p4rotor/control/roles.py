@@ -47,7 +47,8 @@ class SwitchSpec:
 
 
 class Trace:
-    """One JSON line per slot change: wall ns, switch, slot, index, night, source."""
+    """One JSON line per slot change: wall ns, switch, slot, index, night, source; and one per
+    clock event (``event``: "resync" check, "clock-skew" change), not counted in ``records``."""
 
     def __init__(self, path: Path | None):
         self._f = open(path, "w", buffering=1) if path else None
@@ -59,6 +60,10 @@ class Trace:
 
     def write(self, **rec: Any) -> None:
         self.records += 1
+        if self._f:
+            self._f.write(json.dumps(rec) + "\n")
+
+    def event(self, **rec: Any) -> None:
         if self._f:
             self._f.write(json.dumps(rec) + "\n")
 
@@ -103,6 +108,15 @@ class SwitchRuntime:
     clears: int = 0
     was_primary: bool = False
     refused: int = 0  # acked slot changes the switch refused (OP_ERROR)
+    # Clock mode: ``offset`` is the estimate the slot config is built on (the controller's view
+    # of the switch's clock, emulated skew included: skew.py); the config holds
+    # ``config_offset_us`` = offset + ``injected_skew_us``, what the switch adds to its raw clock.
+    injected_skew_us: int = 0
+    config_offset_us: int | None = None
+    resyncs: int = 0  # config rewrites by the periodic re-sync
+    # One probe or config rewrite at a time per switch: the re-sync, the skew task and the
+    # after-start skew report share the probe sequence numbers and the offset.
+    clock_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     # gRPC allows one write at a time on the P4Runtime stream; finsy does not serialise them.
     send_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
 

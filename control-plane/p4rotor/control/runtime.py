@@ -19,6 +19,9 @@ Two ways to move the slot (docs/dataplane.md explains why):
   it is exactly what it would install (but for the run's offset, epoch and generation),
   **adopts** it: writes nothing and takes the running clock as its own (``compare_installed``,
   ``adopt_clock``).  Otherwise it clears and writes, as always in signal mode.
+  While it runs, a switch's clock can be made to jump (a fault plan's clock skew) and a task per
+  switch can re-measure its offset periodically and rewrite the slot config when it is off by
+  more than a bound (``skew.py``): the slot config alone, never a clear.
 
 The target (``target.py``: BMv2 or Tofino) says which modes exist, how times convert between
 the controller's microseconds and the switch, where the CPU port is and what device config
@@ -45,8 +48,9 @@ from .entities import (Comparison, check_egress_guard, compare_installed, port_v
 from .errors import ControllerError, NotPrimaryError
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
+from .skew import ClockSkew, ResyncCheck, skew_at, skew_changes
 from .status import StatusFile
-from .target import BMV2, Target, clock_start_entities
+from .target import BMV2, Target, clock_start_entities, is_slot_config
 from .timebase import AdoptedClock, OffsetEstimate, Timebase, adopt_clock, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
@@ -71,7 +75,8 @@ class Controller:
                  ack_every: int = 0, spin_us: int = 150, signal_lead_us: float | str = 0.0,
                  signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
                  on_event: Callable[[str], None] | None = None, status_file: Path | None = None,
-                 counters_every: float = 0.0, target: Target = BMV2, adopt: bool = True):
+                 counters_every: float = 0.0, target: Target = BMV2, adopt: bool = True,
+                 skews: Sequence[ClockSkew] = (), resync_every: float = 0.0, resync_bound_us: float = 100.0):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if mode not in target.modes:
@@ -104,6 +109,22 @@ class Controller:
         self.counters_every = counters_every
         # Clock mode only: signal mode drives every slot itself, there is no running clock to adopt.
         self.adopt = adopt and mode == "clock"
+        # Checked before anything is written (the status file either): one line, nothing started.
+        if not resync_every >= 0:  # NaN too
+            raise ControllerError(f"bad re-sync period {resync_every}: seconds >= 0 (0: off)")
+        if not resync_bound_us > 0:
+            raise ControllerError(f"bad re-sync bound {resync_bound_us}: microseconds > 0")
+        if resync_every and mode != "clock":
+            raise ControllerError("the periodic re-sync is a clock-mode option (signal mode sends every slot)")
+        names = {r.spec.name for r in roles}
+        for sk in skews:
+            if sk.switch not in names:
+                raise ControllerError(f"clock skew on {sk.switch!r}: not a switch this controller drives")
+            if mode != "clock":
+                raise ControllerError("clock skew is injected in clock mode only (through the slot config's offset)")
+        self.skews = tuple(skews)
+        self.resync_every = resync_every
+        self.resync_bound_us = resync_bound_us
         self._timer = None
         self._stop: asyncio.Event | None = None  # set when the run must end (taken over)
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
@@ -170,6 +191,10 @@ class Controller:
                 sw.create_task(self._rotate_timed(sw, rt) if self.signal_timed else self._rotate(sw, rt))
             else:
                 sw.create_task(self._trace_clock(sw, rt))
+                if any(sk.switch == sw.name for sk in self.skews):
+                    sw.create_task(self._inject_skew(sw, rt))
+                if self.resync_every:
+                    sw.create_task(self._resync(sw, rt))
             if self.counters_every:
                 sw.create_task(self._publish_counters(sw))
         except ControllerError as ex:
@@ -211,6 +236,9 @@ class Controller:
                 # take MODIFY only, and writing the same port again disturbs nothing.
                 await self._write(sw, rt, self.port_sets[sw.name])
             if self.mode_code == dp.MODE_CLOCK or self.ack_every or self.signal_timed:
+                # A switch (re)installed while a skew fault is live: its clock has jumped already
+                # (the probes see it too).  Before slot 0 (the first install) nothing is live.
+                rt.injected_skew_us = skew_at(self.skews, sw.name, self._schedule_us())
                 # Clock mode and timed changes need the offset; signal mode uses it to time acks.
                 rt.offset = await self._probe_offset(sw, rt)
                 self.on_event(f"{sw.name}: clock offset {rt.offset.offset_us} us ({rt.offset.describe()})")
@@ -288,12 +316,15 @@ class Controller:
         rt.adopted = True
         rt.install_ms = elapsed_ms
         rt.entities = cmp.entries
+        # In this run's time the adopted clock runs on the offset just measured (the epoch
+        # absorbed the difference): that is what a rewrite keeps.
+        rt.config_offset_us = rt.offset.offset_us + rt.injected_skew_us
         cycle_us = cfg["cycle"] * self.target.time_unit_ns / 1000
         self.status.installed(
             sw.name, cmp.entries, elapsed_ms, rt.offset.offset_us, rt.offset.describe(), adopted=True,
             writes=rt.writes, clears=rt.clears, generation=rt.generation, epoch_us=round(clock.epoch_us),
             installed_epoch_us=round(clock.installed_epoch_us), installed_offset_us=round(clock.installed_offset_us),
-            cycle_us=cycle_us)
+            cycle_us=cycle_us, **self._clock_status(rt))
         since = (self.tb.common_us(time.time_ns()) - clock.epoch_us) / 1e6
         self.on_event(f"{sw.name}: adopted: it holds what this controller would install ({cmp.entries} "
                       f"entries and defaults); its clock runs on: generation {rt.generation}, epoch "
@@ -310,6 +341,9 @@ class Controller:
         rt.t0_common_us = None
         offset = rt.offset.offset_us if rt.offset else 0
         epoch = self.t0_common_us + rt.role.epoch_offset_us
+        if self.mode_code == dp.MODE_CLOCK:
+            offset += rt.injected_skew_us  # the emulated clock's jump (skew.py); 0 without faults
+            rt.config_offset_us = offset
         ents = rt.role.entities(self.mode_code, offset, epoch, rt.generation, self.target)
         t = time.perf_counter()
         starts = clock_start_entities(self.target, ents)
@@ -322,6 +356,7 @@ class Controller:
         extra: dict[str, Any] = dict(adopted=False, writes=rt.writes, clears=rt.clears, generation=rt.generation)
         if self.mode_code == dp.MODE_CLOCK:
             extra["epoch_us"] = epoch
+            extra.update(self._clock_status(rt))
         if why:
             extra["not_adopted"] = why
         self.status.installed(sw.name, len(ents), rt.install_ms, rt.offset.offset_us if rt.offset else None,
@@ -359,6 +394,23 @@ class Controller:
 
     async def _probe_offset(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None,
                             packet_out: bool = False) -> OffsetEstimate:
+        """The switch's clock offset as the controller sees it: one probe round per switch at a
+        time (they share sequence numbers), a live skew fault's jump included (skew.py)."""
+        async with rt.clock_lock:
+            return await self._probe_emulated(sw, rt, n, packet_out)
+
+    async def _probe_emulated(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None,
+                              packet_out: bool = False) -> OffsetEstimate:
+        """``_probe_offset`` for a caller that holds ``rt.clock_lock``."""
+        est = await self._probe_raw(sw, rt, n, packet_out)
+        if rt.injected_skew_us:
+            # The emulated clock reads the skew more than the raw one the probe saw:
+            # raw + skew + offset = common.
+            est = dataclasses.replace(est, offset_us=est.offset_us - rt.injected_skew_us)
+        return est
+
+    async def _probe_raw(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None,
+                         packet_out: bool = False) -> OffsetEstimate:
         if rt.spec.clock_iface and not packet_out:
             return await self._probe_clock_port(sw, rt, n)
         samples = []
@@ -419,6 +471,103 @@ class Controller:
             fresh = await self._probe_offset(sw, rt, probes, packet_out=packet_out)
             out[sw.name] = fresh.offset_us - rt.offset.offset_us
         return out
+
+    # -- clock skew and re-sync (clock mode; skew.py) -------------------------
+    def _schedule_us(self) -> float:
+        """Schedule time now: us since slot 0 of the run (the common t0), as fault plans count."""
+        return self.tb.common_us(time.time_ns()) - self.t0_common_us
+
+    def _clock_status(self, rt: SwitchRuntime) -> dict[str, Any]:
+        out: dict[str, Any] = dict(injected_skew_us=rt.injected_skew_us, config_offset_us=rt.config_offset_us)
+        if self.resync_every:
+            out["resyncs"] = rt.resyncs
+        return out
+
+    async def _rewrite_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Rewrite the slot config alone (a MODIFY of its default action, no clear: the tables stay
+        and frames keep flowing) with offset + injected skew, on the same epoch, so the slot
+        goes on where the corrected clock says.  Caller holds ``rt.clock_lock``.
+
+        A new generation, as at every install: v1model then recomputes its cycle from the epoch
+        (the cycle number is the same, so slot ids go on); with the same generation its cycle
+        start, kept in common time, would stay, and a clock moved back past it makes the
+        unsigned delta wrap (the clock dark for ~2^48 us).  TNA keeps a cycle register per
+        generation parity: the new one is started at the cycle running now."""
+        epoch = (self.t0_common_us if rt.t0_common_us is None else rt.t0_common_us) + rt.role.epoch_offset_us
+        gen = (rt.generation + 1) & 0xFFFF or 1
+        offset = rt.offset.offset_us + rt.injected_skew_us
+        cfg = [e for e in rt.role.entities(self.mode_code, offset, epoch, gen, self.target) if is_slot_config(e)]
+        if len(cfg) != 1:
+            raise ControllerError(f"{sw.name}: the role builds {len(cfg)} slot configs, not one")
+        starts = clock_start_entities(self.target, cfg, now_us=self.tb.common_us(time.time_ns()))
+        if starts:
+            await self._write(sw, rt, starts)  # before the config that uses it (TNA)
+        await self._write(sw, rt, cfg)
+        rt.generation = gen
+        rt.config_offset_us = offset
+
+    async def _inject_skew(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Apply the plan's clock skews on this switch at their start and end (schedule time).
+        Started at every install, so it first catches up: a switch that came back mid-fault, or
+        a t0 adopted from a running fabric (a skew already started)."""
+        await self._apply_skew(sw, rt, self._schedule_us())
+        for t in skew_changes(self.skews, sw.name):
+            if t <= self._schedule_us():
+                continue
+            await self._sleep_until(self.t0_common_us + t, spin=False)
+            await self._apply_skew(sw, rt, max(t, self._schedule_us()))
+
+    async def _apply_skew(self, sw: fy.Switch, rt: SwitchRuntime, t_us: float) -> None:
+        want = skew_at(self.skews, sw.name, t_us)
+        async with rt.clock_lock:
+            if want == rt.injected_skew_us:
+                return
+            was, rt.injected_skew_us = rt.injected_skew_us, want
+            await self._rewrite_clock(sw, rt)
+        self.on_event(f"{sw.name}: clock skew {want:+d} us from t={t_us / 1e6:.3f} s (was {was:+d}): slot config "
+                      f"offset {rt.config_offset_us} us (controller's {rt.offset.offset_us} us), generation "
+                      f"{rt.generation}")
+        self.status.clock(sw.name, generation=rt.generation, writes=rt.writes, **self._clock_status(rt))
+        self.trace.event(t_ns=time.time_ns(), switch=sw.name, event="clock-skew", at_us=round(t_us),
+                         injected_skew_us=want, config_offset_us=rt.config_offset_us,
+                         offset_us=rt.offset.offset_us, generation=rt.generation)
+
+    async def _resync(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Every ``resync_every`` s: re-measure this switch's offset and rewrite the slot config
+        when the installed one is off by more than the bound (``ResyncCheck``)."""
+        while True:
+            await asyncio.sleep(self.resync_every)
+            await self._resync_check(sw, rt)
+
+    async def _resync_check(self, sw: fy.Switch, rt: SwitchRuntime) -> ResyncCheck | None:
+        async with rt.clock_lock:
+            try:
+                fresh = await self._probe_emulated(sw, rt)
+            except ControllerError as ex:
+                # One lost round (a busy machine, a probe late) is no reason to stop the switch:
+                # the config stays as it is and the next period tries again.
+                self.on_event(f"{sw.name}: re-sync check failed ({ex}); the config stays")
+                self.trace.event(t_ns=time.time_ns(), switch=sw.name, event="resync", error=str(ex))
+                return None
+            check = ResyncCheck(rt.offset.offset_us, fresh, self.resync_bound_us)
+            if check.rewrite:
+                rt.offset = fresh
+                await self._rewrite_clock(sw, rt)
+                rt.resyncs += 1
+        now = time.time_ns()
+        if check.rewrite:
+            self.on_event(f"{sw.name}: re-sync: the installed offset {check.installed_us} us is {check.error_us:+d} us "
+                          f"off ({fresh.describe()}), more than the {self.resync_bound_us:g} us bound: slot config "
+                          f"rewritten with {fresh.offset_us} us, generation {rt.generation} (re-sync {rt.resyncs})")
+        self.status.clock(sw.name, generation=rt.generation, writes=rt.writes, offset_us=rt.offset.offset_us,
+                          offset=rt.offset.describe(), last_resync_error_us=check.error_us,
+                          last_resync_check_ns=now, **self._clock_status(rt))
+        self.trace.event(t_ns=now, switch=sw.name, event="resync", error_us=check.error_us,
+                         bound_us=self.resync_bound_us, uncertainty_us=round(fresh.uncertainty_us, 1),
+                         offset_us=check.installed_us, fresh_offset_us=fresh.offset_us,
+                         method=fresh.method, rewritten=check.rewrite, injected_skew_us=rt.injected_skew_us,
+                         generation=rt.generation)
+        return check
 
     async def _sleep_until(self, common_us: float, spin: bool = True) -> None:
         target = self.tb.wall_ns(common_us)

@@ -22,6 +22,12 @@ installs together), ``clears`` (times this run cleared it), ``generation``, ``ep
 slot config's epoch in this run's common time, us since the run started); adopted also
 ``installed_epoch_us`` and ``installed_offset_us`` (as the switch holds them: the installing
 run's common time) and ``cycle_us``; rewritten in clock mode, ``not_adopted`` (why, one line).
+Clock mode, per switch: ``offset_us`` (the offset the controller's slot config is built on: measured
+at install, or by the last re-sync that rewrote it), ``injected_skew_us`` (a fault plan's clock skew
+live now, control/skew.py), ``config_offset_us`` (what the slot config holds: offset_us +
+injected_skew_us, what the switch adds to its raw clock); with ``--resync-every`` also
+``resyncs`` (config rewrites by the re-sync), ``last_resync_error_us`` (installed minus fresh
+offset at the last check) and ``last_resync_check_ns`` (its wall time).
 Top level, ``adopted``: how many switches are (``t0_ns`` is then in the past: the adopted clock's).
 
 The launcher (fabric/mininet.py), experiments and bench wait on ``phase`` and ``t0_ns``; the log
@@ -65,6 +71,13 @@ class StatusFile:
         self.data["adopted"] = sum(1 for s in self.data["switches"].values() if s.get("adopted"))
         if self.data["phase"] == "starting":
             self.data["phase"] = "installing"
+        self._write()
+
+    def clock(self, name: str, **fields: Any) -> None:
+        """A switch's clock changed or was checked while running (clock mode): a skew injected or
+        over, a re-sync check (``injected_skew_us``, ``config_offset_us``, ``resyncs``,
+        ``last_resync_error_us``, ``last_resync_check_ns``; ``generation``, ``writes``, ``offset_us``)."""
+        self.data["switches"][name].update(fields)
         self._write()
 
     def counters(self, name: str, drops: dict[str, int], rx: int = 0, tx: int = 0, unaccounted: int = 0) -> None:

@@ -138,17 +138,28 @@ class Target:
         return pack_tofino_config(output.name, *parts)
 
 
-def clock_start_entities(target: Target, entities: Iterable[object]) -> list[object]:
+def is_slot_config(e: object) -> bool:
+    """The slot config update (the ``slot_state.config`` default action, rotor or ToR)."""
+    return (isinstance(e, fy.P4TableEntry) and e.is_default_action and e.action is not None
+            and str(e.table_id).endswith(".slot_state.config")
+            and str(e.action.name).endswith(".slot_state.configure"))
+
+
+def clock_start_entities(target: Target, entities: Iterable[object], now_us: float | None = None) -> list[object]:
     """What the controller writes before ``entities`` so that the clock starts right (TNA,
     p4src/tna/include/control/slot_state.p4): cell ``gen & 1`` of the cycle register holds the
     switch-local time at which cycle 0 ends, epoch - offset + cycle, in units, wrapped.  Read
     from the config entry about to be written, so the two cannot disagree.  Also refuses a
-    cycle the phase key cannot hold.  Nothing for a target whose program restarts itself."""
+    cycle the phase key cannot hold.  Nothing for a target whose program restarts itself.
+
+    ``now_us`` (common time): a config rewritten mid-run (a new offset, same epoch) starts the
+    cell at the end of the cycle running then instead: from cycle 0's end the register would
+    catch up one cycle per packet, each dropped as NOT_STARTED.  A cycle boundary passing before
+    the write lands costs one such packet, never a wrong matching (every cycle end the cell can
+    hold is epoch-aligned)."""
     out: list[object] = []
     for e in entities:
-        if not (isinstance(e, fy.P4TableEntry) and e.is_default_action and e.action is not None
-                and str(e.table_id).endswith(".slot_state.config")
-                and str(e.action.name).endswith(".slot_state.configure")):
+        if not is_slot_config(e):
             continue
         a = e.action.args
         if a["cycle"] >= 1 << target.phase_bits:
@@ -158,7 +169,13 @@ def clock_start_entities(target: Target, entities: Iterable[object]) -> list[obj
         if target.cycle_register is None or a["mode"] != MODE_CLOCK:
             continue
         control = str(e.table_id)[: -len(".config")]
-        end = (a["epoch_us"] - a["offset"] + a["cycle"]) & ((1 << target.time_bits) - 1)
+        mask = (1 << target.time_bits) - 1
+        cycles = 0
+        if now_us is not None and a["cycle"] > 0:
+            since = (target.to_units(now_us) - a["epoch_us"]) & mask
+            # Signed: a time before the epoch starts at cycle 0, like an install.
+            cycles = 0 if since >> (target.time_bits - 1) else since // a["cycle"]
+        end = (a["epoch_us"] - a["offset"] + (cycles + 1) * a["cycle"]) & mask
         out.append(~fy.P4RegisterEntry(f"{control}.{target.cycle_register}", index=a["gen"] & 1, data=end))
     return out
 
