@@ -25,6 +25,8 @@ def add_parser(sub) -> None:
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
     pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
+    pe.add_argument("--resync-every", type=float, metavar="S",
+                    help="faults: the controller re-measures clocks every S wall seconds (default 0: never)")
     rlb = pe.add_argument_group("rotorlb, fct")
     rlb.add_argument("--rate", type=float, help="agent frames/s per circuit (rotorlb: calibrated on the "
                      "fabric, --quick 300; fct: 100)")
@@ -53,7 +55,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["dilation"] = a.dilation
     if a.quick:
         kw["quick"] = True
-    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan"):
+    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -63,7 +65,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick"),
                       ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
-                      ("matrices_per_density", "--matrices"), ("plan", "--plan")):
+                      ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -41,8 +41,12 @@ def default_plan_path() -> Path:
 
 
 def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 100.0, probe_rate: float = 50.0,
-           quick: bool = False) -> dict:
-    """``plan``: a fault plan file (default topologies/faults/default.json); ``probe_rate``: probes/s per host."""
+           resync_every: float = 0.0) -> dict:
+    """``plan``: a fault plan file (default topologies/faults/default.json), times and clock skews in
+    emulated us; ``probe_rate``: probes/s per host; ``resync_every``: the controller re-measures
+    every switch's clock this often (wall s; 0: never) and corrects an error above its bound."""
+    if not (resync_every >= 0 and resync_every < 1e6):
+        raise FP.FaultPlanError(f"--resync-every {resync_every}: seconds >= 0")
     sched = S.generate_opera(8, 4, 1000, 100)
     ds = S.dilate(sched, dilation)
     topo = TP.generate(ds, "schedule.json", hosts_per_rack=1)
@@ -53,15 +57,23 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
     last_us = max(max(f.end_us or 0, f.start_us + (f.restart_after_us or 0)) for f in fp.faults)
     duration = last_us * dilation / 1e6 + RECOVERY_S
     out.mkdir(parents=True, exist_ok=True)
-    shift_us = int(ORIGIN_AFTER_T0_S * 1e6 / dilation)
     ctrl = [f for f in fp.faults if f.kind not in ("link-down", "switch-crash", "controller-crash", "host-pause")]
     controller_args: tuple[str, ...] = ()
+    if resync_every:
+        controller_args += ("--resync-every", str(resync_every))
     if ctrl:
+        # The controller runs the dilated schedule: its plan is in wall us from its slot 0.
+        shift_us = int(ORIGIN_AFTER_T0_S * 1e6)
+
+        def wall_us(us: int) -> int:
+            return int(us * dilation) + shift_us
+
         shifted = {"version": 1, "faults": [
-            dict(f.to_json(), start_us=f.start_us + shift_us,
-                 **({"end_us": f.end_us + shift_us} if f.end_us is not None else {})) for f in ctrl]}
+            dict(f.to_json(), start_us=wall_us(f.start_us),
+                 **({"end_us": wall_us(f.end_us)} if f.end_us is not None else {}),
+                 **({"offset_us": int(f.offset_us * dilation)} if f.offset_us is not None else {})) for f in ctrl]}
         (out / "controller-plan.json").write_text(json.dumps(shifted, indent=1))
-        controller_args = ("--faults", str(out / "controller-plan.json"))
+        controller_args += ("--faults", str(out / "controller-plan.json"))
     emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=_epsilon(sched),
                        controller_args=controller_args)
     capture = None
@@ -182,7 +194,8 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
     res = {"schedule": ds.to_json(), "dilation": dilation, "cycle_s_wall": H_s, "plan": fp.to_json(),
            "probes_sent": len(tx), "probes_received": len(got), "faults": per_fault, "rotor_checks": checks,
            "frames_on_wrong_or_dark_circuits": dark, "injector_errors": inj.errors,
-           "adopted": {n: s.get("adopted") for n, s in status.get("switches", {}).items()}}
+           "adopted": {n: s.get("adopted") for n, s in status.get("switches", {}).items()},
+           "resyncs": {n: s.get("resyncs") for n, s in status.get("switches", {}).items() if s.get("resyncs")}}
     (out / "faults.json").write_text(json.dumps(res, indent=1))
     _plot(res, sent_b, lost_b, drops_log, origin, out)
     parts = [f"{len(tx) - len(got)} of {len(tx)} probes lost", f"frames on a wrong or dark circuit: {dark} (goal 0)"]
