@@ -342,16 +342,57 @@ def test_cli_bad_flags_exit_2_in_one_line_with_nothing_started(tmp_path, topo_fi
     assert not status.exists()
 
 
-def test_cli_acts_on_clock_skew_only_and_says_so(tmp_path, topo_file):
-    from p4rotor.control.cli import _clock_skews
+def test_cli_acts_on_clock_skew_and_loss_only_and_says_so(tmp_path, topo_file):
+    from p4rotor.control.cli import _plan_faults
 
     topo = TP.load(topo_file)
     p = plan(tmp_path, SKEW, dict(SKEW, switch="tor2", end_us=300_000),
              {"kind": "link-down", "start_us": 0, "switch": "tor0", "port": 1},
-             {"kind": "controller-crash", "start_us": 5})
+             {"kind": "controller-crash", "start_us": 5},
+             {"kind": "loss", "start_us": 10, "end_us": 20, "rotor": "rotor0", "port": 1, "direction": "out",
+              "rate": 0.05})
     said: list[str] = []
-    skews = _clock_skews(p, topo, {"rotor0", "tor1"}, said.append)
+    skews, losses = _plan_faults(p, topo, {"rotor0", "tor1"}, said.append)
     assert skews == [C.ClockSkew("tor1", 200, 100_000)]
+    assert losses == [C.LossFault("rotor0", C.LinkLoss(1, "out", 0.05, None), 10, 20)]
     assert said == ["--faults: controller-crash, link-down faults are applied by the harness, not the controller: "
                     "ignored here",
                     "--faults: clock skew on tor2 ignored: not driven by this controller (--only)"]
+
+
+def test_loss_fault_entries_are_written_at_start_and_removed_at_end(blob, tmp_path):
+    """A plan's loss on a rotor port: its loss_out entry inserted at start_us, deleted at end_us
+    (schedule time from slot 0); nothing else rewritten, no clear."""
+    trace = tmp_path / "trace.jsonl"
+
+    async def main():
+        fake = await FakeSwitch(P4INFO, boot_us=3_000_000).start()
+        ctl = make_ctl(fake, blob, losses=[C.LossFault("rotor0", C.LinkLoss(2, "out", 0.1), 200_000, 500_000)],
+                       trace=trace)
+        mid: dict = {}
+
+        async def after_ready(c):
+            mid["writes"] = len(fake.writes)
+
+        try:
+            await ctl.run(duration=0.8, after_ready=after_ready)
+        finally:
+            await fake.stop()
+        return fake, ctl, mid
+
+    fake, ctl, mid = asyncio.run(main())
+    loss = fake.updates_for(dp.T_LOSS_OUT)
+    assert [u.type for u in loss] == [p4r.Update.INSERT, p4r.Update.DELETE]
+    e = fy.P4TableEntry.decode(loss[0].entity, SCHEMA)
+    assert list(e.action.args.values()) == [round(0.1 * 2**32)]
+    ev = events(trace, "loss")
+    assert [len(x["losses"]) for x in ev] == [0, 1, 0]  # at install (none yet), start, end
+    for x, t in zip(ev[1:], (200_000, 500_000)):
+        assert x["at_us"] >= t and 0 <= x["t_ns"] - ctl.tb.wall_ns(ctl.t0_common_us + t) < 100e6
+
+
+def test_loss_on_a_switch_not_driven_is_refused(blob):
+    with pytest.raises(C.ControllerError, match="loss on 'nope': not a switch this controller drives"):
+        C.RotorController(S.generate_rotornet(4, 1, 20_000, 2_000), [C.SwitchSpec("rotor0", "127.0.0.1", 1)],
+                          mode="clock", p4info=P4INFO, p4blob=blob,
+                          losses=[C.LossFault("nope", C.LinkLoss(2, "out", 0.1), 0)])

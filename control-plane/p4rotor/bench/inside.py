@@ -213,6 +213,8 @@ def inside_throughput(a: argparse.Namespace) -> dict:
                                                            epoch_us=0))
                 if a.mode == "signal":
                     await sw.write([C.set_slot_packet(0, 0, False, seq=seq)])
+                if a.loss:  # optical loss on the frames leaving port 2 (issue #17)
+                    await C.write_batched(sw, C.loss_entries([C.LinkLoss(2, "out", a.loss)]))
             await asyncio.sleep(0.2)
             loop = asyncio.get_running_loop()
             rcv = T.Receiver({2: _ifaces()[2]}).start()
@@ -225,6 +227,16 @@ def inside_throughput(a: argparse.Namespace) -> dict:
             res.update({"program": a.program, "mode": a.mode, "offered": a.count, "send_s": secs,
                         "received": len(rx), "rx_span_s": span,
                         "pps": len(rx) / span if span > 0 else 0.0})
+            if a.program == "rotor":
+                await asyncio.sleep(0.5)
+                drops = {}
+                async for e in sw.read(fy.P4CounterEntry(dp.C_DROP)):
+                    if e.data is not None and e.data.packet_count:
+                        drops[dp.DropCause(e.index).name] = e.data.packet_count
+                rx_in = 0
+                async for e in sw.read(fy.P4CounterEntry(dp.C_RX)):
+                    rx_in += e.data.packet_count if e.data is not None else 0
+                res.update({"drops": drops, "pipeline_in": rx_in, "loss_configured": a.loss})
 
     asyncio.run(main())
     return res
@@ -272,6 +284,7 @@ def inside_main(argv: list[str]) -> int:
     p.add_argument("--train-warmup-us", type=float, default=100, help="warm-up frame this long before a train")
     p.add_argument("--signal-timed", action="store_true", help="signal mode: timed slot changes")
     p.add_argument("--count", type=int, default=20000)
+    p.add_argument("--loss", type=float, default=0.0, help="throughput: optical loss rate on port 2 out")
     a = p.parse_args(argv)
     import faulthandler
 

@@ -72,6 +72,21 @@ def markdown(res: dict) -> str:
                   f"program, same BMv2, same traffic, measured before and after: "
                   + ", ".join(f"{x.get('pps', 0):.0f}" for x in tp["passthrough"])
                   + f" frames/s; ratio **{fmt(tp['ratio'])}**.", ""]
+    if res.get("loss"):
+        lines += ["### Optical loss injected in P4 (issue #17, seed 003 §3)", "",
+                  "One rotor port loses frames leaving it with the configured probability (table `loss_out`, "
+                  "the target's random extern); frames blasted through one circuit; measured = frames counted "
+                  "`OPTICAL_LOSS` / frames the pipeline took in.", "",
+                  "| configured | frames in | counted OPTICAL_LOSS | measured | off by | other drops | lost end to end |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in res["loss"]:
+            if "error" in r:
+                lines.append(f"| {r['rate']:g} | error: {r['error'][:80]} | | | | | |")
+                continue
+            lines.append(f"| {r['rate']:g} | {r['pipeline_in']} | {r['optical_loss']} | "
+                         f"{fmt(r['measured'], 4)} | {pct(r['relative_error'])} | "
+                         f"{sum(r['other_drops'].values())} | {pct(r['end_to_end_loss'])} |")
+        lines.append("")
     cp = res.get("control_plane")
     if cp and "error" not in cp:
         lines += ["### Control plane at opera-sim scale", "",

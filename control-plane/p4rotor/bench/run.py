@@ -75,10 +75,38 @@ def run_slot(build: Path, mode: str, slot_us: int, night_us: int, rate: float, d
         shutil.rmtree(pcap, ignore_errors=True)
 
 
-def run_throughput(build: Path, program: str, count: int, mode: str = "clock") -> dict:
+def run_throughput(build: Path, program: str, count: int, mode: str = "clock", loss: float = 0.0) -> dict:
     with ptf_bench(1) as (ns, sws, _):
         return _inside(ns, sws[0], build, program, "throughput", "--program", program,
-                       "--count", str(count), "--mode", mode)
+                       "--count", str(count), "--mode", mode, "--loss", str(loss), timeout=300)
+
+
+LOSS_RATES = ((0.01, 40000), (0.03, 20000), (0.1, 10000))  # (rate, frames): ~2 sigma within 10% at 1e-2
+
+
+def run_loss(build: Path, quick: bool = False) -> list[dict]:
+    """Optical loss injected in P4 (issue #17): per configured rate, the measured share of frames
+    the pipeline dropped as OPTICAL_LOSS (of those it took in), and the end-to-end share lost."""
+    rows = []
+    for rate, count in LOSS_RATES[::2] if quick else LOSS_RATES:
+        _say(f"[bench] optical loss: rate {rate:g} on one rotor port, {count} frames")
+        r = run_throughput(build, "rotor", count, "clock", loss=rate)
+        if "error" in r:
+            rows.append({"rate": rate, "error": r["error"]})
+            _say(f"[bench]   error: {r['error'][:200]}")
+            continue
+        lost = r.get("drops", {}).get("OPTICAL_LOSS", 0)
+        pin = r.get("pipeline_in") or 0
+        measured = lost / pin if pin else None
+        other = {c: n for c, n in r.get("drops", {}).items() if c != "OPTICAL_LOSS"}
+        row = {"rate": rate, "offered": count, "pipeline_in": pin, "optical_loss": lost, "received": r["received"],
+               "measured": measured, "relative_error": None if measured is None else measured / rate - 1,
+               "end_to_end_loss": 1 - r["received"] / count, "other_drops": other}
+        rows.append(row)
+        _say(f"[bench]   measured {measured if measured is None else f'{measured:.4f}'} "
+             f"({_pct(row['relative_error'])} off), {lost} of {pin} frames counted OPTICAL_LOSS, "
+             f"{r['received']} received, other drops {other or 'none'}")
+    return rows
 
 
 def run_control_plane(build: Path, racks: int = 108, rotors: int = 6, slot_us: int = 600,
@@ -247,6 +275,8 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         res["throughput"] = {"passthrough": [pt, pt2], "rotor": ro,
                              "ratio": ro.get("pps", 0) / base if base else None}
         _say(f"[bench]   rotor {ro.get('pps', 0):.0f} pps / passthrough {base:.0f} pps = {_f(res['throughput']['ratio'])}")
+    if "loss" in only:
+        res["loss"] = run_loss(build, quick)
     if "control" in only:
         _say("[bench] control plane: 108-rack, 6-rotor opera schedule on 6 switches")
         res["control_plane"] = run_control_plane(build)

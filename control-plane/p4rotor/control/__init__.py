@@ -17,7 +17,7 @@ from .entities import (RUN_FIELDS, TS_MASK, WRITE_BATCH, Comparison, LinkLoss,  
 from .errors import ControllerError, NotPrimaryError  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
-from .skew import ClockSkew, ResyncCheck, skew_at, skew_changes  # noqa: F401
+from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew_changes  # noqa: F401
 from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
 from .target import BMV2, TARGETS, TOFINO, Target, get_target, is_slot_config  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401

@@ -106,12 +106,13 @@ def _with_clock_ifaces(specs, items: list[str]):
     return [by_name[sp.name] for sp in specs]
 
 
-def _clock_skews(path: str, topo, driven: set[str], say) -> list:
-    """The fault plan's clock-skew faults on the switches this controller drives, as
-    ``ClockSkew`` values.  The plan is validated whole (a bad one: one line, exit 2); its other
-    kinds are applied by the harness, not here: one line says so."""
+def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
+    """The fault plan's clock-skew and loss faults on the switches this controller drives, as
+    ``ClockSkew`` and ``LossFault`` values.  The plan is validated whole (a bad one: one line,
+    exit 2); its other kinds are applied by the harness, not here: one line says so."""
     from ..faults.plan import FaultPlanError, load
-    from .skew import ClockSkew
+    from .entities import LinkLoss
+    from .skew import ClockSkew, LossFault
 
     try:
         plan = load(path, topo)
@@ -119,13 +120,15 @@ def _clock_skews(path: str, topo, driven: set[str], say) -> list:
         die(str(ex))
     skews = [ClockSkew(f.switch, f.offset_us, f.start_us, f.end_us) for f in plan.faults
              if f.kind == "clock-skew" and f.switch in driven]
-    others = sorted({f.kind for f in plan.faults if f.kind != "clock-skew"})
+    losses = [LossFault(f.rotor, LinkLoss(f.port, f.direction, f.rate, f.matching), f.start_us, f.end_us)
+              for f in plan.faults if f.kind == "loss" and f.rotor in driven]
+    others = sorted({f.kind for f in plan.faults if f.kind not in ("clock-skew", "loss")})
     if others:
         say(f"--faults: {', '.join(others)} faults are applied by the harness, not the controller: ignored here")
     elsewhere = sorted({f.switch for f in plan.faults if f.kind == "clock-skew" and f.switch not in driven})
     if elsewhere:
         say(f"--faults: clock skew on {', '.join(elsewhere)} ignored: not driven by this controller (--only)")
-    return skews
+    return skews, losses
 
 
 def cmd_control(a: argparse.Namespace) -> int:
@@ -163,8 +166,8 @@ def cmd_control(a: argparse.Namespace) -> int:
             _, topo = load_sched_or_topo(a)
             roles = fabric_roles(topo, build, epsilon_us=a.epsilon_us,
                                  only=set(a.only.split(",")) if a.only else None, target=target)
-            skews = _clock_skews(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else []
-            ctl = Controller(roles, skews=skews, **common)
+            skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
+            ctl = Controller(roles, skews=skews, losses=losses, **common)
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]

@@ -43,17 +43,18 @@ import finsy as fy
 
 from .. import p4 as dp
 from ..schedule import Schedule
-from .entities import (Comparison, check_egress_guard, compare_installed, port_value_set_entries,
+from .entities import (Comparison, check_egress_guard, compare_installed, loss_entries, port_value_set_entries,
                        set_slot_packet, time_probe_packet, write_batched)
 from .errors import ControllerError, NotPrimaryError
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
-from .skew import ClockSkew, ResyncCheck, skew_at, skew_changes
+from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew_changes
 from .status import StatusFile
 from .target import BMV2, Target, clock_start_entities, is_slot_config
 from .timebase import AdoptedClock, OffsetEstimate, Timebase, adopt_clock, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
+LOSS_TABLES = (dp.T_LOSS_IN, dp.T_LOSS_OUT)
 
 # Timed changes: sent this long (plus twice the offset's uncertainty) after the previous start.
 TIMED_MARGIN_US = 50
@@ -76,7 +77,8 @@ class Controller:
                  signal_timed: bool = False, install_concurrency: int = INSTALL_CONCURRENCY,
                  on_event: Callable[[str], None] | None = None, status_file: Path | None = None,
                  counters_every: float = 0.0, target: Target = BMV2, adopt: bool = True,
-                 skews: Sequence[ClockSkew] = (), resync_every: float = 0.0, resync_bound_us: float = 100.0):
+                 skews: Sequence[ClockSkew] = (), resync_every: float = 0.0, resync_bound_us: float = 100.0,
+                 losses: Sequence[LossFault] = ()):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if mode not in target.modes:
@@ -123,6 +125,12 @@ class Controller:
             if mode != "clock":
                 raise ControllerError("clock skew is injected in clock mode only (through the slot config's offset)")
         self.skews = tuple(skews)
+        for x in losses:
+            if x.switch not in names:
+                raise ControllerError(f"loss on {x.switch!r}: not a switch this controller drives")
+            if not any(r.spec.name == x.switch and r.kind == "rotor" for r in roles):
+                raise ControllerError(f"loss on {x.switch!r}: optical loss is a rotor's (its loss tables)")
+        self.losses = tuple(losses)
         self.resync_every = resync_every
         self.resync_bound_us = resync_bound_us
         self._timer = None
@@ -195,6 +203,8 @@ class Controller:
                     sw.create_task(self._inject_skew(sw, rt))
                 if self.resync_every:
                     sw.create_task(self._resync(sw, rt))
+            if any(x.switch == sw.name for x in self.losses):
+                sw.create_task(self._inject_loss(sw, rt))
             if self.counters_every:
                 sw.create_task(self._publish_counters(sw))
         except ControllerError as ex:
@@ -261,7 +271,10 @@ class Controller:
         this controller would write; the run fields of the config are not compared."""
         want = rt.role.entities(self.mode_code, rt.offset.offset_us if rt.offset else 0, 0, rt.generation,
                                 self.target)
-        have = [e async for e in sw.read(fy.P4TableEntry())]
+        # The optical-loss tables hold fault state (a plan's loss, written and removed at its
+        # times), not configuration: a fabric with a loss live is still this controller's.
+        have = [e async for e in sw.read(fy.P4TableEntry())
+                if sw.p4info.tables[e.table_id].name not in LOSS_TABLES]
         defaults = [fy.P4TableEntry(e.table_id, is_default_action=True) for e in want
                     if isinstance(e, fy.P4TableEntry) and e.is_default_action]
         if defaults:
@@ -531,6 +544,32 @@ class Controller:
         self.trace.event(t_ns=time.time_ns(), switch=sw.name, event="clock-skew", at_us=round(t_us),
                          injected_skew_us=want, config_offset_us=rt.config_offset_us,
                          offset_us=rt.offset.offset_us, generation=rt.generation)
+
+    # -- optical loss (a fault plan's ``loss``; the rotor's loss tables) ------------------
+    async def _inject_loss(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
+        """Write the plan's loss entries on this rotor while they are live.  Started at every
+        install: an adopted switch may hold its predecessor's entries, so the first pass makes
+        the tables exactly what the plan says now."""
+        await self._apply_loss(sw, rt, self._schedule_us())
+        for t in loss_changes(self.losses, sw.name):
+            if t <= self._schedule_us():
+                continue
+            await self._sleep_until(self.t0_common_us + t, spin=False)
+            await self._apply_loss(sw, rt, max(t, self._schedule_us()))
+
+    async def _apply_loss(self, sw: fy.Switch, rt: SwitchRuntime, t_us: float) -> None:
+        want = [x.loss for x in self.losses if x.switch == sw.name and x.live(t_us)]
+        held = [e async for e in sw.read([fy.P4TableEntry(dp.T_LOSS_IN), fy.P4TableEntry(dp.T_LOSS_OUT)])]
+        if held:
+            await self._write(sw, rt, [-e for e in held])
+        if want:
+            await self._write(sw, rt, [+e for e in loss_entries(want)])
+        what = ", ".join(f"port {x.port} {x.direction} {x.rate:g}" + (f" in matching {x.matching}"
+                                                                       if x.matching is not None else "")
+                         for x in want) or "none"
+        self.on_event(f"{sw.name}: optical loss from t={t_us / 1e6:.3f} s: {what}")
+        self.trace.event(t_ns=time.time_ns(), switch=sw.name, event="loss", at_us=round(t_us),
+                         losses=[dataclasses.asdict(x) for x in want])
 
     async def _resync(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         """Every ``resync_every`` s: re-measure this switch's offset and rewrite the slot config

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
+from .entities import LinkLoss  # noqa: F401  (LossFault's field)
 from .errors import ControllerError
 from .timebase import OffsetEstimate
 
@@ -68,3 +69,22 @@ class ResyncCheck:
         is as likely the probe's as the clock's, and rewriting on it would only chase noise."""
         e = abs(self.error_us)
         return e > self.bound_us and e > self.fresh.uncertainty_us
+
+
+@dataclasses.dataclass(frozen=True)
+class LossFault:
+    """Optical loss on one rotor port (a fault plan's ``loss``, seed 003 §3) from ``start_us``
+    until ``end_us`` (None: the end of the run), schedule us from slot 0 like ``ClockSkew``."""
+
+    switch: str
+    loss: "LinkLoss"
+    start_us: int
+    end_us: int | None = None
+
+    def live(self, t_us: float) -> bool:
+        return self.start_us <= t_us and (self.end_us is None or t_us < self.end_us)
+
+
+def loss_changes(losses: Iterable[LossFault], switch: str) -> list[int]:
+    """The schedule times at which ``switch``'s loss entries may change, in order."""
+    return sorted({t for x in losses if x.switch == switch for t in (x.start_us, x.end_us) if t is not None})
