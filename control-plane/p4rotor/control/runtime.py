@@ -54,6 +54,33 @@ from .target import BMV2, Target, clock_start_entities, is_slot_config
 from .timebase import AdoptedClock, OffsetEstimate, Timebase, adopt_clock, estimate_offset, timed_changes
 
 LOG = logging.getLogger("p4rotor.controller")
+
+# A restarted switch should be re-installed within a slot cycle of listening again, but gRPC's
+# channel retries a lost connection after 1 s, then 1.6 s, 2.6 s ... (its default backoff), and
+# finsy builds its channel with fixed options and no way to add one.  So the options finsy
+# passes gain a 100 ms reconnect backoff (ceiling 1 s): measured, a rotor restarted on BMv2 was
+# re-installed 1.54 s after its restart before (issue #17, docs/faults.md).
+RECONNECT_BACKOFF_MS = 100
+
+
+def _reconnect_sooner() -> None:
+    from finsy import grpcutil
+
+    if getattr(grpcutil.GRPCOptions.to_native, "_p4rotor", False):
+        return
+    native = grpcutil.GRPCOptions.to_native
+
+    def to_native(self):
+        out = [(k, v) for k, v in native(self) if k != "grpc.max_reconnect_backoff_ms"]
+        return out + [("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+                      ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+                      ("grpc.max_reconnect_backoff_ms", 1000)]
+
+    to_native._p4rotor = True  # type: ignore[attr-defined]
+    grpcutil.GRPCOptions.to_native = to_native
+
+
+_reconnect_sooner()
 LOSS_TABLES = (dp.T_LOSS_IN, dp.T_LOSS_OUT)
 
 # Timed changes: sent this long (plus twice the offset's uncertainty) after the previous start.
