@@ -70,3 +70,13 @@ def test_a_bad_plan_is_one_line_and_exit_2_before_anything_starts(tmp_path):
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "nope" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_drop_steps_survive_a_restarted_switch_and_a_missing_reading():
+    from p4rotor.experiments.faults import drop_steps
+
+    log = [(1, {"r": {"NIGHT": 5, "UNACCOUNTED": 3}}), (2, {"r": {"NIGHT": 7, "UNACCOUNTED": 9}}),
+           (3, {}),                                       # the controller restarting: no reading
+           (4, {"r": {"NIGHT": 2}}),                      # the switch restarted: counts from 0
+           (5, {"r": {"NIGHT": 4, "STALE": 1}})]
+    assert [inc for _, inc in drop_steps(log)] == [{}, {"NIGHT": 2}, {}, {"NIGHT": 2}, {"NIGHT": 2}]

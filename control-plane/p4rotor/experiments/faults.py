@@ -30,7 +30,7 @@ from ..faults.capture import interface_names, read_rotor_frames
 from ..faults.inject import Injector
 from .runner import launch, pyplot, run_probes, say
 
-ORIGIN_AFTER_T0_S = 75.0   # wall s from slot 0 to the probes' start: the fabric is up by then
+ORIGIN_AFTER_T0_S = 40.0   # wall s from slot 0 to the probes' start: the fabric is up by then (~5 s here)
 PROBE_START_S = 8.0        # wall s for the probe processes to start and listen
 RECOVERY_S = 4.0           # probes keep running this long after the last fault
 BIN_S = 0.1
@@ -146,6 +146,26 @@ def _poll_drops(emu, log: list, stop: threading.Event) -> None:
         stop.wait(0.5)
 
 
+def drop_steps(log: list) -> list[tuple[int, dict[str, int]]]:
+    """(t_ns, {cause: frames dropped since the previous reading}) from successive status readings.
+    A switch missing from a reading (its controller restarting) is skipped; a counter that went
+    down belongs to a restarted switch (a new process counts from 0): its new value is the step."""
+    out, prev = [], {}
+    for t, d in log:
+        inc: dict[str, int] = {}
+        for sw, causes in d.items():
+            for c, n in causes.items():
+                if c == "UNACCOUNTED":  # a difference of two counters read apart, not a count
+                    continue
+                p = prev.get((sw, c))
+                k = n if p is None or n < p else n - p
+                if p is not None and k > 0:
+                    inc[c] = inc.get(c, 0) + k
+                prev[(sw, c)] = n
+        out.append((t, inc))
+    return out
+
+
 def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out: Path) -> dict:
     tx = [dict(r, src=i) for i, k in enumerate(topo.racks) for r in logs[f"{k.hosts[0].name}.tx"]]
     rx = [r for k in topo.racks for r in logs[f"{k.hosts[0].name}.rx"]]
@@ -159,15 +179,14 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
             if (r["src"], r["seq"]) not in got:
                 lost_b[b] += 1
 
+    steps = drop_steps(drops_log)
+
     def drops_between(a_ns: int, b_ns: int) -> dict[str, int]:
-        before = next((d for t, d in reversed(drops_log) if t <= a_ns), drops_log[0][1] if drops_log else {})
-        after = next((d for t, d in drops_log if t >= b_ns), drops_log[-1][1] if drops_log else {})
         outd: dict[str, int] = {}
-        for sw, causes in after.items():
-            for c, n in causes.items():
-                k = n - before.get(sw, {}).get(c, 0)
-                if k > 0:
-                    outd[c] = outd.get(c, 0) + k
+        for t, inc in steps:
+            if a_ns <= t <= b_ns:
+                for c, n in inc.items():
+                    outd[c] = outd.get(c, 0) + n
         return outd
 
     H_s = ds.hyperperiod_us / 1e6
@@ -226,12 +245,15 @@ def _plot(res, sent_b, lost_b, drops_log, origin, out: Path) -> None:
         e = (f.get("end_us") or f["start_us"] + (f.get("restart_after_us") or 0)) * res["dilation"] / 1e6
         ax.axvspan(a, max(e, a + 0.05), alpha=0.2, color=colors.get(f["kind"], "k"),
                    label=f"{f['kind']} {f.get('switch') or f.get('host') or ''}")
-    if drops_log:
+    steps = [(t, inc) for t, inc in drop_steps(drops_log) if t >= origin]
+    if steps:
         ax2 = ax.twinx()
-        t = [(x - origin) / 1e9 for x, _ in drops_log]
-        tot = [sum(n for d in v.values() for c, n in d.items() if c != "UNACCOUNTED") for _, v in drops_log]
-        ax2.plot(t, [n - tot[0] for n in tot], "k--", label="switch drops (cumulative)")
-        ax2.set_ylabel("switch drops since start")
+        cum, ys = 0, []
+        for _, inc in steps:
+            cum += sum(inc.values())
+            ys.append(cum)
+        ax2.plot([(t - origin) / 1e9 for t, _ in steps], ys, "k--", label="switch drops (cumulative)")
+        ax2.set_ylabel("switch drops since the probes' start")
     ax.set_xlabel("s (wall) from the probes' start")
     ax.set_ylabel("probes")
     ax.set_title(f"faults: {res['frames_on_wrong_or_dark_circuits']} frames on a wrong or dark circuit")
