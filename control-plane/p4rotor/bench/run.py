@@ -206,7 +206,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
-                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",)}
+                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "loss": ("loss",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
