@@ -11,7 +11,7 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
 def add_parser(sub) -> None:
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
-    pb.add_argument("--only", help="comma list of: slot, throughput, loss, control, scale, agents")
+    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents")
     pb.add_argument("--scale-sizes", help="scale: comma list of rack counts, 4 rotors each (default 16,32,64)")
     pb.add_argument("--quick", action="store_true", help="fewer slot lengths, shorter runs")
     pb.add_argument("--rate", type=float, default=1000, help="offered probe load, frames/s")
@@ -34,10 +34,10 @@ def cmd_bench(a: argparse.Namespace) -> int:
             miss.append(f"{build / prog}.json (make build)")
     if miss:
         die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
-    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "loss", "control", "scale", "agents"}
-    unknown = only - {"slot", "throughput", "loss", "control", "scale", "agents"}
+    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "loss", "dilation", "control", "scale", "agents"}
+    unknown = only - {"slot", "throughput", "loss", "dilation", "control", "scale", "agents"}
     if unknown:
-        die(f"--only: unknown benchmark {', '.join(sorted(unknown))} (slot, throughput, loss, control, scale, agents)")
+        die(f"--only: unknown benchmark {', '.join(sorted(unknown))} (slot, throughput, loss, dilation, control, scale, agents)")
     sizes = bench.SCALE_SIZES
     if a.scale_sizes:
         try:
@@ -52,4 +52,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.doc:
         report.update_doc(Path(a.doc), res, command)
         print(f"updated {a.doc}", file=sys.stderr)
+        if res.get("dilation") and "dilation" in only:
+            png = Path(a.doc).parent / "img" / "dilation.png"
+            report.plot_dilation(res["dilation"], png)
+            print(f"wrote {png}", file=sys.stderr)
     return 0

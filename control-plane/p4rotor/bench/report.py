@@ -72,6 +72,26 @@ def markdown(res: dict) -> str:
                   f"program, same BMv2, same traffic, measured before and after: "
                   + ", ".join(f"{x.get('pps', 0):.0f}" for x in tp["passthrough"])
                   + f" frames/s; ratio **{fmt(tp['ratio'])}**.", ""]
+    if res.get("dilation"):
+        lines += ["### Fidelity vs dilation (issue #15): one schedule, 1000 us slots, 100 us nights", "",
+                  "One rotor in clock mode (clock-port time base), the schedule's times multiplied by the "
+                  "dilation; errors in wall us and, in brackets, emulated us (wall / dilation) — what the "
+                  "emulated fabric sees. Pick the smallest dilation whose emulated error and loss you can "
+                  "accept (plot: docs/img/dilation.png).", "",
+                  "| dilation | slot / night wall us | boundary error p50 / p99 wall us (emulated) "
+                  "| left outside its matching's day | reconfig loss | bound |",
+                  "|---|---|---|---|---|---|"]
+        for r in res["dilation"]:
+            if "error" in r:
+                lines.append(f"| {r['dilation']} | | error: {r['error'][:80]} | | | |")
+                continue
+            be = (r.get("boundary_trains") or {}).get("error_us") or {}
+            d = r["dilation"]
+            emu = " / ".join(fmt(None if be.get(k) is None else be[k] / d, 1) for k in ("p50", "p99"))
+            lines.append(f"| {d} | {r['slot_us']} / {r['night_us']} | {fmt(be.get('p50'), 0)} / "
+                         f"{fmt(be.get('p99'), 0)} ({emu}) | {r['left_outside_day']} of {r['departed']} | "
+                         f"{pct(r['reconfig_loss'])} | {pct(r['loss_bound'])} |")
+        lines.append("")
     if res.get("loss"):
         lines += ["### Optical loss injected in P4 (issue #17, seed 003 §3)", "",
                   "One rotor port loses frames leaving it with the configured probability (table `loss_out`, "
@@ -149,3 +169,36 @@ def update_doc(doc: Path, res: dict, command: str) -> None:
     else:
         text += "\n" + body + "\n"
     doc.write_text(text)
+
+
+def plot_dilation(rows: list[dict], png: Path) -> None:
+    """Fidelity vs dilation: boundary error in emulated us, and reconfiguration loss against its
+    bound, per dilation (log x)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in rows if "error" not in r]
+    d = [r["dilation"] for r in ok]
+    be = [(r.get("boundary_trains") or {}).get("error_us") or {} for r in ok]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for k, style in (("p50", "o-"), ("p99", "s--")):
+        ax.plot(d, [None if b.get(k) is None else b[k] / r["dilation"] for b, r in zip(be, ok)], style, label=k)
+    ax.set_xscale("log")
+    ax.set_xlabel("dilation")
+    ax.set_ylabel("slot boundary error (emulated us)")
+    ax.set_title("boundary error seen by the emulated fabric")
+    ax.legend()
+    ax2.plot(d, [100 * r["reconfig_loss"] for r in ok], "o-", label="reconfiguration loss")
+    ax2.plot(d, [100 * r["loss_bound"] for r in ok], "k--", label="bound (night / slot)")
+    ax2.plot(d, [100 * r["left_outside_day"] / max(1, r["departed"]) for r in ok], "x:",
+             label="left outside its matching's day")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("dilation")
+    ax2.set_ylabel("% of frames")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)

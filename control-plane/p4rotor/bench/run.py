@@ -81,6 +81,33 @@ def run_throughput(build: Path, program: str, count: int, mode: str = "clock", l
                        "--count", str(count), "--mode", mode, "--loss", str(loss), timeout=300)
 
 
+DILATIONS = (1, 3, 10, 30, 100)
+
+
+def run_dilation(build: Path, rate: float, quick: bool = False) -> list[dict]:
+    """Fidelity vs dilation (issue #15): one schedule (1000 us slots, 100 us nights) run at each
+    dilation on one rotor in clock mode, so a user can pick the smallest dilation that holds.
+    Errors are reported in wall us and in emulated us (wall / dilation): what the emulated
+    fabric sees."""
+    rows = []
+    for d in DILATIONS[::2] if quick else DILATIONS:
+        slot, night = 1000 * d, 100 * d
+        dur = max(3.0, 30 * 3 * slot / 1e6)
+        _say(f"[bench] fidelity vs dilation: dilation {d} (slot {slot} us, night {night} us wall), "
+             f"{rate:.0f} pps for {dur:.1f} s, then probe trains")
+        r = run_slot(build, "clock", slot, night, rate, dur)
+        r["dilation"] = d
+        rows.append(r)
+        if "error" in r:
+            _say(f"[bench]   error: {r['error'][:200]}")
+            continue
+        be = (r.get("boundary_trains") or {}).get("error_us") or {}
+        _say(f"[bench]   boundary error p50/p99 {_f(be.get('p50'), 0)}/{_f(be.get('p99'), 0)} us wall; left outside "
+             f"its matching's day {r['left_outside_day']} of {r['departed']}; reconfig loss "
+             f"{_pct(r['reconfig_loss'])} (bound {_pct(r['loss_bound'])})")
+    return rows
+
+
 LOSS_RATES = ((0.01, 40000), (0.03, 20000), (0.1, 10000))  # (rate, frames): ~2 sigma within 10% at 1e-2
 
 
@@ -206,7 +233,8 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
-                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "loss": ("loss",)}
+                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "loss": ("loss",),
+                "dilation": ("dilation",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
@@ -277,6 +305,8 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         _say(f"[bench]   rotor {ro.get('pps', 0):.0f} pps / passthrough {base:.0f} pps = {_f(res['throughput']['ratio'])}")
     if "loss" in only:
         res["loss"] = run_loss(build, quick)
+    if "dilation" in only:
+        res["dilation"] = run_dilation(build, rate, quick)
     if "control" in only:
         _say("[bench] control plane: 108-rack, 6-rotor opera schedule on 6 switches")
         res["control_plane"] = run_control_plane(build)
