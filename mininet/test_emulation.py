@@ -140,12 +140,15 @@ def test_racks_with_any_prefix_plan_reach_each_other(tmp_path):
 
 
 def test_fct_small_run_accounts_for_every_flow(tmp_path):
-    """p4rotor experiment fct end to end on 30 flows: both modes run on one flow list, every flow is
-    finished or counted unfinished, no agent frame is delivered twice, the plots are written."""
+    """p4rotor experiment fct end to end on 30 flows: Opera, RotorNet and the packet-switch baseline
+    run one flow list, every flow is finished or counted unfinished, no agent frame is delivered
+    twice, the plots are written."""
     from p4rotor.experiments.fct import fct
 
     res = fct(BUILD, tmp_path / "fct", flows=30, load=0.1)
-    assert set(res["modes"]) == {"opera", "rotornet"}
+    assert set(res["modes"]) == {"opera", "rotornet", "packet-switch"}
+    ps = res["modes"]["packet-switch"]
+    assert not ps["classes"].get("bulk"), "the packet switch carries every flow over TCP"
     for mode, m in res["modes"].items():
         counted = sum(b["flows"] for per in m["classes"].values() for b in per.values())
         assert counted == 30, (mode, m["classes"])
@@ -156,17 +159,6 @@ def test_fct_small_run_accounts_for_every_flow(tmp_path):
     assert sum(b["flows"] - b["unfinished"] for b in ll.values()) > 0, "some TCP flow finished"
     assert (tmp_path / "fct" / "fct.png").exists() and (tmp_path / "fct" / "flows.json").exists()
     print("\n" + res["verdict"])
-
-
-# ---------------------------------------------------------------------------
-# Full-size frames on the default Opera fabric (8 racks x 1 host, 4 rotors, dilation 100)
-# ---------------------------------------------------------------------------
-# Last in the file: the module-scoped fabric lives until the module ends, and the tests above
-# start fabrics of their own on the same switch names and gRPC ports.
-
-DILATION = 100
-EPSILON_US = 50  # emulated: low-latency routes avoid a rotor that goes dark within this of the slice end
-FULL_UDP = 1472  # UDP payload of a 1500-byte IP packet
 
 
 def test_faults_switch_and_controller_crash_are_survived(tmp_path):
@@ -189,6 +181,18 @@ def test_faults_switch_and_controller_crash_are_survived(tmp_path):
     assert all(res["adopted"].values()), res["adopted"]
     assert ctl["drops"].get("NOT_STARTED", 0) == 0
     print(f"\n{res['verdict']}")
+
+
+
+# ---------------------------------------------------------------------------
+# Full-size frames on the default Opera fabric (8 racks x 1 host, 4 rotors, dilation 100)
+# ---------------------------------------------------------------------------
+# Last in the file: the module-scoped fabric lives until the module ends, and the tests above
+# start fabrics of their own on the same switch names and gRPC ports.
+
+DILATION = 100
+EPSILON_US = 50  # emulated: low-latency routes avoid a rotor that goes dark within this of the slice end
+FULL_UDP = 1472  # UDP payload of a 1500-byte IP packet
 
 
 @pytest.fixture(scope="module")

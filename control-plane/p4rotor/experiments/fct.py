@@ -14,6 +14,7 @@ sends on every live circuit at once), agent frames first (:func:`_shape_hosts`).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import sys
@@ -40,7 +41,8 @@ HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
 
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
-        guard_us: float = 10000.0, quick: bool = False) -> dict:
+        guard_us: float = 10000.0, quick: bool = False, baseline: bool = True) -> dict:
+    """``baseline``: also run the flow list on one packet switch (every flow over TCP)."""
     if quick:
         flows = min(flows, 150)
     if not 20 <= rate <= 100_000:
@@ -77,7 +79,59 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, alone)
     finally:
         emu.stop()
+    if baseline:
+        runs["packet-switch"], alone_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us)
+        say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
+            f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone)
+
+
+def packet_switch_topology(topo: TP.Topology, dilation: float) -> TP.Topology:
+    """The ideal packet switch of the baseline (issue #14): ONE ToR (the same P4 program) with
+    every host of ``topo`` on it -- same names, addresses, MACs, so the same flow list replays --
+    forwarding by destination address, never through a rotor.  The ToR program needs a fabric
+    to exist, so a second rack (one unused host) and one rotor complete the topology; no flow
+    touches them."""
+    every = [h for k in topo.racks for h in k.hosts]
+    hosts = tuple(TP.Host(h.name, h.ip, h.mac, 11 + i) for i, h in enumerate(every))
+    sched = S.dilate(S.generate_rotornet(2, 1, 1000, 100), dilation)
+    nets = [ipaddress.ip_network(h.ip + "/32") for h in hosts]
+    prefix = ipaddress.ip_network(f"{hosts[0].ip}/{_common_prefix(nets)}", strict=False)
+    spare = next(n for n in ipaddress.ip_network("10.255.0.0/16").subnets(new_prefix=24) if not n.overlaps(prefix))
+    rot = TP.RotorSwitch("rotor0", 1, 50101, {0: 1, 1: 2})
+    racks = [TP.Rack(0, str(prefix), TP.Tor("tor0", 101, 50201, {"rotor0": 1}), hosts),
+             TP.Rack(1, str(spare), TP.Tor("tor1", 102, 50202, {"rotor0": 1}),
+                     (TP.Host("hps", str(next(spare.hosts())), "02:00:0a:ff:00:01", 11),))]
+    t = TP.Topology(sched, "schedule.json", [rot], racks, host_mtu=topo.host_mtu, fabric_mtu=topo.fabric_mtu)
+    TP.validate(t)
+    return t
+
+
+def _common_prefix(nets) -> int:
+    first = int(nets[0].network_address)
+    plen = 32
+    for n in nets[1:]:
+        while (int(n.network_address) >> (32 - plen)) != (first >> (32 - plen)):
+            plen -= 1
+    return plen
+
+
+def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
+                   rate: float, guard_us: float):
+    """The same flow list, hosts and access rates on one switch, every flow over TCP: the
+    packet-switch FCTs and their own "alone" FCTs, measured (issue #14)."""
+    from ..fabric.mininet import Emulation
+
+    pt = packet_switch_topology(topo, dilation)
+    emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say)
+    try:
+        emu.start()
+        _shape_hosts(emu, pt, access_bps)
+        alone = _alone(emu, pt, out / "alone-packet-switch", hosts=[h for h in pt.racks[0].hosts])
+        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, alone)
+    finally:
+        emu.stop()
+    return r, alone
 
 
 def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
@@ -115,14 +169,15 @@ def _shape_hosts(emu, topo, access_bps: float) -> None:
                     raise HarnessError(f"{h.name}: {cmd}: {err.splitlines()[0]}")
 
 
-def _alone(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 100_000_000) -> dict[tuple[str, str], float]:
+def _alone(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 100_000_000,
+           hosts: list | None = None) -> dict[tuple[str, str], float]:
     """The FCT of a one-packet flow alone on the fabric (low-latency class), per ordered host pair:
     one flow at a time, every pair ``rounds`` times; the fastest (the path's latency without
     queueing or a loss).  With the serialisation at the access rate it is the "alone" FCT a flow's
     slowdown divides by (seed 001 §5.4: the flow alone in the network); per pair, because the
     expander path between two racks is 1 to 3 hops."""
     out.mkdir(parents=True, exist_ok=True)
-    hosts = [h for k in topo.racks for h in k.hosts]
+    hosts = hosts if hosts is not None else [h for k in topo.racks for h in k.hosts]
     now = time.time_ns() + 1_500_000_000
     plan: dict[str, list] = {h.name: [] for h in hosts}
     pair: dict[int, tuple[str, str]] = {}
@@ -197,8 +252,9 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
         procs += _start_flows(emu, ll, out, end)
         # An agent resends what its destination has not acknowledged three cycles after it left
         # (a relay waits up to a cycle): a bulk flow completes despite a lost frame.
-        agents = start_agents(emu, topo, ds, out / "agents", rate=rate, guard_us=guard_us, flows=bulk,
-                              stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us)
+        if bulk:  # the packet switch carries every flow over TCP: no agents there
+            agents = start_agents(emu, topo, ds, out / "agents", rate=rate, guard_us=guard_us, flows=bulk,
+                                  stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us)
         n_ll = sum(map(len, ll.values()))
         while time.time_ns() < end:
             done = sum(len((out / f"rx-{h}.jsonl").read_text().splitlines())
@@ -209,7 +265,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             if done == n_ll and t > span_s and not bulk:
                 break
             time.sleep(min(10.0, max(0.5, (end - time.time_ns()) / 1e9)))
-        results = agents.wait(timeout=60)
+        results = agents.wait(timeout=60) if agents is not None else []
     finally:
         for p in procs:
             stop_process_group(p)
@@ -238,11 +294,12 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     # Every frame an agent accepted is delivered exactly once (copies a retransmission made are
     # dropped as duplicates) or counted here as not delivered.
     # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
-    acc = account(results, agents.dead)
+    dead = agents.dead if agents is not None else []
+    acc = account(results, dead)
     lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
             "cutoff": cutoff, "agent_frames_lost": lost,
-            "dead_agents": [d["host"] for d in agents.dead],
+            "dead_agents": [d["host"] for d in dead],
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results)}
 
