@@ -105,13 +105,12 @@ def test_rotorlb_quick_on_the_fabric(tmp_path):
     by = {s["density"]: s for s in res["summary"]}
     assert by[1]["mean"] >= 6.65 * 0.97, by[1]
     assert abs(by[56]["mean"] - 1.0) <= 0.05, by[56]
-    assert res["duplicates"] == 0
+    assert res["duplicates"] <= res["retransmitted"], "a copy exists only if a frame was resent"
+    assert res["lost"] == 0, "lost frames are resent (ACKs over the direct circuit)"
     for row in res["rows"]:
         for mode in ("rotorlb", "one_hop"):
             r = row[mode]
             assert r["udp_no_ports"] == 0, "an agent sent before its peer listened"
-            # Lost frames (a busy machine) are dropped by a switch, by a counted cause: never silently.
-            assert r["lost"] <= sum(r["switch_drops"].values()) + sum(r["kernel_drops"].values()), r
     assert res["iperf3"].get("goodput_mbps", 0) > 0, res["iperf3"]
     assert res["iperf3"]["agent_frames_accepted"] == (res["iperf3"]["agent_frames_delivered"]
                                                        + res["iperf3"]["agent_frames_held"])

@@ -151,7 +151,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  flows: dict[tuple[int, int], list[dict]] | None = None, one_hop: bool = False,
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
-                 retransmit_us: float = 0.0, start_ns: int | None = None) -> Agents:
+                 retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -187,6 +187,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     args.append("--one-hop")
                 if retransmit_us:
                     args += ["--retransmit-us", str(retransmit_us)]
+                    if ack_direct:
+                        args.append("--ack-direct")
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user

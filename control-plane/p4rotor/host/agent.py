@@ -47,7 +47,7 @@ class Agent:
     def __init__(self, sched: S.Schedule, t0_ns: int, rack: int, peers: dict[int, str], *, rate: float,
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
                  end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0, start_ns: int = 0,
-                 ready_file: Path | None = None):
+                 ready_file: Path | None = None, ack_direct: bool = False):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
@@ -79,6 +79,9 @@ class Agent:
         # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
         # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
         self.retransmit_ns = int(retransmit_us * 1000)
+        # ACKs over the direct circuit to the origin, at the start of its next window, instead of
+        # the low-latency class (a schedule without one: RotorNet); they then take up to a cycle.
+        self.ack_direct = ack_direct
         self.inflight: dict[tuple[int, int], tuple[int, bytes, int]] = {}
         self.acks_owed: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
         self.retransmitted = 0
@@ -136,6 +139,10 @@ class Agent:
             out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot, payload))
         self.sent["relay_second"] += n_relay
         self.sent["direct"] += int(direct.local)
+        if self.ack_direct and self.acks_owed.get(c.peer):
+            frames = self.acks_owed.pop(c.peer)
+            for i in range(0, len(frames), wire.ACK_MAX):
+                self._send(c.peer, wire.encode_ack(wire.Ack(tuple(frames[i:i + wire.ACK_MAX]))))
         sender = asyncio.ensure_future(self._pace(c.peer, out, end))
         if not self.one_hop:
             offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
@@ -323,8 +330,9 @@ class Agent:
         self.stopping = asyncio.Event()
         self._start_timed_flows()
         sampler = asyncio.ensure_future(self._sample_pending())
-        helpers = ([asyncio.ensure_future(self._acknowledge()), asyncio.ensure_future(self._retransmit())]
-                   if self.retransmit_ns else [])
+        helpers = ([asyncio.ensure_future(self._retransmit())] if self.retransmit_ns else [])
+        if self.retransmit_ns and not self.ack_direct:
+            helpers.append(asyncio.ensure_future(self._acknowledge()))
         tasks = []
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
@@ -449,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retransmit-us", type=float, default=0.0,
                    help="resend own frames not acknowledged this long after they left (wall us; 0: never); "
                         "ACKs ride the low-latency class")
+    p.add_argument("--ack-direct", action="store_true",
+                   help="with --retransmit-us: ACK over the direct circuit to the origin (its next window), "
+                        "not the low-latency class (a schedule without one, e.g. RotorNet)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     a = p.parse_args(argv)
     sched = S.load(a.schedule)
@@ -457,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                   flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
                   measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
-                  ready_file=Path(a.ready) if a.ready else None)
+                  ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct)
     if a.tun:
         from .tun import Tun
 
