@@ -73,7 +73,7 @@ def markdown(res: dict) -> str:
                   + ", ".join(f"{x.get('pps', 0):.0f}" for x in tp["passthrough"])
                   + f" frames/s; ratio **{fmt(tp['ratio'])}**.", ""]
     if res.get("dilation"):
-        lines += ["### Fidelity vs dilation (issue #15): one schedule, 1000 us slots, 100 us nights", "",
+        lines += ["### Fidelity vs dilation (issue #15): one schedule, 1024 us slots, 102 us nights", "",
                   "One rotor in clock mode (clock-port time base), the schedule's times multiplied by the "
                   "dilation; errors in wall us and, in brackets, emulated us (wall / dilation) — what the "
                   "emulated fabric sees. Pick the smallest dilation whose emulated error and loss you can "
@@ -191,7 +191,7 @@ def plot_dilation(rows: list[dict], png: Path) -> None:
     ax.set_title("boundary error seen by the emulated fabric")
     ax.legend()
     ax2.plot(d, [100 * r["reconfig_loss"] for r in ok], "o-", label="reconfiguration loss")
-    ax2.plot(d, [100 * r["loss_bound"] for r in ok], "k--", label="bound (night / slot)")
+    ax2.plot(d, [100 * r["loss_bound"] for r in ok], "k--", label="its bound (as in the slot tables)")
     ax2.plot(d, [100 * r["left_outside_day"] / max(1, r["departed"]) for r in ok], "x:",
              label="left outside its matching's day")
     ax2.set_xscale("log")

@@ -85,13 +85,15 @@ DILATIONS = (1, 3, 10, 30, 100)
 
 
 def run_dilation(build: Path, rate: float, quick: bool = False) -> list[dict]:
-    """Fidelity vs dilation (issue #15): one schedule (1000 us slots, 100 us nights) run at each
+    """Fidelity vs dilation (issue #15): one schedule (1024 us slots, 102 us nights) run at each
     dilation on one rotor in clock mode, so a user can pick the smallest dilation that holds.
     Errors are reported in wall us and in emulated us (wall / dilation): what the emulated
     fabric sees."""
     rows = []
     for d in DILATIONS[::2] if quick else DILATIONS:
-        slot, night = 1000 * d, 100 * d
+        # 1024/102 us, not 1000/100: probes 1 ms apart would hit the same phase of every 1 ms slot
+        # (at dilation 1 only 91 of 3000 left, all in the same corner of the cycle).
+        slot, night = 1024 * d, 102 * d
         dur = max(3.0, 30 * 3 * slot / 1e6)
         _say(f"[bench] fidelity vs dilation: dilation {d} (slot {slot} us, night {night} us wall), "
              f"{rate:.0f} pps for {dur:.1f} s, then probe trains")
