@@ -77,6 +77,9 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
     emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=_epsilon(sched),
                        controller_args=controller_args)
     capture = None
+    # The fabric's clock as first installed: a restarted controller adopts it, but re-measures
+    # its own offsets, so the t0 it reports can differ by its estimate's error.
+    t0_ns = emu.t0_ns
     try:
         if ctrl:  # the controller's faults are timed from its slot 0: the origin was fixed before
             origin = emu.t0_ns + int(ORIGIN_AFTER_T0_S * 1e9)
@@ -114,10 +117,12 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
     for i, r in enumerate(topo.rotors):
         rx = frames.get(r.name, [])
         # 1 ms wall of tolerance: capture timestamps and the switch's clock offset (+/- ~0.3 ms)
-        c = check_frames(rx, ds, by_name.get(r.name, ds.rotors[i]), dict(r.ports), emu.t0_ns, tolerance_us=1000.0)
+        c = check_frames(rx, ds, by_name.get(r.name, ds.rotors[i]), dict(r.ports), t0_ns, tolerance_us=1000.0)
         checks[r.name] = {"frames": c.frames, "dark": c.stale, "wrong_port": c.wrong_port,
                           "worst_late_us_wall": c.worst_late_us}
     res = _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out)
+    res["t0_ns"], res["t0_ns_at_end"], res["interfaces"] = t0_ns, emu.t0_ns, ifnames
+    (out / "faults.json").write_text(json.dumps(res, indent=1))
     return res
 
 
