@@ -80,6 +80,16 @@ control RotorEgress(inout headers_t hdr, inout egress_metadata_t meta,
     Counter<bit<32>, bit<32>>(NUM_DROP_CAUSES, CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
     @name(".tx_port_counter")
     Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
+    // Optical loss per link direction, the CorrOpt monitor's input (the v1model file says
+    // why): frames that crossed a rotor port's input or output, and frames lost on it.
+    @name(".link_in_counter")
+    Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS) link_in_counter;
+    @name(".link_in_loss_counter")
+    Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS) link_in_loss_counter;
+    @name(".link_out_counter")
+    Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS) link_out_counter;
+    @name(".link_out_loss_counter")
+    Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS) link_out_loss_counter;
     ClockProbeEgress() clock_probe_egress;
     PortMtu() port_mtu;
     OpticalLoss() optical_loss;
@@ -94,20 +104,34 @@ control RotorEgress(inout headers_t hdr, inout egress_metadata_t meta,
             // side by side; the first that fails names the cause, in the order
             // v1model applies them (link MTU, optical loss, reconfiguration).
             bool too_long;
-            bool lost;
+            bool lost_in;
+            bool lost_out;
             bool stale;
             port_mtu.apply(eg_intr_md.pkt_length, eg_intr_md.egress_port, too_long);
-            optical_loss.apply(hdr.bridged.matching, (PortId_t) hdr.bridged.in_port, eg_intr_md.egress_port, lost);
+            optical_loss.apply(hdr.bridged.matching, (PortId_t) hdr.bridged.in_port, eg_intr_md.egress_port,
+                               lost_in, lost_out);
             stale_guard.apply(hdr, eg_prsr_md.global_tstamp, stale);
             if (too_long) {
                 meta.discard = true;
                 meta.drop_cause = DROP_MTU;
-            } else if (lost) {
+            } else if (lost_in || lost_out) {
                 meta.discard = true;
                 meta.drop_cause = DROP_OPTICAL_LOSS;
             } else if (stale) {
                 meta.discard = true;
                 meta.drop_cause = DROP_STALE;
+            }
+            if (!too_long) {
+                if (lost_in) {
+                    link_in_loss_counter.count((bit<32>) hdr.bridged.in_port);
+                } else {
+                    link_in_counter.count((bit<32>) hdr.bridged.in_port);
+                    if (lost_out) {
+                        link_out_loss_counter.count((bit<32>) eg_intr_md.egress_port);
+                    } else {
+                        link_out_counter.count((bit<32>) eg_intr_md.egress_port);
+                    }
+                }
             }
             if (meta.discard) {
                 egress_drop_counter.count(meta.drop_cause);

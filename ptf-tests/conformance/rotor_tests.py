@@ -541,6 +541,33 @@ class OpticalLossNearItsRateAndCounted(RotorTest):
         tu.verify_packet(self, self.frame(PORTS[1], 7), PORTS[0])
 
 
+class OpticalLossCountedPerLinkDirection(RotorTest):
+    """The CorrOpt monitor's input: loss out of port 2 at rate 1 and none elsewhere.  Frames from
+    port 1 to port 2 count as crossed on port 1's input and lost on port 2's output; frames the
+    other way cross port 2's input and port 1's output.  Nothing else moves."""
+
+    def runTest(self):
+        s = four_rack_rotornet()
+        r = s.rotors[0]
+        m = next(i for i, mm in enumerate(r.matchings) if mm[0] == 1)
+        self.install(s, r, SIGNAL)
+        self.sw.write([+e for e in C.loss_entries([C.LinkLoss(PORTS[1], "out", 1.0)])])
+        self.set_slot(1, m)
+        names = (dp.C_LINK_IN, dp.C_LINK_IN_LOSS, dp.C_LINK_OUT, dp.C_LINK_OUT_LOSS)
+        before = {(c, p): self.sw.counter(c, p)[0] for c in names for p in PORTS}
+        for i in range(5):
+            tu.send_packet(self, PORTS[0], self.frame(PORTS[0], i))
+        tu.verify_no_other_packets(self)
+        for i in range(3):
+            f = self.frame(PORTS[1], 10 + i)
+            tu.send_packet(self, PORTS[1], f)
+            tu.verify_packet(self, f, PORTS[0])
+        moved = {k: self.sw.counter(*k)[0] - v for k, v in before.items()}
+        want = {(dp.C_LINK_IN, PORTS[0]): 5, (dp.C_LINK_OUT_LOSS, PORTS[1]): 5,
+                (dp.C_LINK_IN, PORTS[1]): 3, (dp.C_LINK_OUT, PORTS[0]): 3}
+        self.assertEqual({k: v for k, v in moved.items() if v}, want)
+
+
 class OpticalLossInOneMatchingOnly(RotorTest):
     """Loss into port 1 at rate 1, only while matching m is live: every frame lost then, none in
     the next matching."""

@@ -39,6 +39,13 @@ C_DROP = "drop_counter"
 C_RX = "rx_port_counter"
 C_TX = "tx_port_counter"
 C_CTRL = "ctrl_counter"
+# Optical loss per rotor port and direction (the CorrOpt monitor's input; the rotor only):
+# frames that crossed the port's input / output, and frames lost there.
+C_LINK_IN = "link_in_counter"
+C_LINK_IN_LOSS = "link_in_loss_counter"
+C_LINK_OUT = "link_out_counter"
+C_LINK_OUT_LOSS = "link_out_loss_counter"
+LINK_COUNTERS = {"in": (C_LINK_IN, C_LINK_IN_LOSS), "out": (C_LINK_OUT, C_LINK_OUT_LOSS)}
 
 # What a P4Info must hold for the rotor controller: table -> (keys, actions->params).
 ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
@@ -49,7 +56,7 @@ ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = 
     T_LOSS_IN: (("port", "matching"), {A_LOSSY: ("threshold_",)}),
     T_LOSS_OUT: (("port", "matching"), {A_LOSSY: ("threshold_",)}),
 }
-ROTOR_COUNTERS = (C_DROP, C_RX, C_TX, C_CTRL)
+ROTOR_COUNTERS = (C_DROP, C_RX, C_TX, C_CTRL, C_LINK_IN, C_LINK_IN_LOSS, C_LINK_OUT, C_LINK_OUT_LOSS)
 PACKET_OUT_FIELDS = ("opcode", "flags", "index", "slot", "seq", "at", "night_us")
 PACKET_IN_FIELDS = ("opcode", "flags", "index", "slot", "seq", "timestamp", "ingress_port")
 
@@ -83,4 +90,4 @@ TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
                                                 A_VIA_VLB: ("port", "mask", "until")}),
     TOR_T_PORT_MTU: (("port",), {TOR_A_MTU_LIMIT: ("max_frame_bytes",)}),
 }
-TOR_COUNTERS = ROTOR_COUNTERS  # the ToR has the same four counters (p4src/v1model/include/state.p4)
+TOR_COUNTERS = ROTOR_COUNTERS[:4]  # the ToR has the first four (p4src/v1model/include/state.p4)

@@ -7,7 +7,7 @@
 #define P4ROTOR_TNA_OPTICAL_LOSS_P4
 
 control OpticalLoss(in bit<16> matching, in PortId_t in_port, in PortId_t out_port,
-                    out bool lost) {
+                    out bool lost_in, out bool lost_out) {
     Random<bit<31>>() draw_in;
     Random<bit<31>>() draw_out;
     bit<32> r_in = 0;
@@ -50,10 +50,9 @@ control OpticalLoss(in bit<16> matching, in PortId_t in_port, in PortId_t out_po
         compare_in();
         loss_out.apply();
         compare_out();
-        lost = false;
-        if (SIGN(d_in) == 1 || SIGN(d_out) == 1) {
-            lost = true;
-        }
+        // A frame lost coming in never meets its way out (as on v1model).
+        lost_in = SIGN(d_in) == 1;
+        lost_out = !lost_in && SIGN(d_out) == 1;
     }
 }
 
