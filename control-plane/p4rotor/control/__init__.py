@@ -4,17 +4,19 @@ One module per job: ``entities`` (rotor entities and control packets as values),
 (the ToR's), ``p4info`` (the program contract check), ``target`` (what differs between BMv2
 and Tofino: time units, ports, device config), ``timebase`` (common time, offsets, slot
 boundaries), ``clockport`` (time probes on the data path), ``skew`` (injected clock skew and
-the periodic re-sync's decision), ``roles`` (what each switch gets),
+the periodic re-sync's decision), ``loss_monitor`` (the live CorrOpt monitor's estimates and
+decisions), ``roles`` (what each switch gets),
 ``runtime`` (the asyncio controller: a task per switch), ``status`` (the status file other
 processes read), ``errors``.
 """
 
 from .entities import (RUN_FIELDS, TS_MASK, WRITE_BATCH, Comparison, LinkLoss,  # noqa: F401
-                       check_egress_guard, circuit_entries, clock_phase_entries, compare_installed,
+                       check_egress_guard, circuit_entries, clock_phase_entries, compare_installed, diff_entities,
                        config_entry, default_port_map, loss_entries, phase_entries, port_mtu_entries,
                        port_value_set_entries, rotor_entities, set_slot_packet, slot_config_entry,
                        time_probe_packet, write_batched)
 from .errors import ControllerError, NotPrimaryError  # noqa: F401
+from .loss_monitor import Estimate, LossMonitor  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
 from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew_changes  # noqa: F401

@@ -75,6 +75,14 @@ def add_parser(sub) -> None:
     pc.add_argument("--resync-bound-us", type=float, default=100.0, metavar="US",
                     help="the re-sync rewrites an offset off by more than this (and than the fresh "
                          "estimate's uncertainty); default 100")
+    pc.add_argument("--corropt-threshold", metavar="RATE",
+                    help="with --topology: the live CorrOpt monitor (seed 003 §3.4): read the rotors' per-link "
+                         "loss counters and turn off (mask out of the schedule, routes rewritten) every link "
+                         "lossier than RATE, in (0, 1), whose removal keeps every slice connected (docs/faults.md)")
+    pc.add_argument("--corropt-every", type=float, default=1.0, metavar="S",
+                    help="the monitor reads the counters every S seconds (default 1)")
+    pc.add_argument("--corropt-min-frames", type=int, default=1000, metavar="N",
+                    help="a link direction's loss is estimated once N frames crossed it (default 1000)")
     pc.add_argument("-q", "--quiet", action="store_true",
                     help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
@@ -158,6 +166,20 @@ def cmd_control(a: argparse.Namespace) -> int:
         die("give --schedule with --switch, or --topology")
     if a.faults and not a.topology:
         die("--faults needs --topology: a fault plan is checked against the topology's switches")
+    threshold = None
+    if a.corropt_threshold is not None:
+        if not a.topology:
+            die("--corropt-threshold needs --topology: turning a link off rewrites the ToRs' routes")
+        try:  # parsed here, not by argparse: a bad value is one line, not usage + error
+            threshold = float(a.corropt_threshold)
+        except ValueError:
+            threshold = float("nan")
+        if not 0 < threshold < 1:  # also refuses nan
+            die(f"--corropt-threshold must be a loss rate in (0, 1), got {a.corropt_threshold!r}")
+        if not a.corropt_every > 0:
+            die(f"--corropt-every must be > 0 seconds, got {a.corropt_every}")
+        if a.corropt_min_frames < 1:
+            die(f"--corropt-min-frames must be >= 1, got {a.corropt_min_frames}")
     try:
         if a.topology:
             from ..fabric.roles import fabric_roles
@@ -167,7 +189,21 @@ def cmd_control(a: argparse.Namespace) -> int:
             roles = fabric_roles(topo, build, epsilon_us=a.epsilon_us,
                                  only=set(a.only.split(",")) if a.only else None, target=target)
             skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
-            ctl = Controller(roles, skews=skews, losses=losses, **common)
+            monitor = {}
+            if threshold is not None:
+                import dataclasses
+
+                from .loss_monitor import LossMonitor
+
+                only = set(a.only.split(",")) if a.only else None
+                monitor = dict(
+                    loss_monitor=LossMonitor(topo.schedule, {r.name: r.ports for r in topo.rotors
+                                                             if not only or r.name in only},
+                                             threshold, a.corropt_min_frames),
+                    monitor_every=a.corropt_every,
+                    replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
+                                                  epsilon_us=a.epsilon_us, only=only, target=target))
+            ctl = Controller(roles, skews=skews, losses=losses, **monitor, **common)
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]
@@ -211,6 +247,12 @@ def cmd_control(a: argparse.Namespace) -> int:
     if a.resync_every:
         say(f"re-sync every {a.resync_every:g} s: {sum(rt.resyncs for rt in ctl.runtimes.values())} slot config "
             f"rewrites (bound {a.resync_bound_us:g} us)")
+    if ctl.loss_monitor is not None:
+        mon = ctl.loss_monitor
+        kept = sum(1 for d in mon.decisions if d.action == "keep")
+        say(f"CorrOpt monitor: {len(mon.disabled)} link(s) turned off"
+            + (f" ({', '.join(f'{r} rack {k}' for r, k in mon.disabled)})" if mon.disabled else "")
+            + f", {kept} lossy link(s) kept for connectivity; {len(mon.estimates)} link directions measured")
     if a.ack_every:
         say("slot change applied after its boundary (us): " + json.dumps(summarize(ack_delays_us(ctl)))
             + "; after it was sent: " + json.dumps(summarize(ack_delays_us(ctl, "sent"))))

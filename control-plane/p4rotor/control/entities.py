@@ -346,3 +346,30 @@ def compare_installed(schema: fy.P4Schema, want: Sequence[Any], have: Sequence[A
         if k[1] and _run_free(held.get(k)) != _run_free(v):
             problems.append(_describe_default(k[0], held.get(k), v))
     return Comparison(same=not problems, reason="; ".join(problems), clock=clock, entries=len(wanted))
+
+
+def diff_entities(schema: fy.P4Schema, old: Sequence[Any], new: Sequence[Any]) -> list[fy.P4TableEntry]:
+    """The table updates that turn a switch holding ``old`` into one holding ``new`` (both as a
+    role builds them), without a clear: a pure function.  Entries ``new`` adds are inserted and
+    entries whose action changed are modified first, then entries ``new`` lacks are deleted, so a
+    key that stays is never without an entry.  Defaults are modified when they differ, never
+    deleted.  Equal entries (the slot config, built from the same run fields) are not written."""
+    def table_map(ents):
+        out = {}
+        for e in ents:
+            if isinstance(e, fy.P4TableEntry):
+                k, v = _canonical(e, schema)
+                out[k] = (e, v)
+        return out
+
+    have, want = table_map(old), table_map(new)
+    ups: list[fy.P4TableEntry] = []
+    for k, (e, v) in want.items():
+        if k not in have:
+            ups.append(~dataclasses.replace(e) if k[1] else +dataclasses.replace(e))
+        elif have[k][1] != v:
+            ups.append(~dataclasses.replace(e))
+    for k, (e, _) in have.items():
+        if k not in want and not k[1]:
+            ups.append(-dataclasses.replace(e))
+    return ups

@@ -23,6 +23,12 @@ Two ways to move the slot (docs/dataplane.md explains why):
   switch can re-measure its offset periodically and rewrite the slot config when it is off by
   more than a bound (``skew.py``): the slot config alone, never a clear.
 
+A live CorrOpt monitor (``loss_monitor.py``, seed 003 §3.4) can run beside either mode: it reads the
+rotors' per-link loss counters, and when a link is lossier than the threshold and every slice
+stays connected without it, it masks the link's circuits out of the schedule and writes only what
+changes, ToRs first (their routes stop using the link) and rotors last (its circuits go): no clear,
+no dark cycle.
+
 The target (``target.py``: BMv2 or Tofino) says which modes exist, how times convert between
 the controller's microseconds and the switch, where the CPU port is and what device config
 to push; everything here stays in microseconds.
@@ -43,9 +49,10 @@ import finsy as fy
 
 from .. import p4 as dp
 from ..schedule import Schedule
-from .entities import (Comparison, check_egress_guard, compare_installed, loss_entries, port_value_set_entries,
-                       set_slot_packet, time_probe_packet, write_batched)
+from .entities import (Comparison, check_egress_guard, compare_installed, diff_entities, loss_entries,
+                       port_value_set_entries, set_slot_packet, time_probe_packet, write_batched)
 from .errors import ControllerError, NotPrimaryError
+from .loss_monitor import LossMonitor
 from .p4info import check_p4info
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role
 from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew_changes
@@ -105,7 +112,8 @@ class Controller:
                  on_event: Callable[[str], None] | None = None, status_file: Path | None = None,
                  counters_every: float = 0.0, target: Target = BMV2, adopt: bool = True,
                  skews: Sequence[ClockSkew] = (), resync_every: float = 0.0, resync_bound_us: float = 100.0,
-                 losses: Sequence[LossFault] = ()):
+                 losses: Sequence[LossFault] = (), loss_monitor: LossMonitor | None = None,
+                 monitor_every: float = 1.0, replan: Callable[[Schedule], Sequence[Role]] | None = None):
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
         if mode not in target.modes:
@@ -158,6 +166,15 @@ class Controller:
             if not any(r.spec.name == x.switch and r.kind == "rotor" for r in roles):
                 raise ControllerError(f"loss on {x.switch!r}: optical loss is a rotor's (its loss tables)")
         self.losses = tuple(losses)
+        # The live CorrOpt monitor: ``replan`` gives every role for a masked schedule.
+        if loss_monitor is not None and replan is None:
+            raise ControllerError("the loss monitor needs the fabric's roles for a masked schedule (--topology)")
+        if not monitor_every > 0:
+            raise ControllerError(f"bad monitor period {monitor_every}: seconds > 0")
+        self.loss_monitor = loss_monitor
+        self.monitor_every = monitor_every
+        self.replan = replan
+        self.monitor_error: ControllerError | None = None
         self.resync_every = resync_every
         self.resync_bound_us = resync_bound_us
         self._timer = None
@@ -775,17 +792,129 @@ class Controller:
             self.trace.write(t_ns=self.tb.wall_ns(at), switch=sw.name, slot=k, index=idx, night=night,
                              source="clock")
 
+    # -- the live CorrOpt monitor (loss_monitor.py) ------------------------------
+    def _monitor_done(self, task: asyncio.Task) -> None:
+        """A monitor that fails ends the run with its error (never silently stops watching)."""
+        if task.cancelled() or task.exception() is None:
+            return
+        ex = task.exception()
+        self.monitor_error = ControllerError(f"CorrOpt monitor: {ex}")
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _read_link_counters(self, sw: fy.Switch, ports: Sequence[int]) -> dict[str, dict[int, tuple[int, int]]]:
+        """{direction: {port: (crossed, lost)}} from the rotor's four per-link counters."""
+        out: dict[str, dict[int, tuple[int, int]]] = {}
+        for d, (c_ok, c_lost) in dp.LINK_COUNTERS.items():
+            got: dict[str, dict[int, int]] = {}
+            for c in (c_ok, c_lost):
+                got[c] = {e.index: (e.data.packet_count if e.data is not None else 0)
+                          async for e in sw.read([fy.P4CounterEntry(c, index=p) for p in ports])}
+            out[d] = {p: (got[c_ok].get(p, 0), got[c_lost].get(p, 0)) for p in ports}
+        return out
+
+    async def _monitor_loss(self) -> None:
+        """Every ``monitor_every`` s: read every ready rotor's per-link counters, estimate, decide;
+        apply new disables at once (``_apply_masked``).  A rotor that cannot be read (restarting)
+        is skipped this round, said once per outage."""
+        mon = self.loss_monitor
+        assert mon is not None
+        sws = {sw.name: sw for sw in self.switches}
+        unreadable: set[str] = set()
+        self.status.corropt(threshold=mon.threshold, min_frames=mon.min_frames, rates={}, decisions=[],
+                            disabled=[])
+        self.on_event(f"CorrOpt monitor: links lossier than {mon.threshold:g} are turned off while every slice "
+                      f"stays connected (estimates over {mon.min_frames} frames, read every {self.monitor_every:g} s)")
+        while True:
+            await asyncio.sleep(self.monitor_every)
+            for name, rt in self.runtimes.items():
+                if rt.role.kind != "rotor" or not rt.ready.is_set() or name not in mon.racks:
+                    continue
+                try:
+                    readings = await self._read_link_counters(sws[name], sorted(mon.racks[name]))
+                except Exception as ex:  # noqa: BLE001 - a switch restarting: gRPC/finsy errors alike
+                    if name not in unreadable:
+                        unreadable.add(name)
+                        self.on_event(f"CorrOpt monitor: {name} unreadable ({str(ex).splitlines()[0][:120]}); "
+                                      "skipped until it answers")
+                    continue
+                unreadable.discard(name)
+                for d, r in readings.items():
+                    mon.observe(name, d, r)
+            rates: dict[str, dict[str, list]] = {}
+            for (rotor, rack, d), est in sorted(mon.estimates.items()):
+                rates.setdefault(f"{rotor}:{rack}", {})[d] = [round(est.rate, 6), est.frames]
+            new = mon.decide()
+            self.status.corropt(rates=rates)
+            if not new:
+                continue
+            now = time.time_ns()
+            recs = []
+            for d in new:
+                port = {rack: p for p, rack in mon.racks[d.rotor].items()}[d.rack]
+                self.on_event(f"CorrOpt monitor: {d.action} {d.rotor} rack {d.rack} (port {port}), loss "
+                              f"{d.rate:.3g} > {mon.threshold:g}: {d.reason()}")
+                rec = dict(rotor=d.rotor, rack=d.rack, port=port, rate=round(d.rate, 6), action=d.action,
+                           reason=d.reason(), t_ns=now)
+                self.trace.event(t_ns=now, event="corropt", **{k: v for k, v in rec.items() if k != "t_ns"})
+                recs.append(rec)
+            if any(d.action == "disable" for d in new):
+                t = time.perf_counter()
+                writes = await self._apply_masked(mon.masked())
+                applied = time.time_ns()
+                for rec in recs:
+                    if rec["action"] == "disable":
+                        rec.update(applied_ns=applied, writes=writes)
+                self.on_event(f"CorrOpt monitor: {len(mon.disabled)} link(s) off now: masked schedule written "
+                              f"({writes} updates, ToRs then rotors, {(time.perf_counter() - t) * 1e3:.0f} ms)")
+            self.status.corropt(decisions=self.status.data["corropt"]["decisions"] + recs,
+                                disabled=[f"{r}:{k}" for r, k in mon.disabled])
+
+    async def _apply_masked(self, sched: Schedule) -> int:
+        """Every switch to ``sched``'s entities by writing what differs (``diff_entities``), ToRs
+        first: their routes leave the masked circuits before the rotors drop them.  A switch
+        takes its new role at once, so one (re)installed later gets the masked schedule too."""
+        assert self.replan is not None
+        roles = {r.spec.name: r for r in self.replan(sched)}
+        sws = {sw.name: sw for sw in self.switches}
+        writes = 0
+        for rt in sorted(self.runtimes.values(), key=lambda rt: rt.role.kind == "rotor"):
+            new = roles.get(rt.spec.name)
+            if new is None:
+                continue
+            old, rt.role = rt.role, new
+            if not rt.ready.is_set():
+                continue
+            sw = sws[rt.spec.name]
+            # Built with the same run fields: the slot config compares equal and is not written.
+            args = (self.mode_code, 0, 0, rt.generation, self.target)
+            ups = diff_entities(sw.p4info, old.entities(*args), new.entities(*args))
+            if not ups:
+                continue
+            try:
+                await self._write(sw, rt, ups)
+            except Exception as ex:  # noqa: BLE001 - it gets the masked schedule when re-installed
+                self.on_event(f"{rt.spec.name}: masked schedule not written ({str(ex).splitlines()[0][:120]}); "
+                              "it gets it when it is re-installed")
+                continue
+            writes += len(ups)
+        return writes
+
     # -- whole run -------------------------------------------------------------
     async def run(self, duration: float | None = None, connect_timeout: float = 10.0,
                   after_ready: Callable[["Controller"], Any] | None = None) -> None:
         """Run until ``duration`` seconds pass (None: forever) or a switch fails."""
         controller = fy.Controller(self.switches)
         self._stop = asyncio.Event()
+        monitor: asyncio.Task | None = None
         task = asyncio.create_task(controller.run())
         stop = asyncio.create_task(self._stop.wait())
         try:
             await self._wait_ready(task, connect_timeout)
             self.status.running(self.tb.wall_ns(self.t0_common_us))
+            if self.loss_monitor is not None:
+                monitor = asyncio.create_task(self._monitor_loss())
+                monitor.add_done_callback(self._monitor_done)
             if after_ready is not None:
                 res = after_ready(self)
                 if asyncio.iscoroutine(res):
@@ -803,6 +932,8 @@ class Controller:
             raise
         finally:
             self.status.stopped()
+            if monitor is not None:
+                monitor.cancel()
             stop.cancel()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -811,6 +942,8 @@ class Controller:
 
     def _raise_switch_errors(self) -> None:
         errs = [rt.error for rt in self.runtimes.values() if rt.error is not None]
+        if self.monitor_error is not None:
+            errs.append(self.monitor_error)
         if errs:
             raise errs[0]
 

@@ -29,6 +29,12 @@ injected_skew_us, what the switch adds to its raw clock); with ``--resync-every`
 ``resyncs`` (config rewrites by the re-sync), ``last_resync_error_us`` (installed minus fresh
 offset at the last check) and ``last_resync_check_ns`` (its wall time).
 Top level, ``adopted``: how many switches are (``t0_ns`` is then in the past: the adopted clock's).
+With ``--corropt-threshold`` (the live CorrOpt monitor, control/loss_monitor.py), top level
+``corropt``: ``threshold``, ``rates`` (per link ``"rotor:rack"``: the latest estimate per direction,
+``{"in": [rate, frames], "out": ...}``), ``decisions`` (in order: ``rotor``, ``rack``, ``port``,
+``rate``, ``action`` disable/keep, ``reason`` (one line: the slice connectivity that decided it),
+``t_ns``, ``applied_ns`` (disable: when the masked routes and circuits were written), ``writes``)
+and ``disabled`` (the links off now).
 
 The launcher (fabric/mininet.py), experiments and bench wait on ``phase`` and ``t0_ns``; the log
 text is for people and free to change.
@@ -85,6 +91,11 @@ class StatusFile:
         those neither sent nor dropped by a cause (BMv2 queue overflow, or in flight), with the time."""
         self.data["switches"][name].update(drops=drops, rx=rx, tx=tx, unaccounted=unaccounted,
                                            drops_ns=time.time_ns())
+        self._write()
+
+    def corropt(self, **fields: Any) -> None:
+        """The live CorrOpt monitor's state (module docstring): threshold, rates, decisions, disabled."""
+        self.data.setdefault("corropt", {}).update(fields)
         self._write()
 
     def running(self, t0_ns: int) -> None:

@@ -127,11 +127,14 @@ def _worst_connected_diameter(s: Schedule) -> int | None:
     return max(ds) if ds else None
 
 
-def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float) -> list[Decision]:
+def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float,
+           disabled: Iterable[Link] = ()) -> list[Decision]:
     """The fast checker over every link whose rate is above ``threshold`` (module docstring).
 
     Returns one ``Decision`` per such link, in the order decided (rate descending, then rotor
-    name, then rack).  ``masked_schedule(schedule, [d.link for d in decisions if d.action ==
+    name, then rack).  ``disabled``: links already off (a running monitor's earlier decisions):
+    removed first, not decided again; the constraint is still the original schedule's
+    connectivity.  ``masked_schedule(schedule, [d.link for d in decisions if d.action ==
     "disable"])`` is the schedule to run.
     """
     if type(threshold) not in (int, float) or not 0 < threshold < 1:
@@ -141,7 +144,9 @@ def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float) ->
         rate = rates[link]
         if type(rate) not in (int, float) or math.isnan(rate) or not 0 <= rate <= 1:
             raise MonitorError(f"link {link!r}: rate must be a number in 0..1, got {rate!r}")
-    order = sorted((link for link in links if rates[link] > threshold), key=lambda x: (-rates[x], x))
+    off = _check_links(schedule, disabled)
+    order = sorted((link for link in links if rates[link] > threshold and link not in off),
+                   key=lambda x: (-rates[x], x))
     slices = schedule.slices()
     # Per slice, the rack -> component map of the original schedule: what must be kept.
     base = []
@@ -153,7 +158,7 @@ def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float) ->
         base.append(comp)
     before = _worst_connected_diameter(schedule)
     rotor_index = {r.name: k for k, r in enumerate(schedule.rotors)}
-    disabled: list[Link] = []
+    disabled = list(off)
     out = []
     for rotor, rack in order:
         trial = masked_schedule(schedule, disabled + [(rotor, rack)])
