@@ -27,6 +27,9 @@ def add_parser(sub) -> None:
     pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
     pe.add_argument("--resync-every", type=float, metavar="S",
                     help="faults: the controller re-measures clocks every S wall seconds (default 0: never)")
+    pe.add_argument("--corropt-threshold", type=float, metavar="RATE",
+                    help="faults: the controller runs the live CorrOpt monitor with this loss threshold "
+                         "(topologies/faults/corropt.json is a plan for it)")
     rlb = pe.add_argument_group("rotorlb, fct")
     rlb.add_argument("--rate", type=float, help="agent frames/s per circuit (rotorlb: calibrated on the "
                      "fabric, --quick 300; fct: 100)")
@@ -55,7 +58,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["dilation"] = a.dilation
     if a.quick:
         kw["quick"] = True
-    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every"):
+    for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
+                "corropt_threshold"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -65,7 +69,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key, flag in (("sched", "--schedule"), ("dilation", "--dilation"), ("quick", "--quick"),
                       ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
-                      ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every")):
+                      ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
+                      ("corropt_threshold", "--corropt-threshold")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
