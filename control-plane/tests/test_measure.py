@@ -45,6 +45,10 @@ def test_check_frames_in_time_and_stale():
     # a frame held a whole cycle: received in slot 3 (matching 0 again) during its night
     held = [rx_at(3050, 0)]
     assert M.check_frames(held, s, r, PM, T0).stale == 1
+    # ... but it is 50 us before slot 3's day begins (night 100): within a 50 us tolerance it is
+    # that day's, early (a switch clock ahead of the capture's), not a frame held since slot 0
+    assert M.check_frames(held, s, r, PM, T0, tolerance_us=50).stale == 0
+    assert M.check_frames(held, s, r, PM, T0, tolerance_us=40).stale == 1
 
 
 def test_check_frames_wrong_port():

@@ -40,7 +40,10 @@ def check_frames(rx: Sequence[Rx], sched: Schedule, rotor: Rotor, port_map: dict
 
     For each frame, take the latest day of a slot with its matching that began
     before the frame was received; the frame is stale if it was received more than
-    ``tolerance_us`` (capture latency) after that day ended.
+    ``tolerance_us`` (capture latency, the switch's clock error) after that day ended.
+    The tolerance holds both ways: a frame received less than ``tolerance_us`` before a
+    day of its matching begins is that day's (a switch clock a little ahead of the
+    capture's), not judged against the previous one.
     """
     conn = matchings_for(rotor, port_map)
     M = len(rotor.matchings)
@@ -54,13 +57,19 @@ def check_frames(rx: Sequence[Rx], sched: Schedule, rotor: Rotor, port_map: dict
         t_rx = (r.rx_ns - t0_ns) / 1000 - rotor.offset_us
         k_now = math.floor(t_rx / sched.slot_us)
         best_end = -math.inf
+        early = False
         for m in ms:
             # latest slot k <= k_now with k % M == m whose day started before rx
             k = k_now - ((k_now - m) % M)
             if k * sched.slot_us + sched.reconfig_us > t_rx:
+                early = early or k * sched.slot_us + sched.reconfig_us - t_rx <= tolerance_us
                 k -= M
+            else:
+                # the next day of m, if it begins within the tolerance
+                nxt = k + M
+                early = early or nxt * sched.slot_us + sched.reconfig_us - t_rx <= tolerance_us
             best_end = max(best_end, (k + 1) * sched.slot_us)
-        late = t_rx - best_end
+        late = 0.0 if early else t_rx - best_end
         worst = max(worst, late)
         if late > tolerance_us:
             stale += 1
