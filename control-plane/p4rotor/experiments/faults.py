@@ -309,13 +309,18 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
     (out / "faults.json").write_text(json.dumps(res, indent=1))
     _plot(res, sent_b, lost_b, drops_log, origin, out)
     parts = [f"{len(tx) - len(got)} of {len(tx)} probes lost", f"frames on a wrong or dark circuit: {dark} (goal 0)"]
+    said: list[list] = []  # [text, count]: faults of one window (six lossy links) said once
     for row in per_fault:
         f = row["fault"]
         s = f"{f['kind']} {f.get('switch') or f.get('host') or ''}".strip()
         if "reinstalled_after_restart_ms" in row:
             s += f": re-installed {row['reinstalled_after_restart_ms']:.0f} ms after restart ({row['reinstalled_within_cycles']:.2f} cycles)"
         s += f", {row['probes_lost']} probes lost, recovered {row['recovered_after_end_s']} s after its end"
-        parts.append(s)
+        if said and said[-1][0] == s:
+            said[-1][1] += 1
+        else:
+            said.append([s, 1])
+    parts += [s if n == 1 else f"{n} x {s}" for s, n in said]
     if corropt_threshold is not None:
         cr = res["corropt"]
         n_off = sum(1 for d in cr["decisions"] if d["action"] == "disable")
@@ -339,12 +344,24 @@ def _plot(res, sent_b, lost_b, drops_log, origin, out: Path) -> None:
     ax.plot(xs, lost_b, label="probes lost / 100 ms", color="red")
     colors = {"link-down": "tab:orange", "switch-crash": "tab:purple", "controller-crash": "tab:green",
               "host-pause": "tab:brown", "clock-skew": "tab:olive", "loss": "tab:gray"}
+    # One span per (kind, window): six links lossy at once are one shaded window, "loss (6)".
+    spans: dict[tuple, list[dict]] = {}
     for row in res["faults"]:
         f = row["fault"]
-        a = f["start_us"] * res["dilation"] / 1e6
-        e = (f.get("end_us") or f["start_us"] + (f.get("restart_after_us") or 0)) * res["dilation"] / 1e6
-        ax.axvspan(a, max(e, a + 0.05), alpha=0.2, color=colors.get(f["kind"], "k"),
-                   label=f"{f['kind']} {f.get('switch') or f.get('host') or ''}")
+        spans.setdefault((f["kind"], f["start_us"], f.get("end_us"), f.get("restart_after_us")), []).append(f)
+    for (kind, start, end, restart), fs in spans.items():
+        a = start * res["dilation"] / 1e6
+        e = (end or start + (restart or 0)) * res["dilation"] / 1e6
+        who = " ".join(sorted({f.get("switch") or f.get("host") or "" for f in fs})).strip()
+        label = f"{kind} {who}".strip() if len(fs) == 1 else f"{kind} ({len(fs)} {'links' if kind == 'loss' else 'faults'})"
+        ax.axvspan(a, max(e, a + 0.05), alpha=0.15, color=colors.get(kind, "k"), label=label)
+    for i, d in enumerate(res.get("corropt", {}).get("decisions", [])):
+        at = (d.get("applied_ns") or d["t_ns"]) - origin
+        ax.axvline(at / 1e9, color="tab:red" if d["action"] == "disable" else "tab:blue", lw=0.8,
+                   ls="-" if d["action"] == "disable" else ":")
+        ax.annotate(f"{'off' if d['action'] == 'disable' else 'kept'} {d['rotor']}:{d['rack']}", (at / 1e9, 0),
+                    xytext=(2, 10 + 12 * (i % 4)), textcoords="offset points", fontsize=7,
+                    color="tab:red" if d["action"] == "disable" else "tab:blue")
     steps = [(t, inc) for t, inc in drop_steps(drops_log) if t >= origin]
     if steps:
         ax2 = ax.twinx()
@@ -353,6 +370,14 @@ def _plot(res, sent_b, lost_b, drops_log, origin, out: Path) -> None:
             cum += sum(inc.values())
             ys.append(cum)
         ax2.plot([(t - origin) / 1e9 for t, _ in steps], ys, "k--", label="switch drops (cumulative)")
+        if "corropt" in res:
+            cum, ys = 0, []
+            for _, inc in steps:
+                cum += inc.get("OPTICAL_LOSS", 0)
+                ys.append(cum)
+            ax2.plot([(t - origin) / 1e9 for t, _ in steps], ys, color="tab:gray", ls="--",
+                     label="of which optical loss")
+            ax2.legend(fontsize=7, loc="upper right")
         ax2.set_ylabel("switch drops since the probes' start")
     ax.set_xlabel("s (wall) from the probes' start")
     ax.set_ylabel("probes")
