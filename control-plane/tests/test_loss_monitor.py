@@ -263,3 +263,39 @@ def test_the_running_monitor_turns_off_a_lossy_link_by_diffs(build, tmp_path):
     recs = [json.loads(x) for x in trace.read_text().splitlines()]
     assert [r["rotor"] for r in recs if r.get("event") == "corropt"] == ["rotor1"]
     assert any("CorrOpt monitor: disable rotor1 rack 5" in e for e in events)
+
+
+# ------------------------------------------------------------------ the CLI
+
+@pytest.mark.parametrize("args,msg", [
+    (["--corropt-threshold", "1.5"], "must be a loss rate in (0, 1), got '1.5'"),
+    (["--corropt-threshold", "nan"], "must be a loss rate in (0, 1)"),
+    (["--corropt-threshold", "abc"], "must be a loss rate in (0, 1), got 'abc'"),
+    (["--corropt-threshold", "0.1", "--corropt-every", "0"], "--corropt-every must be > 0"),
+    (["--corropt-threshold", "0.1", "--corropt-min-frames", "0"], "--corropt-min-frames must be >= 1"),
+    (["SCHEDULE", "--corropt-threshold", "0.1"], "needs --topology"),
+])
+def test_cli_bad_monitor_flags_exit_2_in_one_line_with_nothing_started(tmp_path, args, msg):
+    import subprocess
+    import sys
+
+    (tmp_path / "schedule.json").write_text(OPERA.dumps())
+    (tmp_path / "t.json").write_text(TOPO.dumps())
+    status = tmp_path / "status.json"
+    where = (["--schedule", str(tmp_path / "schedule.json"), "--switch", "rotor0=127.0.0.1:1"]
+             if args[0] == "SCHEDULE" else ["--topology", str(tmp_path / "t.json")])
+    r = subprocess.run([sys.executable, "-m", "p4rotor.cli", "control", *where, "--mode", "clock",
+                        *[a for a in args if a != "SCHEDULE"], "--build-dir", str(tmp_path / "build"),
+                        "--status-file", str(status)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not status.exists()
+
+
+def test_experiment_faults_refuses_a_bad_threshold_before_starting(tmp_path):
+    from p4rotor.experiments.faults import faults
+    from p4rotor.faults.plan import FaultPlanError
+
+    with pytest.raises(FaultPlanError, match="--corropt-threshold 1.5"):
+        faults(tmp_path / "build", tmp_path / "out", corropt_threshold=1.5)
+    assert not (tmp_path / "out").exists()
