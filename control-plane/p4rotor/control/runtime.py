@@ -65,8 +65,11 @@ LOG = logging.getLogger("p4rotor.controller")
 # A restarted switch should be re-installed within a slot cycle of listening again, but gRPC's
 # channel retries a lost connection after 1 s, then 1.6 s, 2.6 s ... (its default backoff), and
 # finsy builds its channel with fixed options and no way to add one.  So the options finsy
-# passes gain a 100 ms reconnect backoff (ceiling 1 s): measured, a rotor restarted on BMv2 was
-# re-installed 1.54 s after its restart before (issue #17, docs/faults.md).
+# passes gain a constant 100 ms reconnect backoff (a refused connect to a switch that is down
+# costs nothing).  Measured on BMv2 (issue #17, docs/faults.md): a rotor restarted 0.3 s after it
+# died was re-installed 1.54 s after its restart with gRPC's backoff; with 100 ms growing 1.6x
+# per attempt (ceiling 1 s) its ready handler still began 290-355 ms after it listened again
+# (the attempts had spread to 0.26, 0.52, 0.93 s); at a constant 100 ms, 30-65 ms.
 RECONNECT_BACKOFF_MS = 100
 
 
@@ -81,7 +84,7 @@ def _reconnect_sooner() -> None:
         out = [(k, v) for k, v in native(self) if k != "grpc.max_reconnect_backoff_ms"]
         return out + [("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
                       ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
-                      ("grpc.max_reconnect_backoff_ms", 1000)]
+                      ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS)]
 
     to_native._p4rotor = True  # type: ignore[attr-defined]
     grpcutil.GRPCOptions.to_native = to_native
