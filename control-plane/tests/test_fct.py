@@ -119,3 +119,70 @@ def test_slowdown_divides_by_the_pairs_alone_fct():
     assert near.slowdown(access) == pytest.approx(0.010 / (0.004 + ser))
     assert far.slowdown(access) == pytest.approx(0.010 / (0.009 + ser))
     assert F.Done(Flow(2, "a", "b", 1, 0.0), "bulk", 0, None).slowdown(access) is None
+
+
+# ------------------------------------------------------------------ replay (issue #14)
+
+def _fct_result(flows=20, scale=1.0, unfinished=0):
+    """An fct.json as the experiment writes it (the parts compare reads)."""
+    def bucket(n, mean):
+        return {"flows": n, "unfinished": 0, "fct_mean_s": mean, "fct_p99_s": mean * 3,
+                "slowdown_mean": 2.0, "slowdown_p99": 5.0, "slowdown_min": 1.0}
+    return {"flows": flows, "modes": {
+        "opera": {"unfinished": unfinished, "classes": {
+            "low-latency": {"<100KB": bucket(15, 0.2 * scale)},
+            "bulk": {"100KB-10MB": bucket(4, 2.0 * scale * 3)}}},
+        "rotornet": {"unfinished": 0, "classes": {"bulk": {"<100KB": bucket(19, 0.4 * scale)}}}}}
+
+
+def test_compare_same_list_within_noise_and_small_buckets_not_judged():
+    res = F.compare(_fct_result(), _fct_result(scale=1.1))
+    assert res["same"], res["differences"]
+    judged = {(r["mode"], r["class"], r["bucket"]): r["judged"] for r in res["rows"]}
+    assert judged[("opera", "bulk", "100KB-10MB")] is False   # 4 flows: shown, not judged
+    assert judged[("opera", "low-latency", "<100KB")] is True
+
+
+def test_compare_names_what_differs():
+    res = F.compare(_fct_result(), _fct_result(scale=1.5, unfinished=2))
+    assert not res["same"]
+    assert "opera: 0 vs 2 unfinished" in res["differences"]
+    assert any("opera low-latency <100KB: mean FCT x1.50" == d for d in res["differences"])
+    assert "not one flow list" in " ".join(F.compare(_fct_result(), _fct_result(flows=21))["differences"])
+
+
+def test_workload_compare_cli(tmp_path, capsys):
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps(_fct_result()))
+    b.write_text(json.dumps(_fct_result(scale=0.9)))
+    c.write_text(json.dumps(_fct_result(scale=2.0)))
+    assert main(["workload", "compare", str(a), str(b)]) == 0
+    assert "same within noise" in capsys.readouterr().out
+    assert main(["workload", "compare", str(a), str(c)]) == 1
+    assert "different: " in capsys.readouterr().out
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(SystemExit) as ex:
+        main(["workload", "compare", str(a), str(tmp_path / "bad.json")])
+    assert ex.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def _write_list(path, flows, meta=None):
+    from p4rotor.workload import flowlist
+
+    flowlist.write(path, flows, meta or {})
+
+
+@pytest.mark.parametrize("flows,meta,msg", [
+    ([Flow(0, "h0x0", "nobody", 100, 0.0)], {}, "host 'nobody' is not in this fabric"),
+    ([Flow(0, "h0x0", "h0x0", 100, 0.0)], {}, "src and dst are the same host"),
+    ([Flow(0, "h0x0", "h1x0", 100, 0.0)], {"scaling": {"factor": 123.0}}, "sizes scaled by 123"),
+])
+def test_a_flow_list_that_cannot_replay_here_is_refused_before_anything_starts(tmp_path, capsys, flows, meta, msg):
+    _write_list(tmp_path / "flows.json", flows, meta)
+    with pytest.raises(SystemExit) as ex:
+        main(["experiment", "fct", "--quick", "--build-dir", str(tmp_path / "no-build"),
+              "--output", str(tmp_path / "out"), "--flow-list", str(tmp_path / "flows.json")])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and msg in err, err
+    assert not (tmp_path / "out").exists()

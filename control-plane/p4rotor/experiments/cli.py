@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
     fct.add_argument("--cutoff", type=float, metavar="BYTES",
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
+    fct.add_argument("--flow-list", metavar="FILE",
+                     help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
+                          "compare the two runs with 'p4rotor workload compare'")
     pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
     pe.add_argument("--resync-every", type=float, metavar="S",
                     help="faults: the controller re-measures clocks every S wall seconds (default 0: never)")
@@ -59,7 +62,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if a.quick:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
-                "corropt_threshold"):
+                "corropt_threshold", "flow_list"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -70,7 +73,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
                       ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
-                      ("corropt_threshold", "--corropt-threshold")):
+                      ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -41,8 +41,11 @@ HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
 
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
-        guard_us: float = 10000.0, quick: bool = False, baseline: bool = True) -> dict:
-    """``baseline``: also run the flow list on one packet switch (every flow over TCP)."""
+        guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
+        flow_list: str | None = None) -> dict:
+    """``baseline``: also run the flow list on one packet switch (every flow over TCP);
+    ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
+    this fabric's hosts, sizes in emulated bytes) instead of generating one."""
     if quick:
         flows = min(flows, 150)
     if not 20 <= rate <= 100_000:
@@ -62,8 +65,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     if cutoff is not None and not cutoff >= 0:
         raise C.WorkloadError(f"--cutoff must be >= 0 bytes (or inf), got {cutoff:g}")
     hosts = topology_hosts(TP.generate(ds, "schedule.json", hosts_per_rack=1))
-    wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
-                  name=workload)
+    if flow_list is not None:
+        wl = replayed(flow_list, hosts, scaling.factor)
+    else:
+        wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
+                      name=workload)
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=50)
@@ -84,6 +90,32 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
             f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone)
+
+
+def replayed(path: str, hosts, factor: float):
+    """The flow list in ``path`` as this run's workload: every flow between two hosts of this
+    fabric in different racks (one-line error otherwise).  Sizes are taken as they are (emulated
+    bytes); a list scaled for another access rate or dilation (its meta says) is refused, since
+    its size buckets would not be the real system's."""
+    from ..workload.generate import Workload
+
+    fl, meta = flowlist.read(path)
+    rack = {h.name: h.rack for h in hosts}
+    for f in fl:
+        for end in (f.src, f.dst):
+            if end not in rack:
+                raise C.WorkloadError(f"{path}: flow {f.id}: host {end!r} is not in this fabric "
+                                      f"({', '.join(sorted(rack))})")
+        if rack[f.src] == rack[f.dst]:
+            raise C.WorkloadError(f"{path}: flow {f.id}: {f.src} and {f.dst} are in the same rack (inter-rack flows only)")
+    theirs = (meta.get("scaling") or {}).get("factor")
+    if theirs is not None and not math.isclose(theirs, factor, rel_tol=1e-6):
+        raise C.WorkloadError(f"{path}: sizes scaled by {theirs:g}, this run scales by {factor:g} "
+                              "(another access rate or dilation): its size buckets would be wrong")
+    meta = dict(meta, replayed_from=str(path))
+    meta.setdefault("workload", Path(path).name)
+    meta.setdefault("load", None)
+    return Workload(fl, meta)
 
 
 def packet_switch_topology(topo: TP.Topology, dilation: float) -> TP.Topology:
@@ -307,6 +339,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
             out: Path, alone: dict[tuple[str, str], float]) -> dict:
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
+           "replayed_from": wl.meta.get("replayed_from"),
            "access_mbps": access_bps / 1e6, "dilation": dilation, "scaling_factor": factor,
            "alone_one_packet_s": {"min": min(alone.values()), "max": max(alone.values()), "pairs": len(alone)},
            "default_cutoff_bytes": default_cutoff, "modes": {}}
@@ -331,7 +364,8 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     _plots(runs, access_bps, out)
-    res["verdict"] = (f"fct {wl.meta['workload']} load {wl.meta['load']:g}, {len(wl.flows)} flows: "
+    load = "?" if wl.meta["load"] is None else f"{wl.meta['load']:g}"
+    res["verdict"] = (f"fct {wl.meta['workload']} load {load}, {len(wl.flows)} flows: "
                       + " | ".join(lines))
     return res
 

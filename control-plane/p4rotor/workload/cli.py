@@ -210,3 +210,57 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     s.add_argument("--hosts", type=int, help="hosts sharing the load (default: meta, else hosts seen)")
     s.add_argument("--duration", type=float, help="the list's window in seconds (default: meta, else estimated)")
     s.set_defaults(fn=cmd_show)
+
+    c = sw.add_parser("compare", help="two fct.json results of one flow list (a replay): FCT per mode, class "
+                                      "and size bucket side by side, and whether they agree within noise")
+    c.add_argument("a", metavar="A/fct.json")
+    c.add_argument("b", metavar="B/fct.json")
+    c.add_argument("--tolerance", type=float, default=0.25,
+                   help="mean FCTs agree within this fraction (default 0.25)")
+    c.add_argument("--min-flows", type=int, default=10,
+                   help="buckets with fewer finished flows are shown, not judged (default 10)")
+    c.set_defaults(fn=cmd_compare)
+
+
+def _fct_json(path: str) -> dict:
+    import json
+
+    try:
+        d = json.loads(C.read_text(path))
+    except json.JSONDecodeError as ex:
+        die(f"{path}: not JSON ({ex.msg}, line {ex.lineno})")
+    except C.WorkloadError as ex:
+        die(str(ex))
+    if not isinstance(d, dict) or not isinstance(d.get("modes"), dict):
+        die(f"{path}: not an fct.json (p4rotor experiment fct writes it)")
+    return d
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from . import fct as F
+
+    if not 0 < a.tolerance < 10:
+        die(f"--tolerance must be in (0, 10), got {a.tolerance:g}")
+    if a.min_flows < 1:
+        die(f"--min-flows must be >= 1, got {a.min_flows}")
+    ra, rb = _fct_json(a.a), _fct_json(a.b)
+    try:
+        res = F.compare(ra, rb, a.tolerance, a.min_flows)
+    except (KeyError, TypeError) as ex:
+        die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {ex})")
+    print(f"{'mode':<14}{'class':<13}{'bucket':<14}{'flows':>6}  {'mean FCT A':>11}{'B':>9}{'B/A':>7}"
+          f"  {'p99 A':>9}{'B':>9}")
+
+    def ms(x):
+        return "-" if x is None else f"{x * 1e3:.1f}ms"
+
+    for r in res["rows"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        mark = "" if r["judged"] else "  (not judged: few flows)"
+        print(f"{r['mode']:<14}{r['class']:<13}{r['bucket']:<14}{r['flows']:>6}  {ms(r['fct_mean_s'][0]):>11}"
+              f"{ms(r['fct_mean_s'][1]):>9}{ratio:>7}  {ms(r['fct_p99_s'][0]):>9}{ms(r['fct_p99_s'][1]):>9}{mark}")
+    if res["same"]:
+        print(f"same within noise: every judged bucket's mean FCT within {a.tolerance:.0%}, the same flows finished")
+        return 0
+    print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
+    return 1

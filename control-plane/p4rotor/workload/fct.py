@@ -90,3 +90,38 @@ def stability(samples: Iterable[tuple[float, float]]) -> dict:
 
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
+
+
+def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> dict:
+    """Two ``fct.json`` results of one flow list (a replay): per mode, class and size bucket, the
+    mean and p99 FCT of both and B/A.  "Same within noise" when every bucket both ran with at
+    least ``min_flows`` finished flows has its mean FCTs within ``tolerance`` (relative) of each
+    other, and both runs finished the same flows; smaller buckets are shown, not judged (a p99 of
+    a few flows is one flow)."""
+    if not 0 < tolerance < 10:
+        raise ValueError(f"the tolerance must be in (0, 10), got {tolerance!r}")
+    rows, off = [], []
+    for mode in sorted(set(a.get("modes", {})) & set(b.get("modes", {}))):
+        ma, mb = a["modes"][mode], b["modes"][mode]
+        if ma.get("unfinished") != mb.get("unfinished"):
+            off.append(f"{mode}: {ma.get('unfinished')} vs {mb.get('unfinished')} unfinished")
+        for cls in sorted(set(ma.get("classes", {})) & set(mb.get("classes", {}))):
+            for bucket in ma["classes"][cls]:
+                x, y = ma["classes"][cls][bucket], mb["classes"][cls].get(bucket)
+                if y is None:
+                    continue
+                n = min(x["flows"] - x["unfinished"], y["flows"] - y["unfinished"])
+                ratio = (y["fct_mean_s"] / x["fct_mean_s"]) if x["fct_mean_s"] and y["fct_mean_s"] else None
+                judged = n >= min_flows and ratio is not None
+                ok = not judged or abs(ratio - 1) <= tolerance
+                rows.append({"mode": mode, "class": cls, "bucket": bucket, "flows": n,
+                             "fct_mean_s": [x["fct_mean_s"], y["fct_mean_s"]],
+                             "fct_p99_s": [x["fct_p99_s"], y["fct_p99_s"]], "ratio": ratio,
+                             "judged": judged, "ok": ok})
+                if not ok:
+                    off.append(f"{mode} {cls} {bucket}: mean FCT x{ratio:.2f}")
+    same_list = a.get("flows") == b.get("flows")
+    if not same_list:
+        off.append(f"not one flow list: {a.get('flows')} vs {b.get('flows')} flows")
+    return {"rows": rows, "tolerance": tolerance, "min_flows": min_flows, "same": not off and bool(rows),
+            "differences": off}
