@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
     fct.add_argument("--cutoff", type=float, metavar="BYTES",
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
+    fct.add_argument("--hosts-per-rack", type=int, help="hosts in each of the 8 racks, each with an agent (default 2)")
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")
@@ -62,7 +63,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if a.quick:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
-                "corropt_threshold", "flow_list"):
+                "corropt_threshold", "flow_list", "hosts_per_rack"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -73,7 +74,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("workload", "--workload"), ("load", "--load"), ("flows", "--flows"),
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
                       ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
-                      ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list")):
+                      ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list"),
+                      ("hosts_per_rack", "--hosts-per-rack")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -6,7 +6,7 @@ cycle's bytes at the access rate) goes over the low-latency class with the kerne
 host/flows.py); a flow at or above it is bulk for the RotorLB agents (host/agent.py, direct or
 two-hop).  ``cutoff 0`` puts every flow on RotorLB: RotorNet.
 
-The default Opera fabric (8 racks, 4 rotors), one host per rack (the agent's host), every host's
+The default Opera fabric (8 racks x 2 hosts, 4 rotors; ``hosts_per_rack``), an agent in every host, every host's
 sending shaped to the access rate (``HEADROOM x rotors x agent rate x agent frame``: an agent
 sends on every live circuit at once), agent frames first (:func:`_shape_hosts`).  Flow sizes are scaled so size / cycle capacity is the real system's
 (10 Gb/s, workload/scale.py).  One flow list (``flows.json``, replayable) runs once per mode.
@@ -42,10 +42,13 @@ HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
-        flow_list: str | None = None) -> dict:
+        flow_list: str | None = None, hosts_per_rack: int = 2) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
-    this fabric's hosts, sizes in emulated bytes) instead of generating one."""
+    this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
+    hosts in each of the 8 racks (default 2, as the issue's fabric), every one with its own agent."""
+    if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
+        raise C.WorkloadError(f"--hosts-per-rack must be an integer in 1..8, got {hosts_per_rack!r}")
     if quick:
         flows = min(flows, 150)
     if not 20 <= rate <= 100_000:
@@ -64,7 +67,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.
     if cutoff is not None and not cutoff >= 0:
         raise C.WorkloadError(f"--cutoff must be >= 0 bytes (or inf), got {cutoff:g}")
-    hosts = topology_hosts(TP.generate(ds, "schedule.json", hosts_per_rack=1))
+    hosts = topology_hosts(TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack))
     if flow_list is not None:
         wl = replayed(flow_list, hosts, scaling.factor)
     else:
@@ -72,7 +75,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                       name=workload)
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
-    emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=50)
+    emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=50)
     try:
         _shape_hosts(emu, topo, access_bps)
         alone = _alone(emu, topo, out / "alone")
@@ -89,7 +92,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         runs["packet-switch"], alone_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us)
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
             f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
-    return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone)
+    return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack)
 
 
 def replayed(path: str, hosts, factor: float):
@@ -209,7 +212,10 @@ def _alone(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 100_000_000,
     slowdown divides by (seed 001 §5.4: the flow alone in the network); per pair, because the
     expander path between two racks is 1 to 3 hops."""
     out.mkdir(parents=True, exist_ok=True)
-    hosts = hosts if hosts is not None else [h for k in topo.racks for h in k.hosts]
+    everyone = hosts if hosts is not None else [h for k in topo.racks for h in k.hosts]
+    # A path depends on the rack pair, not on which of a rack's hosts: one host per rack measures
+    # (the first), and every host pair gets its rack pair's value (16 hosts would take 4x longer).
+    hosts = list({_rack_of(h): h for h in reversed(everyone)}.values())
     now = time.time_ns() + 1_500_000_000
     plan: dict[str, list] = {h.name: [] for h in hosts}
     pair: dict[int, tuple[str, str]] = {}
@@ -217,7 +223,7 @@ def _alone(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 100_000_000,
     for _ in range(rounds):
         for src in hosts:
             for dst in hosts:
-                if src.ip.rsplit(".", 1)[0] == dst.ip.rsplit(".", 1)[0]:
+                if _rack_of(src) == _rack_of(dst):
                     continue  # same rack: not a fabric flow
                 plan[src.name].append({"id": i, "dst": dst.ip, "size": 1, "start_ns": now + i * gap_ns})
                 pair[i] = (src.name, dst.name)
@@ -245,7 +251,17 @@ def _alone(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 100_000_000,
     # A pair whose every probe met a loss (a 1 s SYN timeout) was not measured alone: it gets the
     # median of the pairs instead (paths are 1-3 hops, within a few ms of each other).
     med = sorted(best.values())[len(best) // 2]
-    return {k: (v if v <= 3 * med else med) for k, v in best.items()}
+    best = {k: (v if v <= 3 * med else med) for k, v in best.items()}
+    rep = {_rack_of(h): h.name for h in hosts}
+    return {(a.name, b.name): best[(rep[_rack_of(a)], rep[_rack_of(b)])]
+            for a in everyone for b in everyone
+            if _rack_of(a) != _rack_of(b) and (rep[_rack_of(a)], rep[_rack_of(b)]) in best}
+
+
+def _rack_of(h) -> str:
+    """A host's rack by its address (10.0.R.N): also on the packet switch, where every host hangs
+    off one ToR but keeps its address."""
+    return h.ip.rsplit(".", 1)[0]
 
 
 def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float,
@@ -254,6 +270,9 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     payload = FRAME - wire.DATA_HEADER
     ip_rack = {h.ip: k.id for k in topo.racks for h in k.hosts}
     name_ip = {h.name: h.ip for k in topo.racks for h in k.hosts}
+    # Every host runs an agent; the agents of the n-th host of each rack form one RotorLB plane
+    # (fabric/agents.py), so a bulk flow of host n goes to the n-th agent of the destination rack.
+    index = {h.name: n for k in topo.racks for n, h in enumerate(k.hosts)}
     span_s = max(f.start for f in wl.flows)
     base = time.time_ns() + 4_000_000_000
     cycle_s = ds.hyperperiod_us / 1e6
@@ -271,7 +290,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             cls[f.id] = "low-latency"
         else:
             src_rack = ip_rack[name_ip[f.src]]
-            bulk.setdefault((src_rack, 0), []).append(
+            bulk.setdefault((src_rack, index[f.src]), []).append(
                 {"flow": f.id, "dst": ip_rack[name_ip[f.dst]], "frames": max(1, math.ceil(f.size / payload)),
                  "start_ns": start_ns})
             cls[f.id] = "bulk"
@@ -337,9 +356,9 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
 
 
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
-            out: Path, alone: dict[tuple[str, str], float]) -> dict:
+            out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1) -> dict:
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
-           "replayed_from": wl.meta.get("replayed_from"),
+           "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
            "access_mbps": access_bps / 1e6, "dilation": dilation, "scaling_factor": factor,
            "alone_one_packet_s": {"min": min(alone.values()), "max": max(alone.values()), "pairs": len(alone)},
            "default_cutoff_bytes": default_cutoff, "modes": {}}
