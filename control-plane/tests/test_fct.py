@@ -123,21 +123,35 @@ def test_slowdown_divides_by_the_pairs_alone_fct():
 
 # ------------------------------------------------------------------ replay (issue #14)
 
-def _fct_result(flows=20, scale=1.0, unfinished=0):
-    """An fct.json as the experiment writes it (the parts compare reads)."""
-    def bucket(n, mean):
-        return {"flows": n, "unfinished": 0, "fct_mean_s": mean, "fct_p99_s": mean * 3,
+def _fct_result(flows=20, scale=1.0, unfinished=0, outlier=1.0):
+    """An fct.json as the experiment writes it (the parts compare reads): per-flow FCTs scaled by
+    ``scale``, one flow of the low-latency bucket by ``outlier`` more (a TCP timeout)."""
+    def bucket(fcts):
+        return {"flows": len(fcts), "unfinished": 0, "fct_mean_s": sum(fcts) / len(fcts),
+                "fct_p50_s": sorted(fcts)[len(fcts) // 2], "fct_p99_s": max(fcts),
                 "slowdown_mean": 2.0, "slowdown_p99": 5.0, "slowdown_min": 1.0}
+    ll = [0.1 + i / 100 for i in range(15)]
+    bk = [2.0 + i for i in range(4)]
+    rn = [0.4 + i / 50 for i in range(19)]
+    a_ll = [x * scale * (outlier if i == 0 else 1) for i, x in enumerate(ll)]
+    per = [[i, "low-latency", "<100KB", x] for i, x in enumerate(a_ll)]
+    per += [[100 + i, "bulk", "100KB-10MB", x * scale] for i, x in enumerate(bk)]
     return {"flows": flows, "modes": {
-        "opera": {"unfinished": unfinished, "classes": {
-            "low-latency": {"<100KB": bucket(15, 0.2 * scale)},
-            "bulk": {"100KB-10MB": bucket(4, 2.0 * scale * 3)}}},
-        "rotornet": {"unfinished": 0, "classes": {"bulk": {"<100KB": bucket(19, 0.4 * scale)}}}}}
+        "opera": {"unfinished": unfinished, "per_flow": per, "classes": {
+            "low-latency": {"<100KB": bucket(a_ll)},
+            "bulk": {"100KB-10MB": bucket([x * scale for x in bk])}}},
+        "rotornet": {"unfinished": 0, "per_flow": [[i, "bulk", "<100KB", x * scale] for i, x in enumerate(rn)],
+                     "classes": {"bulk": {"<100KB": bucket([x * scale for x in rn])}}}}}
 
 
 def test_compare_same_list_within_noise_and_small_buckets_not_judged():
     res = F.compare(_fct_result(), _fct_result(scale=1.1))
     assert res["same"], res["differences"]
+    # One flow hitting a 1 s timeout moves the mean a lot, the flow-by-flow median not at all.
+    res = F.compare(_fct_result(), _fct_result(outlier=30.0))
+    assert res["same"], res["differences"]
+    row = next(r for r in res["rows"] if r["class"] == "low-latency")
+    assert row["ratio"] == pytest.approx(1.0) and row["fct_mean_s"][1] > 1.5 * row["fct_mean_s"][0]
     judged = {(r["mode"], r["class"], r["bucket"]): r["judged"] for r in res["rows"]}
     assert judged[("opera", "bulk", "100KB-10MB")] is False   # 4 flows: shown, not judged
     assert judged[("opera", "low-latency", "<100KB")] is True
@@ -147,7 +161,7 @@ def test_compare_names_what_differs():
     res = F.compare(_fct_result(), _fct_result(scale=1.5, unfinished=2))
     assert not res["same"]
     assert "opera: 0 vs 2 unfinished" in res["differences"]
-    assert any("opera low-latency <100KB: mean FCT x1.50" == d for d in res["differences"])
+    assert "opera low-latency <100KB: median FCT ratio (flow by flow) 1.50" in res["differences"]
     assert "not one flow list" in " ".join(F.compare(_fct_result(), _fct_result(flows=21))["differences"])
 
 

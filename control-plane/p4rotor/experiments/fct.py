@@ -370,7 +370,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
         res["modes"][mode] = {"cutoff_bytes": r["cutoff"], "stable": st["stable"], "stability": st,
                               "unfinished": unfinished, "agent_frames_lost": r["agent_frames_lost"],
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
-                              "pending_bytes": r["pending"]}
+                              "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor)}
         if not st["stable"]:
             lines.append(f"{mode}: unstable (pending bytes climb {st['rise_bytes']:.0f} B over the run)")
             continue

@@ -248,19 +248,22 @@ def cmd_compare(a: argparse.Namespace) -> int:
         res = F.compare(ra, rb, a.tolerance, a.min_flows)
     except (KeyError, TypeError) as ex:
         die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {ex})")
-    print(f"{'mode':<14}{'class':<13}{'bucket':<14}{'flows':>6}  {'mean FCT A':>11}{'B':>9}{'B/A':>7}"
-          f"  {'p99 A':>9}{'B':>9}")
+    print(f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
+          f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}")
 
     def ms(x):
-        return "-" if x is None else f"{x * 1e3:.1f}ms"
+        return "-" if x is None else f"{x * 1e3:.1f}"
 
     for r in res["rows"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         mark = "" if r["judged"] else "  (not judged: few flows)"
-        print(f"{r['mode']:<14}{r['class']:<13}{r['bucket']:<14}{r['flows']:>6}  {ms(r['fct_mean_s'][0]):>11}"
-              f"{ms(r['fct_mean_s'][1]):>9}{ratio:>7}  {ms(r['fct_p99_s'][0]):>9}{ms(r['fct_p99_s'][1]):>9}{mark}")
+        print(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
+              f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
+              f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
+    print("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
     if res["same"]:
-        print(f"same within noise: every judged bucket's mean FCT within {a.tolerance:.0%}, the same flows finished")
+        print(f"same within noise: every judged bucket's flow-by-flow median ratio within {a.tolerance:.0%} of 1, "
+              "the same flows finished")
         return 0
     print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
     return 1

@@ -64,7 +64,8 @@ def summarize(done: Sequence[Done], access_bps: float, factor: float) -> dict:
             fcts = [d.fct_s for d in fin]
             slow = [d.slowdown(access_bps) for d in fin]
             per[name] = {"flows": len(ds), "unfinished": len(ds) - len(fin),
-                         "fct_mean_s": _mean(fcts), "fct_p99_s": percentile(fcts, 99) if fcts else None,
+                         "fct_mean_s": _mean(fcts), "fct_p50_s": percentile(fcts, 50) if fcts else None,
+                         "fct_p99_s": percentile(fcts, 99) if fcts else None,
                          "slowdown_mean": _mean(slow), "slowdown_p99": percentile(slow, 99) if slow else None,
                          "slowdown_min": min(slow) if slow else None}
         out[cls] = per
@@ -92,12 +93,21 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def per_flow(done: Sequence[Done], factor: float) -> list[list]:
+    """[id, class, size bucket, FCT s or None] per flow: what a replay is compared on, flow by flow."""
+    return [[d.flow.id, d.cls, bucket_of(d.flow.size, factor), d.fct_s] for d in done]
+
+
 def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> dict:
     """Two ``fct.json`` results of one flow list (a replay): per mode, class and size bucket, the
-    mean and p99 FCT of both and B/A.  "Same within noise" when every bucket both ran with at
-    least ``min_flows`` finished flows has its mean FCTs within ``tolerance`` (relative) of each
-    other, and both runs finished the same flows; smaller buckets are shown, not judged (a p99 of
-    a few flows is one flow)."""
+    mean, median and p99 FCT of both, and the median of B/A taken flow by flow (a replay runs
+    the same flows: pairing them removes the spread of sizes and paths).
+
+    "Same within noise" when every bucket both ran with at least ``min_flows`` finished flows has
+    that median ratio within ``tolerance`` of 1, and both runs finished the same flows.  Means
+    and p99s are shown, not judged: on this emulation a lost SYN or segment costs a 1 s TCP
+    timeout, and a handful of those moves a mean by half (docs/experiments.md).  Smaller buckets
+    are shown, not judged."""
     if not 0 < tolerance < 10:
         raise ValueError(f"the tolerance must be in (0, 10), got {tolerance!r}")
     rows, off = [], []
@@ -105,21 +115,27 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
         ma, mb = a["modes"][mode], b["modes"][mode]
         if ma.get("unfinished") != mb.get("unfinished"):
             off.append(f"{mode}: {ma.get('unfinished')} vs {mb.get('unfinished')} unfinished")
+        fa = {f[0]: f for f in ma.get("per_flow", [])}
+        fb = {f[0]: f for f in mb.get("per_flow", [])}
         for cls in sorted(set(ma.get("classes", {})) & set(mb.get("classes", {}))):
             for bucket in ma["classes"][cls]:
                 x, y = ma["classes"][cls][bucket], mb["classes"][cls].get(bucket)
                 if y is None:
                     continue
                 n = min(x["flows"] - x["unfinished"], y["flows"] - y["unfinished"])
-                ratio = (y["fct_mean_s"] / x["fct_mean_s"]) if x["fct_mean_s"] and y["fct_mean_s"] else None
+                ids = [i for i in fa if fa[i][1] == cls and fa[i][2] == bucket and i in fb
+                       and fa[i][3] and fb[i][3]]
+                paired = sorted(fb[i][3] / fa[i][3] for i in ids)
+                ratio = paired[len(paired) // 2] if paired else None
                 judged = n >= min_flows and ratio is not None
                 ok = not judged or abs(ratio - 1) <= tolerance
-                rows.append({"mode": mode, "class": cls, "bucket": bucket, "flows": n,
+                rows.append({"mode": mode, "class": cls, "bucket": bucket, "flows": n, "paired": len(paired),
                              "fct_mean_s": [x["fct_mean_s"], y["fct_mean_s"]],
+                             "fct_p50_s": [x.get("fct_p50_s"), y.get("fct_p50_s")],
                              "fct_p99_s": [x["fct_p99_s"], y["fct_p99_s"]], "ratio": ratio,
                              "judged": judged, "ok": ok})
                 if not ok:
-                    off.append(f"{mode} {cls} {bucket}: mean FCT x{ratio:.2f}")
+                    off.append(f"{mode} {cls} {bucket}: median FCT ratio (flow by flow) {ratio:.2f}")
     same_list = a.get("flows") == b.get("flows")
     if not same_list:
         off.append(f"not one flow list: {a.get('flows')} vs {b.get('flows')} flows")
