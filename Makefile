@@ -7,7 +7,7 @@ VENV     ?= .venv
 PY       := $(VENV)/bin/python
 P4C      ?= p4c
 BUILD    ?= build
-PROGRAMS := rotor tor passthrough
+PROGRAMS := rotor tor oneswitch passthrough
 P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/v1model/*.p4 p4src/v1model/include/*.p4 p4src/v1model/include/control/*.p4)
 APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps python3-venv python3-pip python3-dev build-essential
 APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump
@@ -92,7 +92,7 @@ constants:
 
 # The P4Info fixtures the unit tests use without p4c (a test checks they match build/).
 fixtures: build
-	cp $(BUILD)/rotor.p4info.txtpb $(BUILD)/tor.p4info.txtpb control-plane/tests/data/
+	cp $(BUILD)/rotor.p4info.txtpb $(BUILD)/tor.p4info.txtpb $(BUILD)/oneswitch.p4info.txtpb control-plane/tests/data/
 
 # Build what can be built, then run every test; ptf tests skip (saying why) without p4c/BMv2.
 test:

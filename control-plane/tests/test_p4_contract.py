@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
 BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
 DEFINES = ROOT / "p4src" / "shared" / "defines.p4"
-PROGRAMS = {"rotor": (dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS), "tor": (dp.TOR_CONTRACT, dp.TOR_COUNTERS)}
+PROGRAMS = {"rotor": (dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS), "tor": (dp.TOR_CONTRACT, dp.TOR_COUNTERS),
+            "oneswitch": (dp.ONE_CONTRACT, dp.ONE_COUNTERS)}
 
 
 def test_constants_are_generated_from_the_p4():

@@ -5,7 +5,7 @@ One module per job: ``entities`` (rotor entities and control packets as values),
 and Tofino: time units, ports, device config), ``timebase`` (common time, offsets, slot
 boundaries), ``clockport`` (time probes on the data path), ``skew`` (injected clock skew and
 the periodic re-sync's decision), ``loss_monitor`` (the live CorrOpt monitor's estimates and
-decisions), ``roles`` (what each switch gets),
+decisions), ``one_switch`` (the one-switch fabric's), ``roles`` (what each switch gets),
 ``runtime`` (the asyncio controller: a task per switch), ``status`` (the status file other
 processes read), ``errors``.
 """
@@ -23,5 +23,6 @@ from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew
 from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
 from .target import BMV2, TARGETS, TOFINO, Target, get_target, is_slot_config  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
+from .one_switch import host_ports, one_switch_entities  # noqa: F401
 from .timebase import (AdoptedClock, OffsetEstimate, Timebase, adopt_clock, boundary_times,  # noqa: F401
                        estimate_offset, timed_changes)

@@ -192,8 +192,9 @@ class Controller:
             if r.p4blob not in blobs:
                 blobs[r.p4blob] = target.p4blob(r.p4blob)
             if r.p4info not in schemas:
-                contract, counters = ((dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS) if r.kind == "rotor"
-                                      else (dp.TOR_CONTRACT, dp.TOR_COUNTERS))
+                contract, counters = {"rotor": (dp.ROTOR_CONTRACT, dp.ROTOR_COUNTERS),
+                                      "tor": (dp.TOR_CONTRACT, dp.TOR_COUNTERS),
+                                      "one-switch": (dp.ONE_CONTRACT, dp.ONE_COUNTERS)}[r.kind]
                 counters += tuple(c for c in target.drop_counters if c not in counters)
                 schemas[r.p4info] = check_p4info(r.p4info, contract, counters)
         self.trace = Trace(trace)

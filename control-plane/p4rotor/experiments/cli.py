@@ -41,6 +41,9 @@ def add_parser(sub) -> None:
                      "(rotorlb: 20000; fct: 10000)")
     rlb.add_argument("--matrices", type=int, dest="matrices_per_density",
                      help="matrices per density (default 3)")
+    pe.add_argument("--fabric", choices=["multi-switch", "one-switch"],
+                    help="connectivity: a switch per ToR and rotor (default), or ONE switch emulating them all "
+                         "(docs/one-switch.md)")
     pe.add_argument("--build-dir")
     pe.set_defaults(fn=cmd_experiment)
 
@@ -63,7 +66,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if a.quick:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
-                "corropt_threshold", "flow_list", "hosts_per_rack"):
+                "corropt_threshold", "flow_list", "hosts_per_rack", "fabric"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -75,7 +78,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
                       ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
                       ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list"),
-                      ("hosts_per_rack", "--hosts-per-rack")):
+                      ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

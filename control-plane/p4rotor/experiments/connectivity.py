@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from .. import p4 as dp
 from .. import schedule as S
 from ..fabric.mininet import Emulation
-from .runner import launch, pyplot, run_probes, say
+from .runner import check_fabric, launch, pyplot, run_probes, say
 
 
 Cell = tuple[int, int, int]  # (slice of the hyperperiod, source rack, destination rack)
@@ -124,7 +124,8 @@ def reprobe_plan(cells: Iterable[Cell], ds: S.Schedule, margin_us: float, per_ce
 
 def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 200.0,
                  cycles: int = 2, probes_per_cell: float = 20, on_running: Callable[[Emulation], None] | None = None,
-                 reprobe_rounds: int = 2, reprobe_per_cell: float = 4, reprobe_unprobed: bool = True) -> dict:
+                 reprobe_rounds: int = 2, reprobe_per_cell: float = 4, reprobe_unprobed: bool = True,
+                 fabric: str = "multi-switch") -> dict:
     """Which rack pairs are directly reachable in each slice, measured with direct-only probes.
 
     First pass: every host probes every other rack for ``cycles`` hyperperiods.  A cell the
@@ -136,6 +137,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     sent and none received after the last round fails.
     """
     sched = sched or S.generate_rotornet(6, 1, 1000, 100)
+    check_fabric(fabric)
     if reprobe_rounds < 0:
         raise ValueError(f"reprobe_rounds must be >= 0, got {reprobe_rounds}")
     out.mkdir(parents=True, exist_ok=True)
@@ -148,7 +150,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     clock = S.SliceClock(ds)
     judgeable = [clock.judged_window(k, margin) is not None for k in range(slots)]
     rounds: list[dict] = []
-    emu, topo = launch(sched, dilation, 1, build, out / "run")
+    emu, topo = launch(sched, dilation, 1, build, out / "run", one_switch=fabric == "one-switch")
     ips = [k.hosts[0].ip for k in topo.racks]
     names = [k.hosts[0].name for k in topo.racks]
     try:
@@ -194,7 +196,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     j_ = judged
     cells, agree = j_.cells, len(j_.agree)
     measured = [[[got[k][i][j] > 0 for j in range(sched.racks)] for i in range(sched.racks)] for k in range(slots)]
-    res = {"schedule": sched.to_json(), "dilation": dilation, "slices": slots, "cells": cells, "agree": agree,
+    res = {"schedule": sched.to_json(), "dilation": dilation, "fabric": fabric, "slices": slots, "cells": cells, "agree": agree,
            "cells_total": slots * sched.racks * (sched.racks - 1),
            "false_positive": len(j_.false_positive), "missed": len(j_.undecided), "unjudged": len(j_.unprobed),
            "first_pass": {"cells": first.cells, "agree": len(first.agree), "undecided": len(first.undecided),

@@ -34,12 +34,21 @@ def pyplot():
     return pyplot
 
 
+FABRICS = ("multi-switch", "one-switch")
+
+
+def check_fabric(fabric: str) -> None:
+    if fabric not in FABRICS:
+        raise S.ScheduleError(f"--fabric {fabric!r}: one of {', '.join(FABRICS)}")
+
+
 def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir: Path,
             epsilon_us: float = 0.0, link_mbps: float | None = None,
-            controller_args: tuple[str, ...] = ()) -> tuple[Emulation, TP.Topology]:
+            controller_args: tuple[str, ...] = (), one_switch: bool = False) -> tuple[Emulation, TP.Topology]:
     """``link_mbps``: shape every link (host and fabric) to this rate (an access rate);
-    ``controller_args``: more `p4rotor control` options."""
-    topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts)
+    ``controller_args``: more `p4rotor control` options; ``one_switch``: the one-switch fabric
+    (one BMv2 emulating every ToR and rotor, docs/one-switch.md)."""
+    topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts, one_switch=one_switch)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say,
                     link_mbps=link_mbps, controller_args=controller_args)
     try:

@@ -60,35 +60,42 @@ class Emulation:
         miss = missing_tools()
         if miss:
             raise HarnessError("emulation needs: " + ", ".join(miss))
-        for prog in ("rotor", "tor"):
+        t = self.topo
+        one = t.one_switch
+        for prog in (("oneswitch",) if one else ("rotor", "tor")):
             if not (self.build / f"{prog}.json").exists():
                 raise HarnessError(f"{self.build / prog}.json missing: run 'make build'")
-        t = self.topo
-        busy = [str(p) for p in [r.grpc_port for r in t.rotors] + [k.tor.grpc_port for k in t.racks]
-                if _tcp_listening(p)]
+        busy = [str(p) for _, _, p in t.switches() if _tcp_listening(p)]
         if busy:
             raise HarnessError(f"gRPC ports already in use: {', '.join(busy)} (another emulation running?)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._remove_stale_interfaces([r.name for r in t.rotors] + [k.tor.name for k in t.racks])
+        self._remove_stale_interfaces([name for name, _, _ in t.switches()])
         link_cls = TCLink if self.link_mbps else Link
         net = Mininet(topo=None, controller=None, link=link_cls, build=False, autoSetMacs=False)
         self.net = net
-        self.say(f"[run] building {len(t.racks)} racks x {len(t.racks[0].hosts)} hosts, "
-                 f"{len(t.rotors)} rotors ({len(t.racks) + len(t.rotors)} BMv2 switches)")
+        self.say(f"[run] building {len(t.racks)} racks x {len(t.racks[0].hosts)} hosts, {len(t.rotors)} rotors ("
+                 + (f"one BMv2 switch emulating all {len(t.racks) + len(t.rotors)}" if one
+                    else f"{len(t.racks) + len(t.rotors)} BMv2 switches") + ")")
         nodes = {}
-        for r in t.rotors:
-            nodes[r.name] = net.addSwitch(r.name, cls=BMv2Switch, json_path=None, grpc_port=r.grpc_port,
-                                          device_id=r.device_id, log_file=str(self.run_dir / f"{r.name}.log"))
+        for name, dev, grpc in t.switches():
+            nodes[name] = net.addSwitch(name, cls=BMv2Switch, json_path=None, grpc_port=grpc, device_id=dev,
+                                        log_file=str(self.run_dir / f"{name}.log"))
         for k in t.racks:
-            nodes[k.tor.name] = net.addSwitch(k.tor.name, cls=BMv2Switch, json_path=None,
-                                              grpc_port=k.tor.grpc_port, device_id=k.tor.device_id,
-                                              log_file=str(self.run_dir / f"{k.tor.name}.log"))
             plen = ipaddress.ip_network(k.prefix).prefixlen
             for h in k.hosts:
                 nodes[h.name] = net.addHost(h.name, ip=f"{h.ip}/{plen}", mac=h.mac)
         opts = {"bw": self.link_mbps} if self.link_mbps else {}
         links = []  # (link, MTU from the topology)
-        for k in t.racks:
+        if one:
+            # Every host on the one switch, ports 1, 2, ... in topology order (control/one_switch.py).
+            from ..control.one_switch import host_ports
+
+            ports = host_ports(t)
+            for k in t.racks:
+                for h in k.hosts:
+                    links.append((net.addLink(nodes[h.name], nodes[one.name], port2=ports[h.name], **opts),
+                                  t.host_mtu))
+        for k in t.racks if not one else ():
             for h in k.hosts:
                 links.append((net.addLink(nodes[h.name], nodes[k.tor.name], port2=h.port, **opts), t.host_mtu))
             for r in t.rotors:
@@ -317,13 +324,13 @@ class Emulation:
 
 def leftovers(topo: TP.Topology) -> list[str]:
     """Anything of this topology still on the machine: interfaces, switch processes."""
-    names = [r.name for r in topo.rotors] + [k.tor.name for k in topo.racks]
+    names = [name for name, _, _ in topo.switches()]
     out = []
     links = run(["ip", "-o", "link"], check=False).stdout
     for line in links.splitlines():
         ifname = line.split(":")[1].strip().split("@")[0]
         if any(ifname.startswith(n + "-eth") for n in names):
             out.append(f"interface {ifname}")
-    ports = [r.grpc_port for r in topo.rotors] + [k.tor.grpc_port for k in topo.racks]
+    ports = [p for _, _, p in topo.switches()]
     out += [f"listener on {p}" for p in ports if _tcp_listening(p)]
     return out

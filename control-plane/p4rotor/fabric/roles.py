@@ -11,9 +11,12 @@ from .topology import Topology
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,
                  only: set[str] | None = None, target: C.Target = C.BMV2) -> list[C.Role]:
-    """Every switch of the topology; ``target`` says where in ``build`` its programs are."""
+    """Every switch of the topology; ``target`` says where in ``build`` its programs are.  A
+    one-switch fabric is one role, holding every ToR's and rotor's state (docs/one-switch.md)."""
     s = topo.schedule
     routes = R.compute(s, epsilon_us=epsilon_us)
+    if topo.one_switch is not None:
+        return [one_switch_role(topo, routes, build, addr, epsilon_us, only, target)]
     roles = []
     rinfo, rblob = target.pipeline_files(build, "rotor")
     tinfo, tblob = target.pipeline_files(build, "tor")
@@ -34,3 +37,22 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
         roles.append(C.Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
                             boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now)))
     return roles
+
+
+def one_switch_role(topo: Topology, routes, build: Path, addr: str, epsilon_us: float,
+                    only: set[str] | None, target: C.Target) -> C.Role:
+    o = topo.one_switch
+    assert o is not None
+    if only and only != {o.name}:
+        raise C.ControllerError(f"--only {','.join(sorted(only))}: a one-switch fabric has one switch, {o.name}")
+    if target.name != "bmv2":
+        raise C.ControllerError("the one-switch fabric has a v1model program only (bmv2)")
+    info, blob = target.pipeline_files(build, "oneswitch")
+    spec = C.SwitchSpec(o.name, addr, o.grpc_port, o.device_id)
+
+    def ents(mode, offset, epoch, gen, target):
+        return C.one_switch_entities(topo, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
+                                     epsilon_us=epsilon_us, target=target)
+
+    return C.Role(spec=spec, kind="one-switch", p4info=info, p4blob=blob, entities=ents,
+                  boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now))

@@ -14,6 +14,11 @@ Format (docs/addressing.md):
 Rotor ``ports`` maps rack id -> rotor port; ToR ``uplinks`` maps rotor name -> ToR port; the link
 ToR(rack i).uplinks[r] <-> rotor r port ports[i] is implied by those two numbers, never by order.
 
+``one_switch`` (optional: ``{"name": "fabric", "device_id": 200, "grpc_port": 50100}``) makes it a
+**one-switch fabric** (docs/one-switch.md): that one switch emulates every ToR and rotor listed,
+every host is wired to it (ports 1, 2, ... in topology order), and the ToRs' and rotors' own
+device ids, gRPC ports and port numbers are not used.
+
 ``link_mtu`` gives the MTU (bytes after the Ethernet header, as Linux counts it) of every link by
 its kind: ``host`` for host <-> ToR links, ``fabric`` for ToR uplink <-> rotor links.  A fabric link
 must carry a full-size host frame plus the fabric header the first ToR inserts, so
@@ -76,6 +81,15 @@ class RotorSwitch:
     ports: dict[int, int]
 
 
+@dataclasses.dataclass(frozen=True)
+class OneSwitch:
+    """The one switch of a one-switch fabric."""
+
+    name: str
+    device_id: int
+    grpc_port: int
+
+
 @dataclasses.dataclass
 class Topology:
     schedule: S.Schedule
@@ -84,6 +98,15 @@ class Topology:
     racks: list[Rack]
     host_mtu: int = HOST_MTU
     fabric_mtu: int = FABRIC_MTU
+    one_switch: OneSwitch | None = None
+
+    def switches(self) -> list[tuple[str, int, int]]:
+        """(name, device id, gRPC port) of every switch process the fabric runs."""
+        if self.one_switch is not None:
+            o = self.one_switch
+            return [(o.name, o.device_id, o.grpc_port)]
+        return ([(r.name, r.device_id, r.grpc_port) for r in self.rotors]
+                + [(k.tor.name, k.tor.device_id, k.tor.grpc_port) for k in self.racks])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +119,7 @@ class Topology:
                        "tor": {"name": k.tor.name, "device_id": k.tor.device_id, "grpc_port": k.tor.grpc_port,
                                "uplinks": k.tor.uplinks, "hop_limit": k.tor.hop_limit},
                        "hosts": [dataclasses.asdict(h) for h in k.hosts]} for k in self.racks],
+            **({"one_switch": dataclasses.asdict(self.one_switch)} if self.one_switch else {}),
         }
 
     def dumps(self) -> str:
@@ -113,7 +137,8 @@ class Topology:
 
 def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grpc_base: int = 50100,
              rotor_dev_base: int = 1, tor_dev_base: int = 101, host_mtu: int = HOST_MTU,
-             fabric_mtu: int = FABRIC_MTU) -> Topology:
+             fabric_mtu: int = FABRIC_MTU, one_switch: bool = False) -> Topology:
+    """``one_switch``: a one-switch fabric (switch "fabric", device 200, gRPC port ``grpc_base``)."""
     if sched.racks > 250:
         raise TopologyError("the generated addressing (10.<hi>.<lo>.0/24 per rack) covers up to 250 racks")
     rotors = []
@@ -128,7 +153,8 @@ def generate(sched: S.Schedule, schedule_path: str, hosts_per_rack: int = 2, grp
                            port=11 + h) for h in range(hosts_per_rack))
         tor = Tor(name=f"tor{i}", device_id=tor_dev_base + i, grpc_port=grpc_base + 101 + i, uplinks=uplinks)
         racks.append(Rack(id=i, prefix=f"10.0.{i}.0/24", tor=tor, hosts=hosts))
-    topo = Topology(sched, schedule_path, rotors, racks, host_mtu=host_mtu, fabric_mtu=fabric_mtu)
+    topo = Topology(sched, schedule_path, rotors, racks, host_mtu=host_mtu, fabric_mtu=fabric_mtu,
+                    one_switch=OneSwitch("fabric", 200, grpc_base) if one_switch else None)
     validate(topo)
     return topo
 
@@ -165,8 +191,13 @@ def from_json(d: dict[str, Any], base: Path = Path(".")) -> Topology:
     mtu = d.get("link_mtu", {})
     if not isinstance(mtu, dict) or set(mtu) - {"host", "fabric"}:
         raise TopologyError('link_mtu must be {"host": N, "fabric": N}')
+    one = d.get("one_switch")
+    if one is not None:
+        if not isinstance(one, dict) or set(one) != {"name", "device_id", "grpc_port"}:
+            raise TopologyError('one_switch must be {"name": ..., "device_id": N, "grpc_port": N}')
+        one = OneSwitch(str(one["name"]), int(one["device_id"]), int(one["grpc_port"]))
     topo = Topology(sched, spath, rotors, racks, host_mtu=mtu.get("host", HOST_MTU),
-                    fabric_mtu=mtu.get("fabric", FABRIC_MTU))
+                    fabric_mtu=mtu.get("fabric", FABRIC_MTU), one_switch=one)
     validate(topo)
     return topo
 
@@ -187,6 +218,18 @@ def validate(t: Topology) -> None:
     if sorted(k.id for k in t.racks) != list(range(s.racks)):
         raise TopologyError(f"racks must be 0..{s.racks - 1}, one each")
     seen_dev, seen_grpc = {}, {}
+    if t.one_switch is not None:
+        o = t.one_switch
+        if not o.name or not o.name.replace("-", "").replace("_", "").isalnum():
+            raise TopologyError(f"one_switch name {o.name!r}: letters, digits, - and _ only")
+        if not 0 < o.grpc_port < 65536:
+            raise TopologyError(f"one_switch gRPC port {o.grpc_port} out of range")
+        hosts = sum(len(k.hosts) for k in t.racks)
+        if hosts > MAX_DATA_PORT:
+            raise TopologyError(f"a one-switch fabric wires every host to one switch: {hosts} hosts, "
+                                f"{MAX_DATA_PORT} ports")
+        if {o.name} & ({r.name for r in t.rotors} | {k.tor.name for k in t.racks}):
+            raise TopologyError(f"one_switch name {o.name!r} is also a rotor's or a ToR's")
     for name, dev, grpc in ([(r.name, r.device_id, r.grpc_port) for r in t.rotors]
                             + [(k.tor.name, k.tor.device_id, k.tor.grpc_port) for k in t.racks]):
         if dev in seen_dev:

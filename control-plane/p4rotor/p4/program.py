@@ -91,3 +91,42 @@ TOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
     TOR_T_PORT_MTU: (("port",), {TOR_A_MTU_LIMIT: ("max_frame_bytes",)}),
 }
 TOR_COUNTERS = ROTOR_COUNTERS[:4]  # the ToR has the first four (p4src/v1model/include/state.p4)
+
+# The one-switch fabric (p4src/v1model/oneswitch.p4): every ToR and rotor on one switch.
+ONE_T_CONFIG = "OneIngress.slot_state.config"
+ONE_T_CLOCK_PHASE = "OneIngress.slot_state.clock_phase"
+ONE_A_CONFIGURE = "OneIngress.slot_state.configure"
+ONE_A_CLOCK_SLOT = "OneIngress.slot_state.clock_slot"
+ONE_T_FABRIC_CONFIG = "OneIngress.fabric.fabric_config"
+ONE_A_SET_FABRIC = "OneIngress.fabric.set_fabric"
+ONE_T_HOST_PORT = "OneIngress.fabric.host_port"
+ONE_A_HOST_OF = "OneIngress.fabric.host_of"
+ONE_T_SLICE_INFO = "OneIngress.fabric.slice_info"
+ONE_A_SLICE_LIVE = "OneIngress.fabric.slice_live"
+ONE_T_RACK_OF = "OneIngress.fabric.rack_of"
+ONE_A_TO_RACK = "OneIngress.fabric.to_rack"
+ONE_T_LOCAL_HOST = "OneIngress.fabric.local_host"
+ONE_A_DELIVER = "OneIngress.fabric.deliver"
+ONE_T_ROUTE = "OneIngress.fabric.route"
+ONE_A_VIA = "OneIngress.fabric.via"
+ONE_A_VIA_VLB = "OneIngress.fabric.via_vlb"
+ONE_T_ROTOR_PHASE = "OneIngress.fabric.rotor_phase"
+ONE_A_ROTOR_DAY = "OneIngress.fabric.rotor_day"
+ONE_T_CIRCUIT = "OneIngress.fabric.circuit"
+ONE_A_CONNECT = "OneIngress.fabric.connect"
+C_HOPS = "hop_counter"
+
+ONE_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+    ONE_T_CONFIG: ((), {ONE_A_CONFIGURE: ROTOR_CONTRACT[T_CONFIG][1][A_CONFIGURE]}),
+    ONE_T_CLOCK_PHASE: (("phase",), {ONE_A_CLOCK_SLOT: ("index", "slot_start", "slot_end")}),
+    ONE_T_FABRIC_CONFIG: ((), {ONE_A_SET_FABRIC: ("hop_limit_",)}),
+    ONE_T_HOST_PORT: (("port",), {ONE_A_HOST_OF: ("rack",)}),
+    ONE_T_SLICE_INFO: (("slice",), {ONE_A_SLICE_LIVE: ("live",)}),
+    ONE_T_RACK_OF: (("ipv4_dst",), {ONE_A_TO_RACK: ("rack",)}),
+    ONE_T_LOCAL_HOST: (("ipv4_dst",), {ONE_A_DELIVER: ("port",)}),
+    ONE_T_ROUTE: (("rack", "slice", "dst_rack", "tclass"), {ONE_A_VIA: ("rotor_", "mask", "until"),
+                                                          ONE_A_VIA_VLB: ("rotor_", "mask", "until")}),
+    ONE_T_ROTOR_PHASE: (("rotor", "phase"), {ONE_A_ROTOR_DAY: ("index", "day_start_")}),
+    ONE_T_CIRCUIT: (("rotor", "matching", "in_rack"), {ONE_A_CONNECT: ("rack",)}),
+}
+ONE_COUNTERS = ROTOR_COUNTERS[:4] + (C_HOPS,)

@@ -21,6 +21,12 @@ struct metadata_t {
     bit<32> ctrl_slot;
     bit<32> ctrl_seq;
     Timestamp_t ctrl_ts;
+    // One-switch fabric (oneswitch.p4): where the frame is in the emulated fabric, kept
+    // across resubmits (one pass per rack it visits).  Unused by the rotor and ToR programs.
+    @field_list(1) bit<16> one_rack;      // the rack whose ToR this pass is
+    @field_list(1) bit<8>  one_hops;      // circuits crossed so far
+    @field_list(1) bit<8>  one_tclass;    // TCLASS_* (a VLB first hop turns bulk into transit)
+    @field_list(1) bit<8>  one_visiting;  // 1: a resubmitted pass (the rack is one_rack)
 }
 
 #endif

@@ -1,0 +1,54 @@
+// p4rotor one-switch fabric for v1model: every ToR and every rotor of a topology on ONE
+// BMv2 (seed 000 §2.6.3's testbed design; docs/one-switch.md).  Composition only.
+#include "include/target.p4"
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
+#include "include/metadata.p4"
+#include "include/state.p4"
+#include "include/tor_parser.p4"
+#include "include/control/slot_state.p4"
+#include "include/control/control_packet.p4"
+#include "include/control/clock_probe.p4"
+
+// Circuits crossed by delivered-or-resubmitted frames, by hop number (1..): how many
+// passes the fabric's multi-hop paths cost.
+counter(16, CounterType.packets) hop_counter;
+
+#include "include/control/one_switch.p4"
+
+control OneVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control OneComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
+
+control OneIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    SlotState() slot_state;       // the slot is the topology slice, as on a ToR
+    ControlPacket() control_packet;
+    ClockProbe() clock_probe;
+    OneSwitchFabric() fabric;
+    apply {
+        slot_state.apply(meta, std);
+        if (hdr.packet_out.isValid()) {
+            control_packet.apply(hdr, meta, std);
+        } else if (std.ingress_port == CLOCK_PORT) {
+            clock_probe.apply(hdr, std);
+        } else {
+            fabric.apply(hdr, meta, std);
+        }
+    }
+}
+
+control OneEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+    PacketInHeader() packet_in_header;
+    ClockProbeEgress() clock_probe_egress;
+    apply {
+        if (std.egress_port == CPU_PORT) {
+            packet_in_header.apply(hdr, meta, std);
+        } else if (std.egress_port == CLOCK_PORT) {
+            clock_probe_egress.apply(hdr, std);
+        } else {
+            tx_port_counter.count((bit<32>) std.egress_port);
+        }
+    }
+}
+
+V1Switch(TorParser(), OneVerifyChecksum(), OneIngress(), OneEgress(),
+         OneComputeChecksum(), TorDeparser()) main;
