@@ -26,6 +26,7 @@ SUITE = HERE / "conformance"
 BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
 P4INFO, P4BLOB = BUILD / "rotor.p4info.txtpb", BUILD / "rotor.json"
 TOR_P4INFO, TOR_P4BLOB = BUILD / "tor.p4info.txtpb", BUILD / "tor.json"
+ONE_P4INFO, ONE_P4BLOB = BUILD / "oneswitch.p4info.txtpb", BUILD / "oneswitch.json"
 # The links' MTUs as in an emulation: the ToR tests use ports 1, 2 as uplinks (fabric links) and
 # 3, 4 as host ports (rotor_base.tor_topology; tor_tests.TorLinksHaveTopologyMtus checks they
 # agree); the clock port is a host interface.  Rotor tests send full-size frames on 1 and 2 only.
@@ -53,7 +54,7 @@ TESTS = discover()
 
 def skip_reason() -> str | None:
     miss = missing_tools()
-    for f in (P4BLOB, P4INFO, TOR_P4BLOB, TOR_P4INFO):
+    for f in (P4BLOB, P4INFO, TOR_P4BLOB, TOR_P4INFO, ONE_P4BLOB, ONE_P4INFO):
         if not f.exists():
             miss.append(f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} (run 'make build'; needs p4c)")
     if not shutil.which("ptf", path=os.path.dirname(sys.executable)) and not shutil.which("ptf"):
@@ -95,7 +96,8 @@ def ptf_results(tmp_path_factory):
                    port_mtus=PORT_MTUS) as (ns, switches, ifaces):
         params = (f"grpc_addrs='{','.join(s.address for s in switches)}';"
                   f"thrift_ports='{','.join(str(s.thrift_port) for s in switches)}';"
-                  f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}'")
+                  f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}';"
+                  f"one_p4info='{ONE_P4INFO}';one_p4blob='{ONE_P4BLOB}'")
         cmd = ns.prefix() + [ptf_bin, "--test-dir", str(SUITE), "--pypath", str(SUITE),
                              "--log-file", str(logdir / "ptf.log"), "--test-params", params,
                              "--default-negative-timeout", "0.1", "--xunit", "--xunit-dir", str(logdir / "xunit")]

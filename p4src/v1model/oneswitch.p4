@@ -25,6 +25,13 @@ control OneIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
     ClockProbe() clock_probe;
     OneSwitchFabric() fabric;
     apply {
+        // Every visit of a frame happens at the instant it arrived: BMv2 gives a resubmitted
+        // packet no ingress timestamp (0), so the first pass's is carried and put back.
+        if (meta.one_visiting == 0) {
+            meta.one_arrival = std.ingress_global_timestamp;
+        } else {
+            std.ingress_global_timestamp = meta.one_arrival;
+        }
         slot_state.apply(meta, std);
         if (hdr.packet_out.isValid()) {
             control_packet.apply(hdr, meta, std);

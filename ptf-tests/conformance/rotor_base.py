@@ -9,6 +9,7 @@ Test parameters (``--test-params``), set by ptf-tests/test_conformance.py:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import queue
 import subprocess
 import threading
@@ -352,3 +353,75 @@ class TorTest(RotorTest):
         eth = frame[:12] + struct.pack("!H", ETH_FABRIC)
         return eth + struct.pack("!HHBBH", dst_rack, src_rack, hops, tclass, 0x0800) + frame[14:]
 
+
+
+# ---------------------------------------------------------------------------
+# One-switch fabric
+# ---------------------------------------------------------------------------
+
+def one_switch_topology() -> TP.Topology:
+    """The 4-rack, 2-rotor fabric on ONE switch, slots of 1 s (nights 100 ms) so a test can aim
+    at a slice: rack 0's hosts on ports 1 and 2, rack 1's on 3, rack 2's on 4, rack 3 none."""
+    sched = S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": 1_000_000, "reconfig_us": 100_000,
+                         "rotors": [{"name": "a", "offset_us": 0, "matchings": [[1, 0, 3, 2]]},
+                                    {"name": "b", "offset_us": 500_000, "matchings": [[2, 3, 0, 1]]}]})
+    t = TP.generate(sched, "inline", hosts_per_rack=2, one_switch=True)
+    racks = [TP.Rack(k.id, k.prefix, k.tor, k.hosts[:{0: 2, 1: 1, 2: 1, 3: 0}[k.id]]) for k in t.racks]
+    return TP.Topology(sched, "inline", t.rotors, racks, one_switch=t.one_switch)
+
+
+class OneSwitchTest(RotorTest):
+    """The one-switch fabric program; clock mode, aimed at a slice by choosing the epoch."""
+
+    program_keys = ("one_p4info", "one_p4blob")
+
+    def setUp(self):
+        RotorTest.setUp(self)
+        self.topo = one_switch_topology()
+        self.sched = self.topo.schedule
+        self.routes = R.compute(self.sched)
+        self.ports = C.host_ports(self.topo)
+
+    def install_at(self, phase_us: int, hop_limit: int | None = None) -> None:
+        """Install so that the switch is ``phase_us`` into the hyperperiod now (and for the next
+        ~hundreds of ms: slices here last 400 ms)."""
+        topo = self.topo
+        if hop_limit is not None:
+            topo = TP.Topology(topo.schedule, "inline", topo.rotors,
+                               [TP.Rack(k.id, k.prefix, dataclasses.replace(k.tor, hop_limit=hop_limit), k.hosts)
+                                for k in topo.racks], one_switch=topo.one_switch)
+        ents = C.one_switch_entities(topo, self.routes, dp.MODE_CLOCK, generation=self.next_generation())
+        self.sw.write(ents[:-1])
+        # The config last, its epoch such that "now" (+ the write's few ms) is phase_us in.
+        epoch = self.local_us_now() + 20_000 - phase_us
+        cfg = C.one_switch_entities(topo, self.routes, dp.MODE_CLOCK, epoch_us=epoch,
+                                    generation=self.next_generation())[-1]
+        self.sw.write([cfg])
+
+    def slice_mid(self, pred) -> int:
+        for sr in self.routes:
+            if pred(sr):
+                return (sr.slice.start_us + sr.slice.end_us) // 2
+        self.fail("no such slice")
+
+    def host_frame(self, src: str, dst: str, dscp: int = 0, tag: int = 0) -> bytes:
+        ip = {h.name: h.ip for k in self.topo.racks for h in k.hosts}
+        return bytes(Ether(src="02:00:0a:00:00:01", dst="02:00:0a:00:00:99")
+                     / IP(src=ip[src], dst=ip[dst], tos=dscp << 2, ttl=64) / UDP(sport=1000 + tag, dport=7)
+                     / Raw(b"one-%04d" % tag))
+
+    def hops(self) -> list[int]:
+        return [self.sw.counter(dp.C_HOPS, i)[0] for i in range(8)]
+
+    def all_drops(self) -> dict[str, int]:
+        return {c.name: self.drops(c) for c in dp.DropCause}
+
+    def verify_delivered(self, frame: bytes, port: int, drops_before: dict[str, int]) -> None:
+        """The frame arrives on ``port``; if not, the failure names the drop causes that moved."""
+        import ptf.testutils as tu
+
+        try:
+            tu.verify_packet(self, frame, port)
+        except AssertionError:
+            moved = {k: v - drops_before[k] for k, v in self.all_drops().items() if v != drops_before[k]}
+            self.fail(f"not delivered on port {port}; drops that moved: {moved or 'none'}; hop counter {self.hops()}")

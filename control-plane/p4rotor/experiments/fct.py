@@ -61,7 +61,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # The agents send on every live circuit at once (K x rate frames/s); a quarter more leaves the
     # low-latency class room on the shaped host link (without it, 10% of agent frames queued past
     # their window and were dropped as stale, and TCP's SYNs waited for 1 s timeouts).
-    access_bps = HEADROOM * len(sched.rotors) * rate * (FRAME + 42) * 8
+    # With several hosts per rack the rack's circuits are shared: each host's agent sends rate /
+    # hosts on each (fabric/agents.py), and its access rate is that share (as Opera's ToR has as
+    # many host ports as uplinks).  Measured: at the 1-host access rate, 2 hosts per rack offered
+    # twice the load per rack, and 9-16 of 150 flows did not finish.
+    access_bps = HEADROOM * len(sched.rotors) * rate * (FRAME + 42) * 8 / hosts_per_rack
     scaling = for_emulation(access_bps, dilation, sched.hyperperiod_us, REAL_ACCESS_BPS)
     default_cutoff = access_bps / 8 * ds.hyperperiod_us / 1e6
     # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.

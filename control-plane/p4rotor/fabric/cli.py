@@ -19,6 +19,8 @@ def add_parsers(sub) -> None:
     tg.add_argument("--schedule", required=True)
     tg.add_argument("--hosts-per-rack", type=int, default=2)
     tg.add_argument("--grpc-base", type=int, default=50100)
+    tg.add_argument("--fabric", choices=["multi-switch", "one-switch"], default="multi-switch",
+                    help="one-switch: ONE switch emulates every ToR and rotor (docs/one-switch.md)")
     tg.add_argument("-o", "--output", required=True)
     tg.set_defaults(fn=cmd_topology_generate)
 
@@ -26,6 +28,9 @@ def add_parsers(sub) -> None:
     pn.add_argument("--schedule", help="schedule file (default: opera, 8 racks, 4 rotors, 1 ms slots)")
     pn.add_argument("--topology", help="topology file (instead of --schedule)")
     pn.add_argument("--hosts-per-rack", type=int, default=2)
+    pn.add_argument("--fabric", choices=["multi-switch", "one-switch"], default="multi-switch",
+                    help="with --schedule or the default: one-switch runs ONE BMv2 emulating every ToR and "
+                         "rotor (docs/one-switch.md); a --topology says it itself")
     pn.add_argument("--dilation", type=float, default=100.0,
                     help="multiply every schedule time (and divide link rates) by this")
     pn.add_argument("--mode", choices=["clock", "signal"], default="clock")
@@ -52,7 +57,8 @@ def cmd_topology_generate(a: argparse.Namespace) -> int:
         s = S.load(a.schedule)
         out = Path(a.output)
         rel = os.path.relpath(Path(a.schedule).resolve(), out.resolve().parent)
-        t = TP.generate(s, rel, hosts_per_rack=a.hosts_per_rack, grpc_base=a.grpc_base)
+        t = TP.generate(s, rel, hosts_per_rack=a.hosts_per_rack, grpc_base=a.grpc_base,
+                        one_switch=a.fabric == "one-switch")
     except (S.ScheduleError, TP.TopologyError) as ex:
         die(str(ex))
     out.write_text(t.dumps())
@@ -74,10 +80,13 @@ def cmd_run(a: argparse.Namespace) -> int:
                 sched = S.load(a.schedule)
             else:
                 sched = S.generate_opera(8, 4, 1000, 100)
-            topo = TP.generate(sched, "schedule.json", hosts_per_rack=a.hosts_per_rack)
+            topo = TP.generate(sched, "schedule.json", hosts_per_rack=a.hosts_per_rack,
+                               one_switch=a.fabric == "one-switch")
         topo.schedule = S.dilate(topo.schedule, a.dilation)
     except (S.ScheduleError, TP.TopologyError) as ex:
         die(str(ex))
+    if topo.one_switch is not None and a.mode != "clock":
+        die("the one-switch fabric runs in clock mode only (one clock drives every rotor)")
     run_dir = Path(a.run_dir or f"results/run-{time.strftime('%Y%m%d-%H%M%S')}")
     link = a.link_mbps / a.dilation if a.link_mbps else None
     s = topo.schedule

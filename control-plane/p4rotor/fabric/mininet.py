@@ -181,9 +181,12 @@ class Emulation:
             out = self.run_dir / f"reach-{h.name}.txt"
             out.unlink(missing_ok=True)
             dsts = " ".join(o.ip for kk, o in firsts if kk.id != k.id)
-            script = (f"for ip in {dsts}; do ok=; while [ -z \"$ok\" ]; do "
+            # Between failed rounds a pause of 0..0.9 s in a pseudo-random order: tries 1 s apart
+            # phase-locked to a 1 s cycle and missed the only slot a RotorNet pair has a circuit.
+            script = (f"i=0; for ip in {dsts}; do ok=; while [ -z \"$ok\" ]; do "
                       "ping -n -q -c1 -W0.5 -Q 0xb8 $ip >/dev/null 2>&1 && ok=low-latency || "
-                      "{ ping -n -q -c1 -W0.5 $ip >/dev/null 2>&1 && ok=bulk; }; done; "
+                      "{ ping -n -q -c1 -W0.5 $ip >/dev/null 2>&1 && ok=bulk; } || "
+                      "{ i=$((i + 1)); sleep 0.$(( (i * 37) % 10 )); }; done; "
                       f"echo \"$ip $ok\" >> {out}; done")
             procs.append((out, self.popen(h.name, ["sh", "-c", script])))
         reached = -1

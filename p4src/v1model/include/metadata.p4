@@ -27,6 +27,7 @@ struct metadata_t {
     @field_list(1) bit<8>  one_hops;      // circuits crossed so far
     @field_list(1) bit<8>  one_tclass;    // TCLASS_* (a VLB first hop turns bulk into transit)
     @field_list(1) bit<8>  one_visiting;  // 1: a resubmitted pass (the rack is one_rack)
+    @field_list(1) bit<48> one_arrival;   // the frame's ingress timestamp at its first pass
 }
 
 #endif
