@@ -32,7 +32,7 @@ def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilatio
     lat = [(r["rx"] - r["tx"]) / 1000 / dilation for k in topo.racks for r in logs[f"{k.hosts[0].name}.rx"]]
     lost = sent - len(lat)
     reconfigs = int(duration * 1e6 / dilation / sched.slot_us * len(sched.rotors))
-    res = {"schedule": sched.to_json(), "dilation": dilation, "epsilon_us": eps, "sent": sent,
+    res = {"schedule": sched.to_json(), "dilation": dilation, "fabric": fabric, "epsilon_us": eps, "sent": sent,
            "received": len(lat), "lost": lost, "reconfigurations": reconfigs,
            "latency_emulated_us": summarize(lat)}
     plt = pyplot()
