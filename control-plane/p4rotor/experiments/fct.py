@@ -199,9 +199,13 @@ def _shape_hosts(emu, topo, access_bps: float) -> None:
             node = emu.host(h.name)
             dev = node.defaultIntf().name
             for cmd in (f"tc qdisc replace dev {dev} root handle 1: htb default 20 r2q 100",
-                        f"tc class add dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit",
-                        f"tc class add dev {dev} parent 1:1 classid 1:10 htb rate {agent}kbit ceil {kbit}kbit prio 0",
-                        f"tc class add dev {dev} parent 1:1 classid 1:20 htb rate {kbit - agent}kbit ceil {kbit}kbit prio 1",
+                        # quantum: a full frame per round whatever the rate (HTB's rate / r2q is
+                        # below the MTU at a shared host's rate, and tc warns)
+                        f"tc class add dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit quantum 1600",
+                        f"tc class add dev {dev} parent 1:1 classid 1:10 htb rate {agent}kbit ceil {kbit}kbit "
+                        f"prio 0 quantum 1600",
+                        f"tc class add dev {dev} parent 1:1 classid 1:20 htb rate {kbit - agent}kbit ceil {kbit}kbit "
+                        f"prio 1 quantum 1600",
                         f"tc filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip tos {tos:#x} 0xfc flowid 1:10"):
                 err = node.cmd(cmd + " 2>&1 >/dev/null").strip()
                 if err:
