@@ -61,11 +61,14 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # The agents send on every live circuit at once (K x rate frames/s); a quarter more leaves the
     # low-latency class room on the shaped host link (without it, 10% of agent frames queued past
     # their window and were dropped as stale, and TCP's SYNs waited for 1 s timeouts).
-    # With several hosts per rack the rack's circuits are shared: each host's agent sends rate /
-    # hosts on each (fabric/agents.py), and its access rate is that share (as Opera's ToR has as
-    # many host ports as uplinks).  Measured: at the 1-host access rate, 2 hosts per rack offered
-    # twice the load per rack, and 9-16 of 150 flows did not finish.
-    access_bps = HEADROOM * len(sched.rotors) * rate * (FRAME + 42) * 8 / hosts_per_rack
+    # With several hosts per rack every host's agent sends ``rate`` on each circuit (a RotorLB
+    # plane per host index, fabric/agents.py), so a host's access rate, and the load it offers,
+    # are the same whatever the hosts per rack.  Measured at 2 hosts per rack: sharing ``rate``
+    # between the agents (rate / 2 each) left an agent 2 frames per circuit window where one
+    # host had 5 (the window's share of a frame is lost each time), its queues still held
+    # frames after the drain, and 6-7 of 150 flows did not finish; at the one-host access rate
+    # with shared agents, 8-16.
+    access_bps = HEADROOM * len(sched.rotors) * rate * (FRAME + 42) * 8
     scaling = for_emulation(access_bps, dilation, sched.hyperperiod_us, REAL_ACCESS_BPS)
     default_cutoff = access_bps / 8 * ds.hyperperiod_us / 1e6
     # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.
@@ -312,8 +315,10 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
         # An agent resends what its destination has not acknowledged three cycles after it left
         # (a relay waits up to a cycle): a bulk flow completes despite a lost frame.
         if bulk:  # the packet switch carries every flow over TCP: no agents there
-            agents = start_agents(emu, topo, ds, out / "agents", rate=rate, guard_us=guard_us, flows=bulk,
-                                  stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us)
+            # start_agents shares ``rate`` among a rack's hosts; here each host's agent gets all of it.
+            per_rack = max(len(k.hosts) for k in topo.racks)
+            agents = start_agents(emu, topo, ds, out / "agents", rate=rate * per_rack, guard_us=guard_us,
+                                  flows=bulk, stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us)
         n_ll = sum(map(len, ll.values()))
         while time.time_ns() < end:
             done = sum(len((out / f"rx-{h}.jsonl").read_text().splitlines())
