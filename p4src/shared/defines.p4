@@ -76,6 +76,9 @@ const bit<8>  TCLASS_BULK         = 0;    // direct, else 2-hop VLB
 const bit<8>  TCLASS_LOW_LATENCY  = 1;    // Opera multi-hop on the slice's expander
 const bit<8>  TCLASS_BULK_TRANSIT = 2;    // VLB second hop: direct only
 #define ROUTE_TABLE_SIZE 262144
+// The one-switch fabric holds every ToR's routes: racks x (a ToR's).  Opera 64 x 4 needs
+// 642 208 (docs/one-switch.md); 108 x 6 would need 3.3 M.
+#define ONE_ROUTE_TABLE_SIZE 4194304
 #define HOST_TABLE_SIZE 4096
 #define RACK_TABLE_SIZE 4096
 #define SLICE_TABLE_SIZE 4096

@@ -45,6 +45,7 @@ TCLASS_BULK = 0  # direct, else 2-hop VLB
 TCLASS_LOW_LATENCY = 1  # Opera multi-hop on the slice's expander
 TCLASS_BULK_TRANSIT = 2  # VLB second hop: direct only
 ROUTE_TABLE_SIZE = 262144
+ONE_ROUTE_TABLE_SIZE = 4194304
 HOST_TABLE_SIZE = 4096
 RACK_TABLE_SIZE = 4096
 SLICE_TABLE_SIZE = 4096

@@ -115,7 +115,7 @@ control OneSwitchFabric(inout headers_t hdr, inout metadata_t meta, inout std_me
         }
         actions = { via; via_vlb; @defaultonly no_route; }
         const default_action = no_route();
-        size = ROUTE_TABLE_SIZE;
+        size = ONE_ROUTE_TABLE_SIZE;
     }
 
     // Each rotor's matching by the phase within the hyperperiod: one entry (or two, where a
