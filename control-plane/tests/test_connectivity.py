@@ -202,3 +202,25 @@ def test_probe_waits_for_go_after_reporting_ready(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_cell_span_is_the_day_for_rotornet_and_the_shortest_live_slice_for_opera():
+    """Opera's cells last 100 us (one rotor's night to the next's), not a day: judged with a
+    day-sized margin, every one of its slices was shorter than two margins and nothing was judged."""
+    assert E.cell_span_us(S.generate_rotornet(8, 4, 1000, 100)) == 900
+    op = S.generate_opera(16, 4, 1200, 100)
+    assert E.cell_span_us(op) == 100  # staggered by 300 us: 100 us with one rotor dark, 200 us all live
+    assert E.cell_span_us(dilate(op, 10)) == 1000
+    big = S.generate_opera(108, 6, 1200, 100)
+    clock = S.SliceClock(big)
+    margin = 0.15 * E.cell_span_us(big)
+    assert all(clock.judged_window(k, margin) for k in range(len(clock.slices)))
+
+
+def test_probe_rate_puts_two_probes_into_every_opera_cell():
+    """The first pass's rate, from the shortest cell: round-robin over the other racks reaches each
+    of them at least once inside the middle 70 % of every slice."""
+    op = dilate(S.generate_opera(16, 4, 1200, 100), 2000)
+    span_s = E.cell_span_us(op) / 1e6
+    period = 15 / (E.MIN_PER_CELL * 15 / span_s)  # one probe to a given rack every period
+    assert period <= 0.7 * span_s

@@ -158,3 +158,40 @@ def test_agents_bench_section_renders_and_merges():
     assert "RotorLB agents" in md and "| 1000 | 1000 | 2.90 | yes | 5 | 20 | 10 | 0 |" in md
     merged = run.merge_results({"started": "old", "scale": []}, dict(res, started="new"), {"agents"}, "p4rotor bench --only agents")
     assert merged["agents"] == [row] and merged["scale"] == []
+
+
+def test_scale_specs_parse_and_reject_bad_input():
+    from p4rotor.bench import run
+    specs = run.parse_scale_sizes("16, 108x6", "opera", "one-switch")
+    assert [s.key for s in specs] == [(16, 4, "opera", "one-switch"), (108, 6, "opera", "one-switch")]
+    assert specs[1].label == "108x6-opera-one-switch" and run.ScaleSpec(128).label == "128x4"
+    for bad, kind, fabric in (("16,x", "rotornet", "multi-switch"), ("1", "rotornet", "multi-switch"),
+                              ("16", "selector", "multi-switch"), ("16", "opera", "two-switch")):
+        with pytest.raises(ValueError):
+            run.parse_scale_sizes(bad, kind, fabric)
+
+
+def test_scale_dilation_keeps_the_probe_rate_near_the_target():
+    from p4rotor.bench import run
+    from p4rotor.experiments.connectivity import MIN_PER_CELL, cell_span_us
+    sched, d = run.scale_schedule(run.ScaleSpec(128))
+    assert (sched.kind, d) == ("rotornet", 2000.0)
+    sched, d = run.scale_schedule(run.ScaleSpec(108, 6, "opera", "one-switch"))
+    pps = MIN_PER_CELL * 108 * 107 / (cell_span_us(sched) * d / 1e6)
+    assert sched.kind == "opera" and 0.8 * run.SCALE_PROBE_PPS < pps <= run.SCALE_PROBE_PPS
+
+
+def test_scale_rows_merge_by_size_kind_and_fabric_and_render():
+    from p4rotor.bench import report, run
+    old_row = {"racks": 128, "rotors": 4, "passed": False, "wall_s": 5.0}  # before rows had kind/fabric
+    one = {"racks": 108, "rotors": 6, "kind": "opera", "fabric": "one-switch", "dilation": 39000.0,
+           "passed": True, "wall_s": 900.0, "launch_s": 280.0, "switches": 1, "bmv2_rss_mib": 2900.0,
+           "agree": 10, "cells": 10, "cells_total": 10}
+    new128 = dict(old_row, kind="rotornet", fabric="multi-switch", passed=True)
+    res = {"machine": {"cores": 2, "python": "3", "kernel": "k"}, "started": "s", "rate_pps": 1000}
+    merged = run.merge_results({"scale": [old_row]}, dict(res, scale=[one]), {"scale"}, "c1")
+    assert len(merged["scale"]) == 2
+    merged = run.merge_results(merged, dict(res, scale=[new128]), {"scale"}, "c2")
+    assert sorted((r["racks"], r["passed"]) for r in merged["scale"]) == [(108, True), (128, True)]
+    md = report.markdown(dict(res, scale=merged["scale"]))
+    assert "| 108 x 6 | opera, one-switch, 39000 | 1 | 10/10 (of 10) |" in md and "| 280 | 900 |" in md

@@ -12,7 +12,10 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 def add_parser(sub) -> None:
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
     pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents")
-    pb.add_argument("--scale-sizes", help="scale: comma list of rack counts, 4 rotors each (default 16,32,64)")
+    pb.add_argument("--scale-sizes", help="scale: comma list of RACKS (4 rotors) or RACKSxROTORS (default 16,32,64)")
+    pb.add_argument("--scale-kind", default="rotornet", help="scale: rotornet (default) or opera schedules")
+    pb.add_argument("--scale-fabric", default="multi-switch",
+                    help="scale: multi-switch (a BMv2 per ToR and rotor, default) or one-switch (docs/one-switch.md)")
     pb.add_argument("--quick", action="store_true", help="fewer slot lengths, shorter runs")
     pb.add_argument("--rate", type=float, default=1000, help="offered probe load, frames/s")
     pb.add_argument("--output", default="results/bench.json",
@@ -38,14 +41,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
     unknown = only - {"slot", "throughput", "loss", "dilation", "control", "scale", "agents"}
     if unknown:
         die(f"--only: unknown benchmark {', '.join(sorted(unknown))} (slot, throughput, loss, dilation, control, scale, agents)")
-    sizes = bench.SCALE_SIZES
-    if a.scale_sizes:
-        try:
-            sizes = tuple(int(x) for x in a.scale_sizes.split(","))
-        except ValueError:
-            die(f"--scale-sizes: comma list of rack counts, got {a.scale_sizes!r}")
-        if any(n < 2 for n in sizes):
-            die(f"--scale-sizes: rack counts must be >= 2, got {a.scale_sizes!r}")
+    try:
+        sizes = bench.parse_scale_sizes(a.scale_sizes or ",".join(map(str, bench.SCALE_SIZES)),
+                                        a.scale_kind, a.scale_fabric)
+    except ValueError as ex:
+        die(f"--scale-sizes: {ex}")
     command = " ".join(["p4rotor bench", *sys.argv[2:]])
     res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate, scale_sizes=sizes,
                         merge=bool(a.only), command=command)

@@ -8,7 +8,9 @@ fails the build: it reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import platform
 import subprocess
@@ -169,26 +171,85 @@ def machine() -> dict:
 
 SCALE_SIZES = (16, 32, 64)
 BMV2_MIB_GUESS = 115.0  # RSS of one BMv2 with its tables, before any measurement (64x4: 7577 MiB / 68)
+SCALE_PROBE_PPS = 6000.0  # staggered schedules: the dilation that keeps the whole fabric's first pass near this
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaleSpec:
+    """One scale point: a fabric of ``racks`` x ``rotors`` with a ``kind`` schedule on ``fabric``."""
+
+    racks: int
+    rotors: int = 4
+    kind: str = "rotornet"  # or "opera"
+    fabric: str = "multi-switch"  # or "one-switch"
+
+    @property
+    def key(self) -> tuple:
+        return (self.racks, self.rotors, self.kind, self.fabric)
+
+    @property
+    def label(self) -> str:
+        return f"{self.racks}x{self.rotors}" + ("" if self.kind == "rotornet" else f"-{self.kind}") + \
+            ("" if self.fabric == "multi-switch" else f"-{self.fabric}")
+
+
+def parse_scale_sizes(text: str, kind: str = "rotornet", fabric: str = "multi-switch") -> tuple[ScaleSpec, ...]:
+    """``"16,32,108x6"`` -> specs (4 rotors unless ``NxK``); ValueError with a one-line reason."""
+    if kind not in ("rotornet", "opera"):
+        raise ValueError(f"scale schedule kind must be rotornet or opera, got {kind!r}")
+    if fabric not in ("multi-switch", "one-switch"):
+        raise ValueError(f"scale fabric must be multi-switch or one-switch, got {fabric!r}")
+    out = []
+    for tok in text.split(","):
+        n, _, k = tok.strip().partition("x")
+        try:
+            racks, rotors = int(n), int(k) if k else 4
+        except ValueError:
+            raise ValueError(f"comma list of RACKS or RACKSxROTORS, got {tok.strip()!r}") from None
+        if racks < 2 or rotors < 1:
+            raise ValueError(f"racks must be >= 2 and rotors >= 1, got {tok.strip()!r}")
+        out.append(ScaleSpec(racks, rotors, kind, fabric))
+    return tuple(out)
+
+
+def scale_schedule(spec: ScaleSpec) -> tuple[S.Schedule, float]:
+    """The schedule of a scale point and its dilation: RotorNet at 2000 (2 s slots, as measured
+    since session 2); a staggered (Opera) schedule dilated so that the connectivity check's probes
+    (MIN_PER_CELL per shortest cell from every host to every other rack) come to about
+    SCALE_PROBE_PPS over the fabric (its 100 us slices need 11x RotorNet's probe rate at the same
+    dilation)."""
+    from ..experiments.connectivity import MIN_PER_CELL, cell_span_us
+
+    if spec.kind == "rotornet":
+        return S.generate_rotornet(spec.racks, spec.rotors, 1000, 100), 2000.0
+    sched = S.generate_opera(spec.racks, spec.rotors, 1200, 100)
+    need = MIN_PER_CELL * spec.racks * (spec.racks - 1) / (cell_span_us(sched) / 1e6)  # pps at dilation 1
+    return sched, float(max(2000, math.ceil(need / SCALE_PROBE_PPS / 1000) * 1000))
 
 
 def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path("results/scale"),
               mem_limit_mib: float = 20 * 1024, reprobe_rounds: int = 2) -> list[dict]:
-    """The largest RotorNet fabric (racks x rotors) that launches and passes the connectivity check.
+    """The largest fabric (racks x rotors; RotorNet on a switch per ToR and rotor unless a spec
+    says otherwise) that launches and passes the connectivity check.
 
-    Stops at the first size that fails, and before a size whose switches would need more than
-    ``mem_limit_mib`` (estimated from the last size's BMv2 RSS per switch)."""
-    from ..experiments import runner as E
+    Stops at the first size that fails, and before a multi-switch size whose switches would need
+    more than ``mem_limit_mib`` (estimated from the last size's BMv2 RSS per switch)."""
+    from ..experiments.connectivity import connectivity
 
+    specs = [s if isinstance(s, ScaleSpec) else ScaleSpec(s, rotors) for s in sizes]
     rows = []
     per_switch = BMV2_MIB_GUESS
-    for n in sizes:
-        need = per_switch * (n + rotors)
-        if need > mem_limit_mib:
-            rows.append({"racks": n, "rotors": rotors, "passed": False, "wall_s": 0.0,
+    for spec in specs:
+        n, k = spec.racks, spec.rotors
+        one = spec.fabric == "one-switch"
+        base = {"racks": n, "rotors": k, "kind": spec.kind, "fabric": spec.fabric}
+        need = per_switch * (n + k)
+        if not one and need > mem_limit_mib:
+            rows.append({**base, "passed": False, "wall_s": 0.0,
                          "error": f"skipped: ~{need / 1024:.1f} GiB of BMv2 RSS > limit {mem_limit_mib / 1024:.0f} GiB"})
             _say(f"[bench]   {rows[-1]}")
             break
-        sched = S.generate_rotornet(n, rotors, 1000, 100)
+        sched, dilation = scale_schedule(spec)
         mem = {}
 
         def sample(emu) -> None:
@@ -204,12 +265,14 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
             mem["switches"] = len(emu.switches)
 
         t = time.monotonic()
-        _say(f"[bench] scale: {n} racks x {rotors} rotors ({n + rotors} BMv2 switches)")
+        _say(f"[bench] scale: {n} racks x {k} rotors, {spec.kind}, "
+             + ("ONE BMv2 switch" if one else f"{n + k} BMv2 switches") + f", dilation {dilation:.0f}")
         try:
-            res = E.connectivity(build, out / f"{n}x{rotors}", sched, dilation=2000.0, cycles=1,
-                                 probes_per_cell=2, on_running=sample, reprobe_rounds=reprobe_rounds)
+            res = connectivity(build, out / spec.label, sched, dilation=dilation, cycles=1,
+                                 probes_per_cell=2, on_running=sample, reprobe_rounds=reprobe_rounds,
+                                 fabric=spec.fabric)
             rp = res["reprobe"]
-            row = {"racks": n, "rotors": rotors, "cells": res["cells"], "agree": res["agree"],
+            row = {**base, "dilation": dilation, "slices": res["slices"], "cells": res["cells"], "agree": res["agree"],
                    "cells_total": res["cells_total"], "passed": res["agree"] == res["cells"] and res["cells"] > 0,
                    "false_positive": res["false_positive"], "missed": res["missed"], "unjudged": res["unjudged"],
                    "first_pass_agree": res["first_pass"]["agree"], "first_pass_cells": res["first_pass"]["cells"],
@@ -218,17 +281,22 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
                    "reprobed_per_round": [r["cells"] for r in rp["rounds"]],
                    "resolved_by_reprobe": rp["resolved"], "newly_judged_by_reprobe": rp["newly_judged"],
                    "probes_sent": res["probes_sent"], "probes_received": res["probes_received"],
-                   "wall_s": time.monotonic() - t, **mem}
+                   "launch_s": res.get("launch_s"), "wall_s": time.monotonic() - t, **mem}
         except Exception as ex:  # a benchmark reports, it does not fail
-            row = {"racks": n, "rotors": rotors, "passed": False, "error": str(ex)[:300],
+            row = {**base, "dilation": dilation, "passed": False, "error": str(ex)[:300],
                    "wall_s": time.monotonic() - t, **mem}
         rows.append(row)
         _say(f"[bench]   {row}")
-        if mem.get("switches"):
+        if mem.get("switches") and not one:
             per_switch = max(per_switch if rows[:-1] else 0, mem["bmv2_rss_mib"] / mem["switches"])
         if not row["passed"]:
             break
     return rows
+
+
+def _scale_key(r: dict) -> tuple:
+    """Rows from before the spec had kind and fabric are RotorNet on a switch per ToR and rotor."""
+    return (r["racks"], r["rotors"], r.get("kind", "rotornet"), r.get("fabric", "multi-switch"))
 
 
 def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
@@ -243,8 +311,8 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
             if key not in new:
                 continue
             if key == "scale" and old.get("scale"):
-                rows = {(r["racks"], r["rotors"]): r for r in old["scale"]}
-                rows.update({(r["racks"], r["rotors"]): r for r in new["scale"]})
+                rows = {_scale_key(r): r for r in old["scale"]}
+                rows.update({_scale_key(r): r for r in new["scale"]})
                 res[key] = [rows[k] for k in sorted(rows)]
             else:
                 res[key] = new[key]

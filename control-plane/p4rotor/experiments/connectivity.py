@@ -17,6 +17,7 @@ from .runner import check_fabric, launch, pyplot, run_probes, say
 
 
 Cell = tuple[int, int, int]  # (slice of the hyperperiod, source rack, destination rack)
+MIN_PER_CELL = 2.0  # probes from a host to each other rack within the shortest cell, whatever probes_per_cell
 
 
 @dataclasses.dataclass
@@ -61,6 +62,15 @@ def judge_cells(sent, got, predicted, judgeable: list[bool] | None = None) -> Ju
                 else:
                     j_.agree.append(c)
     return j_
+
+
+def cell_span_us(sched: S.Schedule) -> float:
+    """How long a (slice, src, dst) cell lasts at the shortest: a day where every rotor
+    reconfigures at once (RotorNet: its nights are slices with nothing live, never judged), the
+    shortest slice with a live circuit where rotors are staggered (Opera 108x6: 100 us between
+    one rotor's night and the next's, against an 1100 us day)."""
+    live = [sl.end_us - sl.start_us for sl in sched.slices() if any(m is not None for m in sl.live)]
+    return float(min([sched.day_us, *live]))
 
 
 def predicted_circuits(sched: S.Schedule) -> list[list[list[bool]]]:
@@ -144,17 +154,23 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     H = sched.hyperperiod_us
     duration = cycles * H * dilation / 1e6
     ds = S.dilate(sched, dilation)
-    margin = 0.15 * ds.day_us  # slices shorter than two margins (nights) are not judged
+    span = cell_span_us(ds)
+    margin = 0.15 * span  # slices shorter than two margins (RotorNet's nights) are not judged
     predicted = predicted_circuits(sched)
     slots = len(predicted)  # slices of the hyperperiod: the cells' time unit
     clock = S.SliceClock(ds)
     judgeable = [clock.judged_window(k, margin) is not None for k in range(slots)]
     rounds: list[dict] = []
+    t_launch = time.monotonic()
     emu, topo = launch(sched, dilation, 1, build, out / "run", one_switch=fabric == "one-switch")
+    launch_s = time.monotonic() - t_launch
     ips = [k.hosts[0].ip for k in topo.racks]
     names = [k.hosts[0].name for k in topo.racks]
     try:
-        rate = max(50.0, probes_per_cell * (sched.racks - 1) / (sched.day_us * dilation / 1e6))
+        # probes_per_cell to every other rack per day, and at least 2 within the shortest cell:
+        # round-robin sending then puts a probe into every judged window (the middle 70 %).
+        rate = max(50.0, probes_per_cell * (sched.racks - 1) / (ds.day_us / 1e6),
+                   MIN_PER_CELL * (sched.racks - 1) / (span / 1e6))
         if on_running:
             on_running(emu)
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
@@ -196,7 +212,8 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     j_ = judged
     cells, agree = j_.cells, len(j_.agree)
     measured = [[[got[k][i][j] > 0 for j in range(sched.racks)] for i in range(sched.racks)] for k in range(slots)]
-    res = {"schedule": sched.to_json(), "dilation": dilation, "fabric": fabric, "slices": slots, "cells": cells, "agree": agree,
+    res = {"schedule": sched.to_json(), "dilation": dilation, "fabric": fabric, "launch_s": launch_s,
+           "slices": slots, "cells": cells, "agree": agree,
            "cells_total": slots * sched.racks * (sched.racks - 1),
            "false_positive": len(j_.false_positive), "missed": len(j_.undecided), "unjudged": len(j_.unprobed),
            "first_pass": {"cells": first.cells, "agree": len(first.agree), "undecided": len(first.undecided),
