@@ -180,6 +180,25 @@ def test_workload_compare_cli(tmp_path, capsys):
     assert ex.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
+def test_workload_table_of_a_sweep(tmp_path, capsys):
+    """Several runs as one markdown table; an unstable mode says so instead of slowdowns."""
+    a = dict(_fct_result(), workload="websearch", load=0.1)
+    b = dict(_fct_result(), workload="datamining", load=0.4)
+    b["modes"]["rotornet"].update(stable=False, stability={"rise_bytes": 123456.0})
+    rows = F.table([a, b])
+    assert rows[0].startswith("| workload | load |") and len(rows) == 2 + 3 + 2 + 1
+    assert "| websearch | 0.1 | 20 | opera | low-latency <100KB (15) | 0 | 2.0 | 5.0 |" in rows[2]
+    assert any("| datamining | 0.4 | 20 | rotornet | all | 0 | **unstable**: pending bytes climb 123456 B" in r
+               for r in rows)
+    pa = tmp_path / "a.json"
+    pa.write_text(json.dumps(a))
+    assert main(["workload", "table", str(pa)]) == 0
+    assert "| websearch | 0.1 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as ex:
+        main(["workload", "table", str(tmp_path / "missing.json")])
+    assert ex.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def _write_list(path, flows, meta=None):
     from p4rotor.workload import flowlist
 

@@ -221,6 +221,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                    help="buckets with fewer finished flows are shown, not judged (default 10)")
     c.set_defaults(fn=cmd_compare)
 
+    t = sw.add_parser("table", help="fct.json results (a sweep) as one markdown table: slowdown mean and p99 "
+                                    "per mode, class and size bucket; unstable runs say so")
+    t.add_argument("results", nargs="+", metavar="RUN/fct.json")
+    t.set_defaults(fn=cmd_table)
+
 
 def _fct_json(path: str) -> dict:
     import json
@@ -267,3 +272,14 @@ def cmd_compare(a: argparse.Namespace) -> int:
         return 0
     print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
     return 1
+
+
+def cmd_table(a: argparse.Namespace) -> int:
+    from . import fct as F
+
+    runs = [_fct_json(p) for p in a.results]
+    try:
+        print("\n".join(F.table(runs)))
+    except (KeyError, TypeError) as ex:
+        die(f"not fct.json results ({type(ex).__name__}: {ex})")
+    return 0

@@ -141,3 +141,27 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
         off.append(f"not one flow list: {a.get('flows')} vs {b.get('flows')} flows")
     return {"rows": rows, "tolerance": tolerance, "min_flows": min_flows, "same": not off and bool(rows),
             "differences": off}
+
+
+def table(results: Sequence[dict]) -> list[str]:
+    """Markdown rows of several ``fct.json`` results (a sweep over workloads and loads): per run,
+    mode, class and size bucket, the flows, unfinished, slowdown mean / p99 and FCT mean; an
+    unstable mode says so instead of its slowdowns (a climbing queue has no steady slowdown)."""
+    rows = ["| workload | load | flows | mode | class, bucket | unfinished | slowdown mean | p99 | FCT mean s |",
+            "|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x, nd=1):
+        return "-" if x is None else f"{x:.{nd}f}"
+
+    for r in results:
+        head = f"| {r.get('workload', '?')} | {r.get('load', '?')} | {r.get('flows', '?')} "
+        for mode, m in r.get("modes", {}).items():
+            if not m.get("stable", True):
+                rows.append(head + f"| {mode} | all | {m.get('unfinished', '?')} | **unstable**: pending bytes "
+                            f"climb {f(m.get('stability', {}).get('rise_bytes'), 0)} B | | |")
+                continue
+            for cls, per in m.get("classes", {}).items():
+                for b, v in per.items():
+                    rows.append(head + f"| {mode} | {cls} {b} ({v['flows']}) | {v['unfinished']} | "
+                                f"{f(v['slowdown_mean'])} | {f(v['slowdown_p99'])} | {f(v['fct_mean_s'], 3)} |")
+    return rows
