@@ -53,9 +53,11 @@ def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir:
                     link_mbps=link_mbps, controller_args=controller_args)
     try:
         # 100+ BMv2 take a while on 2 cores: starting them, then installing them 8 at a time
-        # (~1.5 s per switch at 132 switches).  One switch holds racks^2 x slices routes: their
-        # computation and writing take the time (Opera 108 x 6: 3.3 M entries, over 6 min).
-        timeout = max(120.0, 3.5 * (sched.racks + len(sched.rotors)))
+        # (~1.5 s per switch at 132 switches in session 2; 3.4 s since the ToRs' routes carry their
+        # deadlines and the switches run at nice -10: 112 of 132 in 450 s).  One switch holds
+        # racks^2 x slices routes: their computation and writing take the time (Opera 108 x 6:
+        # 3.3 M entries, over 6 min).
+        timeout = max(120.0, 6.0 * (sched.racks + len(sched.rotors)))
         if one_switch:
             timeout = max(timeout, 3e-4 * sched.racks ** 2 * len(sched.slices()))
         emu.start(timeout=timeout)
