@@ -44,10 +44,12 @@ def check_fabric(fabric: str) -> None:
 
 def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir: Path,
             epsilon_us: float = 0.0, link_mbps: float | None = None,
-            controller_args: tuple[str, ...] = (), one_switch: bool = False) -> tuple[Emulation, TP.Topology]:
+            controller_args: tuple[str, ...] = (), one_switch: bool = False,
+            check_forwarding: bool = True) -> tuple[Emulation, TP.Topology]:
     """``link_mbps``: shape every link (host and fabric) to this rate (an access rate);
     ``controller_args``: more `p4rotor control` options; ``one_switch``: the one-switch fabric
-    (one BMv2 emulating every ToR and rotor, docs/one-switch.md)."""
+    (one BMv2 emulating every ToR and rotor, docs/one-switch.md); ``check_forwarding``: ping
+    every rack pair before returning (the connectivity check's own probes do more)."""
     topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts, one_switch=one_switch)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say,
                     link_mbps=link_mbps, controller_args=controller_args)
@@ -60,7 +62,7 @@ def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir:
         timeout = max(120.0, 6.0 * (sched.racks + len(sched.rotors)))
         if one_switch:
             timeout = max(timeout, 3e-4 * sched.racks ** 2 * len(sched.slices()))
-        emu.start(timeout=timeout)
+        emu.start(timeout=timeout, check_forwarding=check_forwarding)
     except BaseException:
         emu.stop()  # a failed start (e.g. the controller exits) must not leave switches and links behind
         raise
