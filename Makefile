@@ -16,7 +16,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.
 P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv toolchain build build-tofino fixtures-tofino test test-unit test-ptf run bench clean check-tools constants fixtures
+.PHONY: help deps venv toolchain build build-tofino fixtures-tofino test test-unit test-ptf run bench fct-sweep clean check-tools constants fixtures
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
@@ -25,6 +25,7 @@ help:
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
 	@echo "make run    the default emulation (issue #4)"
 	@echo "make bench  benchmarks into results/bench.json"
+	@echo "make fct-sweep  experiment fct at Opera's evaluation points (hours; FCT_POINTS, FCT_ARGS) + results/fct/table.md"
 
 deps: venv toolchain check-tools
 
@@ -113,6 +114,18 @@ run: build
 
 bench: build
 	$(VENV)/bin/p4rotor bench
+
+# Opera's evaluation points (seed 000 §2.6 / issue #14): Web Search 1/5/10 %, Data Mining
+# 1/10/25/40 %, 2000 flows each, every point in results/fct/WORKLOAD-LOAD/; then one table.  A point
+# already there is kept (delete its directory to re-run it): the sweep resumes where it stopped.
+FCT_POINTS ?= websearch:0.1 websearch:0.05 datamining:0.1 datamining:0.25 datamining:0.4 websearch:0.01 datamining:0.01
+FCT_ARGS   ?= --flows 2000
+fct-sweep: build
+	@set -e; for p in $(FCT_POINTS); do w=$${p%%:*}; l=$${p##*:}; d=results/fct/$$w-$$l; \
+	  if [ -f $$d/fct.json ]; then echo "== $$d: done already"; continue; fi; \
+	  echo "== $$d"; $(VENV)/bin/p4rotor experiment fct --workload $$w --load $$l $(FCT_ARGS) --output $$d; done
+	$(VENV)/bin/p4rotor workload table results/fct/*/fct.json > results/fct/table.md
+	@echo "wrote results/fct/table.md"
 
 clean:
 	rm -rf $(BUILD) results/*.tmp

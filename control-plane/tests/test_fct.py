@@ -219,3 +219,16 @@ def test_a_flow_list_that_cannot_replay_here_is_refused_before_anything_starts(t
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and msg in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_bulk_bound_is_bytes_at_the_duty_cycled_rate_plus_the_wait():
+    """Issue #14: bulk FCT <= size / (rate x duty cycle) + (matchings + 1) slots at low load."""
+    bps, duty, wait = 1e6, 0.5, 0.3
+    assert F.bulk_bound_s(1400, bps, duty, wait) == pytest.approx(8 * 1442 / 0.5e6 + 0.3)
+    assert F.bulk_bound_s(1, bps, duty, wait) == pytest.approx(8 * 43 / 0.5e6 + 0.3)  # one frame at least
+    fast = F.Done(Flow(0, "a", "b", 14_000, 0.0), "bulk", 0, int(0.2e9))
+    slow = F.Done(Flow(1, "a", "b", 14_000, 0.0), "bulk", 0, int(2e9))
+    short = F.Done(Flow(2, "a", "b", 100, 0.0), "low-latency", 0, int(5e9))  # not bulk: not judged
+    res = F.bulk_bound_check([fast, slow, short, F.Done(Flow(3, "a", "b", 1, 0.0), "bulk", 0, None)], bps, duty, wait)
+    bound = F.bulk_bound_s(14_000, bps, duty, wait)
+    assert (res["flows"], res["within"]) == (2, 1) and res["worst_ratio"] == pytest.approx(2 / bound)

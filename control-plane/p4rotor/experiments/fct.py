@@ -99,7 +99,13 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         runs["packet-switch"], alone_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us)
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
             f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
-    return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack)
+    # Issue #14's bound on bulk at low load: bytes at the agents' rate (the access rate less the
+    # headroom) while a host may send (the day less the agents' guard at both ends), plus
+    # matchings + 1 slots of waiting for a circuit (a rotor's cycle of matchings, one more slot).
+    bound = {"bulk_bps": access_bps / HEADROOM, "duty": (ds.day_us - 2 * guard_us) / ds.slot_us,
+             "wait_s": (len(sched.rotors[0].matchings) + 1) * ds.slot_us / 1e6}
+    return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
+                   bound)
 
 
 def replayed(path: str, hosts, factor: float):
@@ -201,7 +207,10 @@ def _shape_hosts(emu, topo, access_bps: float) -> None:
         for h in k.hosts:
             node = emu.host(h.name)
             dev = node.defaultIntf().name
-            for cmd in (f"tc qdisc replace dev {dev} root handle 1: htb default 20 r2q 100",
+            # No GSO: htb would let a 64 KB super-packet through on one frame's tokens, and a
+            # flow's last 64 KB then left at the line rate (slowdowns of 0.2 on the packet switch).
+            for cmd in (f"ethtool -K {dev} gso off",
+                        f"tc qdisc replace dev {dev} root handle 1: htb default 20 r2q 100",
                         # quantum: a full frame per round whatever the rate (HTB's rate / r2q is
                         # below the MTU at a shared host's rate, and tc warns)
                         f"tc class add dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit quantum 1600",
@@ -215,7 +224,7 @@ def _shape_hosts(emu, topo, access_bps: float) -> None:
                     raise HarnessError(f"{h.name}: {cmd}: {err.splitlines()[0]}")
 
 
-def _alone(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 100_000_000,
+def _alone(emu, topo, out: Path, rounds: int = 4, gap_ns: int = 100_000_000,
            hosts: list | None = None) -> dict[tuple[str, str], float]:
     """The FCT of a one-packet flow alone on the fabric (low-latency class), per ordered host pair:
     one flow at a time, every pair ``rounds`` times; the fastest (the path's latency without
@@ -369,7 +378,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
 
 
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
-            out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1) -> dict:
+            out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1,
+            bound: dict | None = None) -> dict:
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
            "access_mbps": access_bps / 1e6, "dilation": dilation, "scaling_factor": factor,
@@ -384,6 +394,8 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "unfinished": unfinished, "agent_frames_lost": r["agent_frames_lost"],
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor)}
+        if bound and any(d.cls == "bulk" for d in r["done"]):
+            res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound)
         if not st["stable"]:
             lines.append(f"{mode}: unstable (pending bytes climb {st['rise_bytes']:.0f} B over the run)")
             continue
@@ -393,6 +405,9 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                 if v["slowdown_mean"] is not None:
                     parts.append(f"{cls} {b}: slowdown mean {v['slowdown_mean']:.1f} p99 {v['slowdown_p99']:.1f} "
                                  f"({v['flows']} flows)")
+        bb = res["modes"][mode].get("bulk_bound")
+        if bb and bb["flows"]:
+            parts.append(f"bulk within the low-load bound {bb['within']}/{bb['flows']} (worst {bb['worst_ratio']:.2f}x)")
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     _plots(runs, access_bps, out)

@@ -165,3 +165,21 @@ def table(results: Sequence[dict]) -> list[str]:
                     rows.append(head + f"| {mode} | {cls} {b} ({v['flows']}) | {v['unfinished']} | "
                                 f"{f(v['slowdown_mean'])} | {f(v['slowdown_p99'])} | {f(v['fct_mean_s'], 3)} |")
     return rows
+
+
+def bulk_bound_s(size: int, bulk_bps: float, duty: float, wait_s: float, frame: int = 1400) -> float:
+    """Issue #14's low-load bound on a bulk flow's FCT: its bytes at the bulk rate while circuits
+    are up (``bulk_bps`` x ``duty``) plus the wait for capacity (``wait_s``: matchings + 1 slots).
+    Bytes are the agents' frames: ``size`` in ``frame``-byte payloads, 42 bytes of headers each."""
+    frames = max(1, math.ceil(size / frame))
+    return 8 * (size + 42 * frames) / (bulk_bps * duty) + wait_s
+
+
+def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s: float) -> dict:
+    """How many finished bulk flows met :func:`bulk_bound_s`, and the worst FCT / bound."""
+    fin = [d for d in done if d.cls == "bulk" and d.fct_s is not None]
+    ratios = [d.fct_s / bulk_bound_s(d.flow.size, bulk_bps, duty, wait_s) for d in fin]
+    return {"flows": len(fin), "within": sum(r <= 1 for r in ratios),
+            "worst_ratio": max(ratios) if ratios else None,
+            "median_ratio": percentile(ratios, 50) if ratios else None,
+            "bulk_mbps": bulk_bps / 1e6, "duty": duty, "wait_s": wait_s}
