@@ -136,8 +136,9 @@ def _flows_file(out: Path, host: str, flows: list[dict]) -> Path:
 
 def start_lead_s(n_agents: int) -> float:
     """Wall seconds from launching ``n_agents`` agents to all of them listening, with margin (a
-    Python start-up each, two cores shared with the switches)."""
-    return 1.0 + 0.3 * n_agents
+    Python start-up each, two cores shared with the switches).  0.3 s each left 16 agents up to
+    1.2 s late in a fresh Debian root running the whole suite."""
+    return 1.0 + 0.5 * n_agents
 
 
 def cycle_start_ns(emu, ds: S.Schedule, n_agents: int) -> int:
