@@ -98,7 +98,10 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
 @pytest.mark.parametrize("args,msg", [(["--load", "1.5"], "load must be"),
                                       (["--load", "0"], "load must be"),
                                       (["--workload", "nosuch-file.cdf"], "cannot read"),
-                                      (["--cutoff", "-1"], "--cutoff")])
+                                      (["--cutoff", "-1"], "--cutoff"),
+                                      (["--modes", "opera,ideal"], "unknown mode 'ideal'"),
+                                      (["--modes", "opera,opera"], "at most once"),
+                                      (["--modes", ","], "at least one")])
 def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     """Exit 2 and one line; no fabric: the build directory does not even exist."""
     with pytest.raises(SystemExit) as ex:
@@ -232,3 +235,40 @@ def test_bulk_bound_is_bytes_at_the_duty_cycled_rate_plus_the_wait():
     res = F.bulk_bound_check([fast, slow, short, F.Done(Flow(3, "a", "b", 1, 0.0), "bulk", 0, None)], bps, duty, wait)
     bound = F.bulk_bound_s(14_000, bps, duty, wait)
     assert (res["flows"], res["within"]) == (2, 1) and res["worst_ratio"] == pytest.approx(2 / bound)
+
+
+def test_modes_default_to_all_three_in_order():
+    from p4rotor.experiments.fct import parse_modes
+
+    assert parse_modes(None) == ("opera", "rotornet", "packet-switch")
+    assert parse_modes("packet-switch, opera") == ("packet-switch", "opera")
+
+
+def _checked(r):
+    return {name: (ok, numbers) for name, ok, numbers in F.checks(r)}
+
+
+def test_checks_judge_the_issues_criteria_on_one_run():
+    """Slowdown >= 1, flat pending bytes, and at 1 % load the low-latency mean <= 2 without loss
+    and bulk within its bound; RotorNet's one-packet flows against Opera's (sizes <= MSS only)."""
+    r = dict(_fct_result(), workload="websearch", load=0.01)
+    r["modes"]["opera"]["per_flow"] = [f + [100] for f in r["modes"]["opera"]["per_flow"]]
+    r["modes"]["rotornet"]["per_flow"] = [[i, "bulk", "<100KB", 2.0, 100] for i in range(19)]
+    r["modes"]["rotornet"]["per_flow"].append([99, "bulk", "<100KB", 0.001, 50_000])  # not one packet
+    r["modes"]["opera"]["bulk_bound"] = {"flows": 4, "within": 4, "worst_ratio": 0.8, "median_ratio": 0.5}
+    c = _checked(r)
+    assert c["opera: every slowdown >= 1"][0] is True
+    assert c["opera: pending bytes flat"][0] is True
+    assert c["opera: low-latency mean slowdown <= 2, no loss (at 1 % load)"][0] is True
+    assert c["opera: bulk within the low-load bound"][0] is True
+    ok, numbers = c["rotornet one-packet flows >= 10x opera's"]
+    assert ok is True and "19 flows" in numbers  # 2.0 s vs ~0.17 s
+    # At 10 % load the low-load criteria are not judged; a slowdown below 1 fails.
+    r["load"] = 0.1
+    r["modes"]["opera"]["classes"]["bulk"]["100KB-10MB"]["slowdown_min"] = 0.9
+    c = _checked(r)
+    assert c["opera: low-latency mean slowdown <= 2, no loss (at 1 % load)"][0] is None
+    assert c["opera: bulk within the low-load bound"][0] is None
+    assert c["opera: every slowdown >= 1"] == (False, "least 0.90")
+    rows = F.checks_table([r])
+    assert rows[0].startswith("| workload | load | check |") and any("**FAIL**" in x for x in rows)

@@ -36,17 +36,34 @@ from .runner import launch, pyplot, say
 FRAME = 1400                      # agent frame (UDP payload), as the RotorLB experiment
 REAL_ACCESS_BPS = 10e9            # the real system the sizes are scaled to
 MODES = {"opera": None, "rotornet": 0}
+ALL_MODES = (*MODES, "packet-switch")
+
+
+def parse_modes(text: str | None) -> tuple[str, ...]:
+    """``--modes opera,packet-switch``: the runs to make, each once (one-line error otherwise)."""
+    if text is None:
+        return ALL_MODES
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    for m in modes:
+        if m not in ALL_MODES:
+            raise C.WorkloadError(f"--modes: unknown mode {m!r} (one or more of {', '.join(ALL_MODES)})")
+    if not modes or len(set(modes)) != len(modes):
+        raise C.WorkloadError(f"--modes {text!r}: name each of {', '.join(ALL_MODES)} at most once, at least one")
+    return modes
 HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
 
 
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
-        flow_list: str | None = None, hosts_per_rack: int = 2) -> dict:
+        flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
-    hosts in each of the 8 racks (default 2, as the issue's fabric), every one with its own agent."""
+    hosts in each of the 8 racks (default 2, as the issue's fabric), every one with its own agent;
+    ``modes``: which of opera, rotornet and packet-switch to run ("a,b"; default all three)."""
+    chosen = parse_modes(modes)
+    baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
         raise C.WorkloadError(f"--hosts-per-rack must be an integer in 1..8, got {hosts_per_rack!r}")
     if quick:
@@ -74,7 +91,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.
     if cutoff is not None and not cutoff >= 0:
         raise C.WorkloadError(f"--cutoff must be >= 0 bytes (or inf), got {cutoff:g}")
-    hosts = topology_hosts(TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack))
+    topo = TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack)
+    hosts = topology_hosts(topo)
     if flow_list is not None:
         wl = replayed(flow_list, hosts, scaling.factor)
     else:
@@ -82,23 +100,27 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                       name=workload)
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
-    emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=50)
-    try:
-        _shape_hosts(emu, topo, access_bps)
-        alone = _alone(emu, topo, out / "alone")
-        vals = sorted(alone.values())
-        say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms "
-            f"(fastest per rack pair, {len(vals)} pairs)")
-        runs = {}
-        for mode, cut in MODES.items():
-            c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
-            runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, alone)
-    finally:
-        emu.stop()
+    fabric_modes = [m for m in MODES if m in chosen]
+    runs, alone = {}, None
+    if fabric_modes:
+        emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=50)
+        try:
+            _shape_hosts(emu, topo, access_bps)
+            alone = _alone(emu, topo, out / "alone")
+            vals = sorted(alone.values())
+            say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms "
+                f"(fastest per rack pair, {len(vals)} pairs)")
+            for mode in fabric_modes:
+                cut = MODES[mode]
+                c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
+                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, alone)
+        finally:
+            emu.stop()
     if baseline:
         runs["packet-switch"], alone_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us)
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
             f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
+        alone = alone if alone is not None else alone_ps
     # Issue #14's bound on bulk at low load: bytes at the agents' rate (the access rate less the
     # headroom) while a host may send (the day less the agents' guard at both ends), plus
     # matchings + 1 slots of waiting for a circuit (a rotor's cycle of matchings, one more slot).

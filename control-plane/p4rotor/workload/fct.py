@@ -94,8 +94,9 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def per_flow(done: Sequence[Done], factor: float) -> list[list]:
-    """[id, class, size bucket, FCT s or None] per flow: what a replay is compared on, flow by flow."""
-    return [[d.flow.id, d.cls, bucket_of(d.flow.size, factor), d.fct_s] for d in done]
+    """[id, class, size bucket, FCT s or None, size in emulated bytes] per flow: what a replay is
+    compared on, flow by flow (and what tells one-packet flows apart, :func:`checks`)."""
+    return [[d.flow.id, d.cls, bucket_of(d.flow.size, factor), d.fct_s, d.flow.size] for d in done]
 
 
 def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> dict:
@@ -183,3 +184,62 @@ def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s:
             "worst_ratio": max(ratios) if ratios else None,
             "median_ratio": percentile(ratios, 50) if ratios else None,
             "bulk_mbps": bulk_bps / 1e6, "duty": duty, "wait_s": wait_s}
+
+
+LOW_LOAD = 0.01        # issue #14: "at 1 % load"
+LL_MEAN_MAX = 2.0      # ... the low-latency class has mean slowdown <= 2 and zero loss
+SHORT_RATIO_MIN = 10.0  # RotorNet's one-packet flows >= 10x Opera's short-flow FCT
+
+
+def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
+    """Issue #14's done-when criteria, judged on one ``fct.json``: (criterion, passed, the numbers).
+    ``passed`` is None where the run cannot judge it (a mode it did not run, a load it is not)."""
+    out: list[tuple[str, bool | None, str]] = []
+    modes = r.get("modes", {})
+    low = r.get("load") is not None and r["load"] <= LOW_LOAD + 1e-9
+    for mode, m in modes.items():
+        mins = [v["slowdown_min"] for per in m.get("classes", {}).values() for v in per.values()
+                if v.get("slowdown_min") is not None]
+        if mins:
+            out.append((f"{mode}: every slowdown >= 1", min(mins) >= 1, f"least {min(mins):.2f}"))
+        out.append((f"{mode}: pending bytes flat", bool(m.get("stable", True)),
+                    f"trend {m.get('stability', {}).get('rise_bytes', 0) or 0:.0f} B over the run"))
+        unf = m.get("unfinished", 0)
+        out.append((f"{mode}: every flow finished or counted", True, f"{unf} unfinished of {r.get('flows')}"))
+        bb = m.get("bulk_bound")
+        if bb and bb.get("flows"):
+            out.append((f"{mode}: bulk within the low-load bound", (bb["within"] == bb["flows"]) if low else None,
+                        f"{bb['within']}/{bb['flows']}, worst {bb['worst_ratio']:.2f}x, median "
+                        f"{bb['median_ratio']:.2f}x" + ("" if low else " (judged at 1 % load only)")))
+    ll = modes.get("opera", {}).get("classes", {}).get("low-latency")
+    if ll:
+        n = sum(v["flows"] for v in ll.values())
+        lost = sum(v["unfinished"] for v in ll.values())
+        fin = [(v["slowdown_mean"], v["flows"] - v["unfinished"]) for v in ll.values() if v["slowdown_mean"] is not None]
+        mean = sum(x * k for x, k in fin) / sum(k for _, k in fin) if fin else None
+        ok = (mean is not None and mean <= LL_MEAN_MAX and lost == 0) if low else None
+        out.append(("opera: low-latency mean slowdown <= 2, no loss (at 1 % load)", ok,
+                    f"mean {'-' if mean is None else f'{mean:.2f}'} over {n} flows, {lost} unfinished"))
+    if "opera" in modes and "rotornet" in modes:
+        def fcts(mode, cls):
+            return sorted(f[3] for f in modes[mode].get("per_flow", [])
+                          if f[1] == cls and f[3] is not None and len(f) > 4 and f[4] <= mss)
+        rn, op = fcts("rotornet", "bulk"), fcts("opera", "low-latency")
+        if rn and op:
+            mean = (sum(rn) / len(rn)) / (sum(op) / len(op))
+            med = percentile(rn, 50) / percentile(op, 50)
+            out.append(("rotornet one-packet flows >= 10x opera's", min(mean, med) >= SHORT_RATIO_MIN,
+                        f"mean {sum(rn) / len(rn) * 1e3:.0f} vs {sum(op) / len(op) * 1e3:.0f} ms ({mean:.1f}x), "
+                        f"median {percentile(rn, 50) * 1e3:.0f} vs {percentile(op, 50) * 1e3:.0f} ms ({med:.1f}x); "
+                        f"{len(rn)} flows"))
+    return out
+
+
+def checks_table(results: Sequence[dict]) -> list[str]:
+    """:func:`checks` of several runs as markdown rows."""
+    rows = ["| workload | load | check | verdict | numbers |", "|---|---|---|---|---|"]
+    for r in results:
+        for name, ok, numbers in checks(r):
+            verdict = "n/a" if ok is None else ("**pass**" if ok else "**FAIL**")
+            rows.append(f"| {r.get('workload', '?')} | {r.get('load', '?')} | {name} | {verdict} | {numbers} |")
+    return rows
