@@ -122,11 +122,29 @@ def test_tally_counts_by_send_slice_inside_the_judged_window():
                   {"tx": T0 + 1_200_000 * us, "dst": ips[2]},            # day but within the margin: not judged
                   {"tx": T0 + 1_990_000 * us, "dst": ips[2]},            # just before the end of slot 1: not judged
                   {"tx": T0 + 1_500_000 * us, "dst": ips[3]}],           # day of slot 1 (slice 3)
-        "h1.rx": [{"rx": T0 + 2_600_000 * us, "src": 0, "tx": T0 + 500_000 * us}],  # counted in its send slice
+        "h1.rx": [{"rx": T0 + 600_000 * us, "src": 0, "tx": T0 + 500_000 * us}],  # counted in its send slice
+        "h3.rx": [{"rx": T0 + 2_600_000 * us, "src": 0, "tx": T0 + 1_500_000 * us}],  # arrived a slice late
     }
-    sent, got = E.tally(ds, logs, names, ips, T0, margin)
+    late = []
+    sent, got = E.tally(ds, logs, names, ips, T0, margin, late)
     assert sent[1][0][1] == 2 and sent[3][0][3] == 1 and sent[3][0][2] == 0
     assert got[1][0][1] == 1 and E._total(got) == 1 and E._total(sent) == 3
+    assert late == [(0, 3, 1_500_000, 2_600_000)]  # no evidence for slice 3 either way
+
+
+def test_a_late_probe_fails_only_if_no_slice_of_its_life_had_its_circuit():
+    """Sent in slot 1, received in slot 2: it may have crossed in either; a circuit live in slot 2
+    only is no failure, a circuit live in neither is one (in the cell it was sent in)."""
+    s, ds = _ds()
+    pred = E.predicted_circuits(s)
+    clock = S.SliceClock(ds)
+    # Which slices have 0 -> j live: one rack per slot (a 4-rack, 1-rotor RotorNet).
+    live = {j: [k for k in range(len(pred)) if pred[k][0][j]] for j in (1, 2, 3)}
+    k1, k2 = clock.index(1_500_000), clock.index(2_500_000)  # days of slots 1 and 2
+    j_next = next(j for j in (1, 2, 3) if k2 in live[j])  # live in slot 2, dark in slot 1
+    j_none = next(j for j in (1, 2, 3) if k1 not in live[j] and k2 not in live[j])
+    late = [(0, j_next, 1_500_000, 2_500_000), (0, j_none, 1_500_000, 2_500_000)]
+    assert E.late_across_dark(late, ds, pred) == [(k1, 0, j_none)]
 
 
 def test_nights_have_no_unprobed_cells():

@@ -86,10 +86,16 @@ def predicted_circuits(sched: S.Schedule) -> list[list[list[bool]]]:
 
 
 def tally(ds: S.Schedule, logs: dict[str, list[dict]], names: list[str], ips: list[str], t0_ns: int,
-          margin_us: float) -> tuple[list, list]:
+          margin_us: float, late: list | None = None) -> tuple[list, list]:
     """(sent, got)[k][i][j] from probe logs (one host per rack, host index = rack), counting only
-    probes sent more than ``margin_us`` from both edges of slice k of the dilated schedule ``ds``;
-    a received probe counts in the slice it was *sent* in."""
+    probes sent more than ``margin_us`` from both edges of slice k of the dilated schedule ``ds``.
+
+    A received probe counts in slice k only if it also *arrived* before that slice ended: its
+    whole life inside slice k, so the circuit it crossed was live in k.  One that arrived after
+    its slice ended (it sat in a queue: 132 BMv2 on 2 cores hold frames for seconds) may have
+    crossed in any slice its life overlapped, and is no evidence for k; it goes to ``late`` (if a
+    list) as (src rack, dst rack, tx us, rx us) for :func:`late_across_dark`, which fails it if
+    no slice it overlapped has its circuit."""
     n = len(names)
     clock = S.SliceClock(ds)
     slices = len(clock.slices)
@@ -102,10 +108,33 @@ def tally(ds: S.Schedule, logs: dict[str, list[dict]], names: list[str], ips: li
             if k is not None:
                 sent[k][me][index[rec["dst"]]] += 1
         for rec in logs.get(f"{name}.rx", []):
-            k = clock.judged((rec["tx"] - t0_ns) / 1000, margin_us)
-            if k is not None:
+            tx = (rec["tx"] - t0_ns) / 1000
+            k = clock.judged(tx, margin_us)
+            if k is None:
+                continue
+            rx = (rec.get("rx", rec["tx"]) - t0_ns) / 1000
+            if rx < clock.instance_end(tx):
                 got[k][rec["src"]][me] += 1
+            elif late is not None:
+                late.append((rec["src"], me, tx, rx))
     return sent, got
+
+
+def late_across_dark(late: Iterable[tuple[int, int, float, float]], ds: S.Schedule,
+                     predicted: list[list[list[bool]]]) -> list[Cell]:
+    """The probes of ``late`` (see :func:`tally`) whose circuit is live in none of the slices
+    their life overlapped, as the cell of the slice they were sent in: they crossed a circuit the
+    schedule does not have, whenever they crossed."""
+    clock = S.SliceClock(ds)
+    bad = []
+    for i, j, tx, rx in late:
+        t, ok = tx, False
+        while t <= rx and not ok:
+            ok = predicted[clock.index(t)][i][j]
+            t = clock.instance_end(t)
+        if not ok:
+            bad.append((clock.index(tx), i, j))
+    return bad
 
 
 def reprobe_plan(cells: Iterable[Cell], ds: S.Schedule, margin_us: float, per_cell: float) -> dict[int, dict]:
@@ -180,8 +209,18 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
             on_running(emu)
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
                                                     "dscp": dp.DSCP_DIRECT_ONLY}, duration, out)
-        sent, got = tally(ds, logs, names, ips, emu.t0_ns, margin)
-        judged = first = judge_cells(sent, got, predicted, judgeable)
+        late: list = []  # probes that outlived the slice they were sent in (tally)
+
+        def judge() -> Judgement:
+            j_ = judge_cells(sent, got, predicted, judgeable)
+            bad = set(late_across_dark(late, ds, predicted))
+            if bad:
+                j_ = Judgement([c for c in j_.agree if c not in bad], sorted(set(j_.false_positive) | bad),
+                               [c for c in j_.undecided if c not in bad], [c for c in j_.unprobed if c not in bad])
+            return j_
+
+        sent, got = tally(ds, logs, names, ips, emu.t0_ns, margin, late)
+        judged = first = judge()
         say(f"[experiment] connectivity: first pass {len(first.agree)}/{first.cells} cells agree, "
              f"{len(first.undecided)} live cells with every probe lost, {len(first.unprobed)} unprobed, "
              f"{len(first.false_positive)} probes across a circuit the schedule does not have")
@@ -197,10 +236,10 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
             logs = run_probes(emu, topo, lambda i, h: {"dsts": [ips[j] for j in plan[i]["open"]],
                                                         "rate": plan[i]["rate"], "dscp": dp.DSCP_DIRECT_ONLY, "gate": gate(i)}
                                if i in plan else None, ds.hyperperiod_us / 1e6, out / f"reprobe{r}")
-            s2, g2 = tally(ds, logs, names, ips, emu.t0_ns, margin)
+            s2, g2 = tally(ds, logs, names, ips, emu.t0_ns, margin, late)
             _add(sent, s2)
             _add(got, g2)
-            after = judge_cells(sent, got, predicted, judgeable)
+            after = judge()
             rounds.append({"round": r, "cells": len(todo), "undecided": len(lost),
                            "unprobed": len(todo) - len(lost), "sources": len(plan),
                            "max_rate_pps": max(p["rate"] for p in plan.values()),
@@ -230,7 +269,10 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
                        "newly_judged": sum(x["newly_judged"] for x in rounds)},
            "disagree": sorted(j_.false_positive + j_.undecided)[:1000],
            "measured": measured, "predicted": predicted,
-           "probes_sent": _total(sent), "probes_received": _total(got)}
+           "probes_sent": _total(sent), "probes_received": _total(got),
+           # Received after the slice they were sent in had ended: judged against every slice
+           # their life overlapped (late_across_dark), not as evidence for one.
+           "probes_late": len(late)}
     _plot_connectivity(res, sched.racks, out / "connectivity.png")
     # On disk the grids are one "0"/"1" string per (slice, source rack): a 96-rack run is 0.4 MB, not 3.
     grids = {"grid_format": "measured/predicted[slice][src] = string over dst, '1' = connected"}

@@ -48,6 +48,11 @@ class SliceClock:
     def index(self, t_us: float) -> int:
         return bisect.bisect_right(self._starts, t_us % self.period_us) - 1
 
+    def instance_end(self, t_us: float) -> float:
+        """When the slice ``t_us`` is in ends (us, on the same axis as ``t_us``)."""
+        phase = t_us % self.period_us
+        return t_us - phase + self.slices[self.index(t_us)].end_us
+
     def judged(self, t_us: float, margin_us: float) -> int | None:
         """The slice of ``t_us`` if ``t_us`` is more than ``margin_us`` from both of its edges."""
         if t_us < 0:
