@@ -272,3 +272,19 @@ def test_checks_judge_the_issues_criteria_on_one_run():
     assert c["opera: every slowdown >= 1"] == (False, "least 0.90")
     rows = F.checks_table([r])
     assert rows[0].startswith("| workload | load | check |") and any("**FAIL**" in x for x in rows)
+
+
+def test_table_rejudges_older_runs_by_their_flow_list(tmp_path, capsys):
+    """An fct.json from before sizes and arrivals were kept: the flows.json beside it gives the
+    one-packet flows and the last arrival (pending bytes that climb while flows arrive and fall
+    in the drain are unstable)."""
+    r = dict(_fct_result(), workload="websearch", load=0.1)
+    r["modes"]["rotornet"]["pending_bytes"] = [[t, 1000.0 * t if t <= 10 else 1000.0 * (20 - t)] for t in range(21)]
+    r["modes"]["rotornet"]["stable"] = True
+    (tmp_path / "fct.json").write_text(json.dumps(r))
+    _write_list(tmp_path / "flows.json", [Flow(i, "a", "b", 100, float(min(i, 10))) for i in range(19)]
+                + [Flow(100 + i, "a", "b", 10**6, 1.0) for i in range(4)])
+    assert main(["workload", "table", str(tmp_path / "fct.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| rotornet | all | 0 | **unstable**" in out
+    assert "rotornet one-packet flows >= 10x opera's | " in out

@@ -242,20 +242,35 @@ def _fct_json(path: str) -> dict:
 
 
 def _with_sizes(r: dict, path: str) -> dict:
-    """Runs made before fct.json kept each flow's size: take the sizes from the run's flows.json
-    beside it (the one-packet flows :func:`.fct.checks` compares), when it is there."""
+    """Runs made before fct.json kept each flow's size and judged stability over the arrivals:
+    take the sizes and the last arrival from the run's flows.json beside it (the one-packet flows
+    :func:`.fct.checks` compares; the pending bytes while flows arrived), when it is there."""
     from pathlib import Path
 
+    from . import fct as F
+
     per = [f for m in r["modes"].values() for f in m.get("per_flow", [])]
+    old_sizes = per and all(len(f) == 4 for f in per)
+    old_stability = any(m.get("pending_bytes") and m.get("arrivals_s") is None for m in r["modes"].values())
     beside = Path(path).with_name("flows.json")
-    if per and all(len(f) == 4 for f in per) and beside.is_file():
-        try:
-            size = {f.id: f.size for f in FL.read(beside)[0]}
-        except C.WorkloadError as ex:
-            die(str(ex))
+    if not (old_sizes or old_stability) or not beside.is_file():
+        return r
+    try:
+        flows = FL.read(beside)[0]
+    except C.WorkloadError as ex:
+        die(str(ex))
+    if old_sizes:
+        size = {f.id: f.size for f in flows}
         for f in per:
             if f[0] in size:
                 f.append(size[f[0]])
+    if old_stability and flows:
+        last = max(f.start for f in flows)
+        for m in r["modes"].values():
+            if m.get("pending_bytes") and m.get("arrivals_s") is None:
+                m["arrivals_s"] = last
+                m["stability"] = F.stability([(t, b) for t, b in m["pending_bytes"] if t <= last])
+                m["stable"] = m["stability"]["stable"]
     return r
 
 
