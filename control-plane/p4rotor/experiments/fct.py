@@ -461,6 +461,9 @@ def _plots(runs: dict, access_bps: float, out: Path) -> None:
     axes[0].set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="slowdown",
                 title="slowdown vs size")
     axes[1].set(xscale="log", xlabel="FCT (wall s)", ylabel="CDF", title="FCT per class")
+    arrivals = max((r.get("arrivals_s") or 0 for r in runs.values()), default=0)
+    if arrivals:  # stability is judged left of it: the drain after the last arrival always falls
+        axes[2].axvline(arrivals, color="grey", linestyle=":", label="last arrival")
     axes[2].set(xlabel="time from first arrival (wall s)", ylabel="pending KB (agents)", title="bytes pending")
     for ax in axes:
         ax.legend(fontsize=7)
