@@ -288,3 +288,13 @@ def test_table_rejudges_older_runs_by_their_flow_list(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| rotornet | all | 0 | **unstable**" in out
     assert "rotornet one-packet flows >= 10x opera's | " in out
+
+
+def test_the_bulk_bounds_duty_is_what_the_agents_send_in():
+    """Whole frames per window (day less guards, less the agents' slack) over a slot's frames."""
+    from p4rotor import schedule as S
+    from p4rotor.experiments.fct import agent_duty
+
+    ds = S.dilate(S.generate_opera(8, 4, 1000, 100), 100)  # slot 100 ms, day 90 ms
+    assert agent_duty(ds, 100, 10_000) == pytest.approx(0.5)  # 5 frames of a 70 ms window, 10 per slot
+    assert agent_duty(ds, 1000, 0) == pytest.approx(0.72)    # 72 of 90 ms

@@ -124,10 +124,21 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # Issue #14's bound on bulk at low load: bytes at the agents' rate (the access rate less the
     # headroom) while a host may send (the day less the agents' guard at both ends), plus
     # matchings + 1 slots of waiting for a circuit (a rotor's cycle of matchings, one more slot).
-    bound = {"bulk_bps": access_bps / HEADROOM, "duty": (ds.day_us - 2 * guard_us) / ds.slot_us,
+    bound = {"bulk_bps": access_bps / HEADROOM, "duty": agent_duty(ds, rate, guard_us),
              "wait_s": (len(sched.rotors[0].matchings) + 1) * ds.slot_us / 1e6}
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound)
+
+
+def agent_duty(ds: S.Schedule, rate: float, guard_us: float) -> float:
+    """The share of a slot an agent sends in: the whole frames one window carries (the day less
+    the guard at both ends, less the agent's WINDOW_SLACK: host/agent.py's capacity) at ``rate``,
+    over the slot's time at that rate.  At the defaults 5 frames of a 100 ms slot at 100/s: 0.5,
+    where the day less the guards alone would say 0.7."""
+    from ..host.agent import WINDOW_SLACK
+
+    window_s = (ds.day_us - 2 * guard_us) / 1e6
+    return max(0, int(rate * window_s * (1 - WINDOW_SLACK))) / (rate * ds.slot_us / 1e6)
 
 
 def replayed(path: str, hosts, factor: float):
