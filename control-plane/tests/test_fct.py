@@ -101,7 +101,8 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
                                       (["--cutoff", "-1"], "--cutoff"),
                                       (["--modes", "opera,ideal"], "unknown mode 'ideal'"),
                                       (["--modes", "opera,opera"], "at most once"),
-                                      (["--modes", ","], "at least one")])
+                                      (["--modes", ","], "at least one"),
+                                      (["--epsilon-us", "900"], "--epsilon-us")])
 def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     """Exit 2 and one line; no fabric: the build directory does not even exist."""
     with pytest.raises(SystemExit) as ex:

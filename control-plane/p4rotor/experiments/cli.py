@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
     fct.add_argument("--modes", metavar="M,M",
                      help="which runs (default opera,rotornet,packet-switch): a 1%% point takes "
                           "about half an hour of arrivals per mode")
+    pe.add_argument("--epsilon-us", type=float, metavar="US",
+                    help="low-latency, fct: low-latency routes keep off a rotor this long (schedule us) before "
+                         "its night (low-latency: half the shortest slice; fct: 50)")
     pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
     pe.add_argument("--resync-every", type=float, metavar="S",
                     help="faults: the controller re-measures clocks every S wall seconds (default 0: never)")
@@ -69,7 +72,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if a.quick:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
-                "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes"):
+                "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -81,7 +84,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("cutoff", "--cutoff"), ("seed", "--seed"), ("rate", "--rate"), ("guard_us", "--guard-us"),
                       ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
                       ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list"),
-                      ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes")):
+                      ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
+                      ("epsilon_us", "--epsilon-us")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

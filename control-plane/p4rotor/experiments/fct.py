@@ -56,12 +56,14 @@ HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
-        flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None) -> dict:
+        flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
+        epsilon_us: float = 50.0) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
     hosts in each of the 8 racks (default 2, as the issue's fabric), every one with its own agent;
-    ``modes``: which of opera, rotornet and packet-switch to run ("a,b"; default all three)."""
+    ``modes``: which of opera, rotornet and packet-switch to run ("a,b"; default all three);
+    ``epsilon_us``: low-latency routes keep off a rotor this long (schedule time) before its night."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
@@ -70,6 +72,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         flows = min(flows, 150)
     if not 20 <= rate <= 100_000:
         raise C.WorkloadError(f"--rate {rate:g}: agent frames per second per circuit must be in [20, 100000]")
+    if not 0 <= epsilon_us <= 500:  # a night's worth at most: past it no slice keeps a route
+        raise C.WorkloadError(f"--epsilon-us {epsilon_us:g}: must be in [0, 500] (schedule us)")
     if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
         raise C.WorkloadError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sizes = C.shipped(workload) if workload in C.SHIPPED else C.load(workload)
@@ -103,7 +107,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     fabric_modes = [m for m in MODES if m in chosen]
     runs, alone = {}, None
     if fabric_modes:
-        emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=50)
+        emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us)
         try:
             _shape_hosts(emu, topo, access_bps)
             alone = _alone(emu, topo, out / "alone")
@@ -127,7 +131,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     bound = {"bulk_bps": access_bps / HEADROOM, "duty": agent_duty(ds, rate, guard_us),
              "wait_s": (len(sched.rotors[0].matchings) + 1) * ds.slot_us / 1e6}
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
-                   bound)
+                   bound, epsilon_us=epsilon_us)
 
 
 def agent_duty(ds: S.Schedule, rate: float, guard_us: float) -> float:
@@ -414,10 +418,10 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
 
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
             out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1,
-            bound: dict | None = None) -> dict:
+            bound: dict | None = None, epsilon_us: float | None = None) -> dict:
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
-           "access_mbps": access_bps / 1e6, "dilation": dilation, "scaling_factor": factor,
+           "access_mbps": access_bps / 1e6, "dilation": dilation, "epsilon_us": epsilon_us, "scaling_factor": factor,
            "alone_one_packet_s": {"min": min(alone.values()), "max": max(alone.values()), "pairs": len(alone)},
            "default_cutoff_bytes": default_cutoff, "modes": {}}
     lines = []
