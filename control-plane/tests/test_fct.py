@@ -299,3 +299,14 @@ def test_the_bulk_bounds_duty_is_what_the_agents_send_in():
     ds = S.dilate(S.generate_opera(8, 4, 1000, 100), 100)  # slot 100 ms, day 90 ms
     assert agent_duty(ds, 100, 10_000) == pytest.approx(0.5)  # 5 frames of a 70 ms window, 10 per slot
     assert agent_duty(ds, 1000, 0) == pytest.approx(0.72)    # 72 of 90 ms
+
+
+def test_alone_rounds_meet_every_pair_in_another_phase_of_the_hyperperiod():
+    """56 pairs 100 ms apart are 28 hyperperiods of 200 ms exactly: without the shift every
+    round met each pair in the same slice."""
+    from p4rotor.experiments.fct import alone_round_ns
+
+    period = 200_000_000
+    r = alone_round_ns(56, 100_000_000, 8, period)
+    assert sorted((k * r) % period for k in range(8)) == [k * period // 8 for k in range(8)]
+    assert alone_round_ns(56, 100_000_000, 4, None) == 5_600_000_000
