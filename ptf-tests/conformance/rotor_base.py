@@ -397,6 +397,11 @@ class OneSwitchTest(RotorTest):
         cfg = C.one_switch_entities(topo, self.routes, dp.MODE_CLOCK, epoch_us=epoch,
                                     generation=self.next_generation())[-1]
         self.sw.write([cfg])
+        self.epoch_us = epoch
+
+    def phase_now_us(self) -> int:
+        """Where in the hyperperiod the switch is now (after install_at)."""
+        return (self.local_us_now() - self.epoch_us) % self.sched.hyperperiod_us
 
     def slice_mid(self, pred) -> int:
         for sr in self.routes:
