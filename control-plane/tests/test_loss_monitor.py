@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import finsy as fy
@@ -233,8 +234,16 @@ def test_the_running_monitor_turns_off_a_lossy_link_by_diffs(build, tmp_path):
         for name in ("rotor0", "rotor2"):
             p = port_of(name, 5)
             fakes[name].counters = {dp.C_LINK_IN: {p: 2000}, dp.C_LINK_OUT: {p: 1990}, dp.C_LINK_OUT_LOSS: {p: 10}}
+        async def until_applied(ctl):
+            # The run lasts until the monitor's masked schedule is written (a fixed duration raced
+            # it on a loaded machine: the run ended between the ToRs' writes and the rotors').
+            deadline = time.monotonic() + 60
+            while not any("applied_ns" in d for d in ctl.status.data.get("corropt", {}).get("decisions", [])):
+                assert time.monotonic() < deadline, "the monitor never applied a decision in 60 s"
+                await asyncio.sleep(0.05)
+
         try:
-            await ctl.run(duration=1.0)
+            await ctl.run(duration=0.5, after_ready=until_applied)
         finally:
             for f in fakes.values():
                 await f.stop()
