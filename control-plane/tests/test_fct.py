@@ -95,6 +95,28 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
     assert rec["error"] and rec["ack_ns"] is None  # unfinished, and says why
 
 
+def test_the_receivers_side_of_a_flow_rides_the_flows_class(tmp_path):
+    """The listening socket carries the DSCP, and Linux hands it to every accepted connection:
+    the SYN-ACK, the ACKs and the answer ride the low-latency class like the data (unmarked, they
+    rode bulk, and a lost SYN-ACK cost TCP's 1 s initial timeout)."""
+    import socket
+
+    runner = Flows([], port=_free_port(), dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
+                   end_ns=0)
+    lst = runner.listener()
+    try:
+        assert lst.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 46 << 2
+        with socket.create_connection(("127.0.0.1", runner.port), timeout=5):
+            lst.setblocking(True)
+            conn, _ = lst.accept()
+            with conn:
+                assert conn.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) == 46 << 2
+    finally:
+        lst.close()
+        runner.rx.close()
+        runner.tx.close()
+
+
 @pytest.mark.parametrize("args,msg", [(["--load", "1.5"], "load must be"),
                                       (["--load", "0"], "load must be"),
                                       (["--workload", "nosuch-file.cdf"], "cannot read"),

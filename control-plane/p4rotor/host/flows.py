@@ -11,6 +11,9 @@ below a cutoff ride the expander's multi-hop paths at once).  The process
   low-latency class), sends the header and the bytes, waits for the answer and writes one JSON
   line ``{"id", "start_ns", "sent_ns", "ack_ns", "error"}`` to ``--tx-log``.
 
+Both directions carry the DSCP: the listening socket has it too, so the SYN-ACK, the ACKs and the
+answer ride the flow's class (an unmarked reverse path rode the bulk class and lost SYN-ACKs).
+
 FCT = the receiver's ``done_ns`` - ``start_ns`` (every host shares the machine's clock).  A flow
 with an error or no ``done_ns`` is unfinished, never dropped silently.  The process stops at
 ``--end-ns`` (or SIGTERM), closing the logs.
@@ -45,6 +48,18 @@ class Flows:
         self.tasks: set[asyncio.Task] = set()
 
     # -- receiver ---------------------------------------------------------------------------
+    def listener(self) -> socket.socket:
+        """The listening socket, with the flows' DSCP: Linux gives it to the SYN-ACK and to every
+        accepted connection, so the receiver's ACKs and its answer ride the same class as the data.
+        (Unmarked, they rode the bulk class: a lost SYN-ACK costs TCP's 1 s initial timeout.)"""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.dscp << 2)
+        sock.bind(("0.0.0.0", self.port))
+        sock.listen(512)
+        sock.setblocking(False)
+        return sock
+
     async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             fid, size = HEADER.unpack(await reader.readexactly(HEADER.size))
@@ -96,7 +111,7 @@ class Flows:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
-        server = await asyncio.start_server(self._serve_one, "0.0.0.0", self.port, reuse_address=True)
+        server = await asyncio.start_server(self._serve_one, sock=self.listener())
         try:
             for f in self.flows:
                 if stop.is_set() or f["start_ns"] >= self.end_ns:
