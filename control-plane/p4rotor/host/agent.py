@@ -149,7 +149,12 @@ class Agent:
             frames = self.acks_owed.pop(c.peer)
             for i in range(0, len(frames), wire.ACK_MAX):
                 self._send(c.peer, wire.encode_ack(wire.Ack(tuple(frames[i:i + wire.ACK_MAX]))))
-        sender = asyncio.ensure_future(self._pace(c.peer, out, end))
+        # The pacer sleeps while it has nothing to send and wakes when the exchange adds
+        # frames or says it will add none (``more``): polling every 2 ms, 4 pacers per agent
+        # kept 16 idle agents at 1.3 of the 2 cores and held BMv2's frames for 10-25 ms.
+        more = asyncio.Event()
+        adding = [True]
+        sender = asyncio.ensure_future(self._pace(c.peer, out, end, more, adding))
         if not self.one_hop:
             offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
             key = (c.rotor, c.slot, c.peer)
@@ -186,6 +191,8 @@ class Agent:
                         flow, seq, payload = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
+        adding[0] = False
+        more.set()
         sent = await sender
         # What the window could not carry (or what was granted after it closed) goes back to the
         # head of its queue: never dropped.
@@ -202,33 +209,42 @@ class Agent:
         return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns(),
                                           payload), self.frame)
 
-    async def _pace(self, peer: int, out: list[bytes], end: int) -> int:
-        """Send ``out`` (growing while the exchange adds relayed frames) at the rate, until ``end``;
-        returns how many were sent."""
+    async def _pace(self, peer: int, out: list[bytes], end: int, more: asyncio.Event, adding: list[bool]) -> int:
+        """Send ``out`` (growing while the exchange adds relayed frames: it sets ``more`` when it
+        does, and clears ``adding[0]`` when it is done) at the rate, until ``end``; returns how
+        many were sent.  Idle, it sleeps until ``more`` or the window's end, never polls."""
         gap = 1e9 / self.rate
         nxt = time.time_ns()
         i = 0
-        while time.time_ns() < end:
+        while (now := time.time_ns()) < end:
             if i >= len(out):
-                nxt = max(nxt, time.time_ns())  # idle (waiting for an ACCEPT): no burst after it
-            if i < len(out) and time.time_ns() >= nxt:
-                self._send(peer, out[i])
-                if self.retransmit_ns:
-                    m = wire.decode(out[i])
-                    if m.origin == self.me and not m.relayed:
-                        self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, time.time_ns())
-                i += 1
-                # Behind (a late start, a busy CPU)?  Up to CATCH_UP faster, so what the window
-                # holds still leaves inside it: a relayed frame that misses its relay's window
-                # waits a whole cycle (issue #13: 3 of 34 545 did, at 12 slots).  Never a burst
-                # (at most two frames at once): it would queue on a shaped host link past the
-                # window's end and be dropped as stale; the FCT experiment's shaping has 25% room.
-                now = time.time_ns()
-                left = len(out) - i
-                g = max(gap / CATCH_UP, min(gap, (end - now) / (left + 1))) if left else gap
-                nxt = max(nxt + g, now - 2 * g)
+                if not adding[0]:
+                    break  # all sent, and nothing more will come this window
+                more.clear()
+                try:
+                    await asyncio.wait_for(more.wait(), (end - now) / 1e9)
+                except asyncio.TimeoutError:
+                    break
+                nxt = max(nxt, time.time_ns())  # idle (waited for an ACCEPT): no burst after it
                 continue
-            await asyncio.sleep(max(0.0005, min((nxt - time.time_ns()) / 1e9, 0.002)))
+            if now < nxt:
+                await asyncio.sleep(max(0.0005, min(nxt - now, end - now) / 1e9))
+                continue
+            self._send(peer, out[i])
+            if self.retransmit_ns:
+                m = wire.decode(out[i])
+                if m.origin == self.me and not m.relayed:
+                    self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, time.time_ns())
+            i += 1
+            # Behind (a late start, a busy CPU)?  Up to CATCH_UP faster, so what the window
+            # holds still leaves inside it: a relayed frame that misses its relay's window
+            # waits a whole cycle (issue #13: 3 of 34 545 did, at 12 slots).  Never a burst
+            # (at most two frames at once): it would queue on a shaped host link past the
+            # window's end and be dropped as stale; the FCT experiment's shaping has 25% room.
+            now = time.time_ns()
+            left = len(out) - i
+            g = max(gap / CATCH_UP, min(gap, (end - now) / (left + 1))) if left else gap
+            nxt = max(nxt + g, now - 2 * g)
         return i
 
     async def _wait(self, key: tuple, timeout: float):
