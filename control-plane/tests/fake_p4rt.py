@@ -171,7 +171,10 @@ class FakeSwitch(p4r_grpc.P4RuntimeServicer):
             if e.WhichOneof("entity") != "counter_entry":
                 continue
             name = self.schema.counters[e.counter_entry.counter_id].name
-            for i, n in sorted(self.counters.get(name, {}).items()):
+            have = self.counters.get(name, {})
+            if e.counter_entry.HasField("index"):  # one cell, zero if never counted (as BMv2)
+                have = {e.counter_entry.index.index: have.get(e.counter_entry.index.index, 0)}
+            for i, n in sorted(have.items()):
                 ents.append(p4r.Entity(counter_entry=p4r.CounterEntry(
                     counter_id=e.counter_entry.counter_id, index=p4r.Index(index=i),
                     data=p4r.CounterData(packet_count=n, byte_count=64 * n))))

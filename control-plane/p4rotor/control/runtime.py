@@ -765,7 +765,9 @@ class Controller:
     async def _publish_counters(self, sw: fy.Switch) -> None:
         """Every ``counters_every`` s: the switch's drop counters, by cause, into the status file
         (what experiments and a loss monitor read; one wildcard read per counter).  A target with
-        drops counted in more than one place (Tofino: ingress and egress) sums them per cause."""
+        drops counted in more than one place (Tofino: ingress and egress) sums them per cause.
+        The per-port counters are read at the role's data ports only, when it names them."""
+        ports = self.runtimes[sw.name].role.data_ports
         while True:
             drops: dict[str, int] = {}
             for name in self.target.drop_counters:
@@ -774,15 +776,22 @@ class Controller:
                         cause = dp.DropCause(e.index).name
                         drops[cause] = drops.get(cause, 0) + e.data.packet_count
             rx = tx = 0
-            async for e in sw.read(fy.P4CounterEntry(dp.C_RX)):
+            async for e in sw.read(self._port_counters(ports, dp.C_RX)):
                 rx += e.data.packet_count if e.data is not None else 0
-            async for e in sw.read(fy.P4CounterEntry(dp.C_TX)):
+            async for e in sw.read(self._port_counters(ports, dp.C_TX)):
                 tx += e.data.packet_count if e.data is not None else 0
             # Data frames the pipeline took in but neither sent nor dropped by a cause: lost in
             # BMv2's queues (64 frames per port, dropped silently when full) or still in flight.
             pipeline_drops = sum(n for c, n in drops.items() if c != dp.DropCause.CTRL_ERROR.name)
             self.status.counters(sw.name, drops, rx=rx, tx=tx, unaccounted=rx - tx - pipeline_drops)
             await asyncio.sleep(self.counters_every)
+
+    @staticmethod
+    def _port_counters(ports: Sequence[int] | None, name: str) -> Any:
+        """One read request for a per-port counter: the listed indices, or the whole array."""
+        if ports is None:
+            return fy.P4CounterEntry(name)
+        return [fy.P4CounterEntry(name, index=p) for p in ports]
 
     async def _trace_clock(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
         """Clock mode: the switch moves by itself; trace the boundaries it follows (no spinning)."""

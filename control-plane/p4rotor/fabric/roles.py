@@ -35,7 +35,8 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
                                   epsilon_us=epsilon_us, target=target)
 
         roles.append(C.Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
-                            boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now)))
+                            boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now),
+                            data_ports=tuple(sorted(topo.tor_link_mtus(rack)))))
     return roles
 
 
