@@ -332,3 +332,31 @@ def test_alone_rounds_meet_every_pair_in_another_phase_of_the_hyperperiod():
     r = alone_round_ns(56, 100_000_000, 8, period)
     assert sorted((k * r) % period for k in range(8)) == [k * period // 8 for k in range(8)]
     assert alone_round_ns(56, 100_000_000, 4, None) == 5_600_000_000
+
+
+def test_a_low_latency_flow_counts_from_when_its_sender_began_it(tmp_path):
+    """The sender's timer fired late: the FCT starts at issued_ns (never before the plan), and
+    the lag is reported; a flow without a tx record keeps its planned start."""
+    from p4rotor.experiments.fct import issued_starts, start_lag
+
+    (tmp_path / "tx-h0.jsonl").write_text(
+        json.dumps({"id": 1, "start_ns": 1000, "issued_ns": 8_001_000}) + "\n"
+        + json.dumps({"id": 2, "start_ns": 2000, "issued_ns": 1500}) + "\n")  # a clock a hair behind
+    planned = {1: 1000, 2: 2000, 3: 3000}
+    got = issued_starts(planned, tmp_path, ["h0", "h1"])
+    assert got == {1: 8_001_000, 2: 2000, 3: 3000}
+    lag = start_lag(planned, got)
+    assert lag["max_ms"] == 8.0 and lag["flows"] == 3 and lag["p50_ms"] == 0.0
+
+
+def test_switches_run_realtime_only_when_asked_and_allowed(monkeypatch):
+    """``realtime``: chrt --rr execs the switch (its PID stays the switch's); not allowed, or not
+    asked: nice -10 as before."""
+    from p4rotor.fabric import switch as SW
+
+    monkeypatch.setattr(SW, "realtime_allowed", lambda: True)
+    cmd = SW.bmv2_command(1, {1: "a"}, 50051, 9090, realtime=True)
+    assert cmd[:3] == ["chrt", "--rr", str(SW.SWITCH_RT_PRIORITY)] and cmd[3] == "simple_switch_grpc"
+    assert SW.bmv2_command(1, {1: "a"}, 50051, 9090)[:3] == ["nice", "-n", "-10"]
+    monkeypatch.setattr(SW, "realtime_allowed", lambda: False)
+    assert SW.bmv2_command(1, {1: "a"}, 50051, 9090, realtime=True)[:3] == ["nice", "-n", "-10"]

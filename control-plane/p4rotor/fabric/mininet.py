@@ -40,6 +40,7 @@ class Emulation:
     link_mbps: float | None = None
     epsilon_us: float = 0.0
     controller_args: tuple[str, ...] = ()  # more `p4rotor control` options, e.g. ("--quiet",)
+    realtime: bool = False  # the switches under SCHED_RR where allowed (fabric/switch.py)
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)
     net: object | None = None
     controller: subprocess.Popen | None = None
@@ -79,7 +80,7 @@ class Emulation:
         nodes = {}
         for name, dev, grpc in t.switches():
             nodes[name] = net.addSwitch(name, cls=BMv2Switch, json_path=None, grpc_port=grpc, device_id=dev,
-                                        log_file=str(self.run_dir / f"{name}.log"))
+                                        log_file=str(self.run_dir / f"{name}.log"), realtime=self.realtime)
         for k in t.racks:
             plen = ipaddress.ip_network(k.prefix).prefixlen
             for h in k.hosts:

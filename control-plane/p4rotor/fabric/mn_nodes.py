@@ -13,18 +13,19 @@ from .switch import bmv2_command, stop_process_group
 class BMv2Switch(Switch):
     """simple_switch_grpc bound to this node's interfaces by their port numbers."""
 
-    def __init__(self, name, json_path=None, grpc_port=50051, device_id=1, log_file=None, **kw):
+    def __init__(self, name, json_path=None, grpc_port=50051, device_id=1, log_file=None, realtime=False, **kw):
         kw.setdefault("inNamespace", False)
         kw.setdefault("dpid", f"{device_id:x}")  # names need not end in a number
         Switch.__init__(self, name, **kw)
         self.grpc_port = grpc_port
         self.device_id = device_id
+        self.realtime = realtime
         self.log_file = log_file or f"/tmp/{name}.log"
         self.proc: subprocess.Popen | None = None
 
     def start(self, controllers):
         ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
-        args = bmv2_command(self.device_id, ports, self.grpc_port, self.grpc_port + 10000)
+        args = bmv2_command(self.device_id, ports, self.grpc_port, self.grpc_port + 10000, realtime=self.realtime)
         self._log = open(self.log_file, "w")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -9,12 +9,13 @@ below a cutoff ride the expander's multi-hop paths at once).  The process
 * sends: for each of its flows (``--flows``: a JSON list of ``{"id", "dst", "size", "start_ns"}``),
   at ``start_ns`` it opens a connection with the DSCP set (``--dscp``, default 46: the
   low-latency class), sends the header and the bytes, waits for the answer and writes one JSON
-  line ``{"id", "start_ns", "sent_ns", "ack_ns", "error"}`` to ``--tx-log``.
+  line ``{"id", "start_ns", "issued_ns", "sent_ns", "ack_ns", "error"}`` to ``--tx-log``.
 
 Both directions carry the DSCP: the listening socket has it too, so the SYN-ACK, the ACKs and the
 answer ride the flow's class (an unmarked reverse path rode the bulk class and lost SYN-ACKs).
 
-FCT = the receiver's ``done_ns`` - ``start_ns`` (every host shares the machine's clock).  A flow
+FCT = the receiver's ``done_ns`` - ``issued_ns`` (every host shares the machine's clock): the
+moment the sender really began the flow, at or after ``start_ns``.  A flow
 with an error or no ``done_ns`` is unfinished, never dropped silently.  The process stops at
 ``--end-ns`` (or SIGTERM), closing the logs.
 """
@@ -81,7 +82,10 @@ class Flows:
 
     # -- sender -----------------------------------------------------------------------------
     async def _send_one(self, f: dict) -> None:
-        rec = {"id": f["id"], "start_ns": f["start_ns"], "sent_ns": None, "ack_ns": None, "error": None}
+        # issued_ns: when the flow really began here (this process's timer fires late on a busy
+        # machine); its FCT counts from then, and the lag is reported (experiments/fct.py).
+        rec = {"id": f["id"], "start_ns": f["start_ns"], "issued_ns": time.time_ns(), "sent_ns": None,
+               "ack_ns": None, "error": None}
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
