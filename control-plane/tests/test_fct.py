@@ -360,3 +360,20 @@ def test_switches_run_realtime_only_when_asked_and_allowed(monkeypatch):
     assert SW.bmv2_command(1, {1: "a"}, 50051, 9090)[:3] == ["nice", "-n", "-10"]
     monkeypatch.setattr(SW, "realtime_allowed", lambda: False)
     assert SW.bmv2_command(1, {1: "a"}, 50051, 9090, realtime=True)[:3] == ["nice", "-n", "-10"]
+
+
+def test_the_alone_curve_is_the_fastest_measured_per_size_and_never_falls():
+    """htb let 3 frames through as fast as one: a 3-frame flow's alone is its pair's one-packet
+    alone plus what was measured at 3 frames, not its bytes at the access rate."""
+    from p4rotor.workload.scale import MSS
+
+    c = F.AloneCurve.from_samples([(3 * MSS, 0.004), (3 * MSS, -0.001), (10 * MSS, 0.020), (10 * MSS, 0.015),
+                                   (5 * MSS, 0.010), (40 * MSS, 0.060)], access_bps=5e6)
+    assert c.points == ((MSS, 0.0), (3 * MSS, 0.0), (5 * MSS, 0.010), (10 * MSS, 0.015), (40 * MSS, 0.060))
+    assert c.extra_s(100) == 0.0 and c.extra_s(4 * MSS) == pytest.approx(0.005)
+    assert c.tail_bps == pytest.approx(8 * (wire_bytes(40 * MSS) - wire_bytes(10 * MSS)) / 0.045)
+    assert c.extra_s(80 * MSS) == pytest.approx(0.060 + 8 * (wire_bytes(80 * MSS) - wire_bytes(40 * MSS)) / c.tail_bps)
+    d = F.Done(Flow(1, "a", "b", 4 * MSS, 0.0), "low-latency", 0, 10_000_000, alone_s=0.005, extra_s=c.extra_s(4 * MSS))
+    assert d.slowdown(5e6) == pytest.approx(1.0)
+    slow = F.AloneCurve.from_samples([(10 * MSS, 0.5)], access_bps=5e6)  # slower than the access rate
+    assert slow.tail_bps == 5e6, "the tail is never slower than the access rate"

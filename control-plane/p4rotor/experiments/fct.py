@@ -31,7 +31,7 @@ from ..workload import fct as F
 from ..stats import percentile
 from ..workload import flowlist
 from ..workload.generate import generate, topology_hosts
-from ..workload.scale import for_emulation
+from ..workload.scale import MSS, for_emulation
 from .runner import launch, pyplot, say
 
 FRAME = 1400                      # agent frame (UDP payload), as the RotorLB experiment
@@ -106,7 +106,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     fabric_modes = [m for m in MODES if m in chosen]
-    runs, alone = {}, None
+    runs, alone, curve = {}, None, None
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
@@ -118,14 +118,20 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             vals = sorted(alone.values())
             say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms "
                 f"(fastest per rack pair, {len(vals)} pairs)")
+            curve = _calibrate(emu, topo, out / "calibrate", alone, access_bps)
+            say("[experiment] fct: alone, a flow's size adds " + ", ".join(
+                f"{s // MSS}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (frames: time), then "
+                f"{curve.tail_bps / 1e6:.2f} Mb/s ({access_bps / 1e6:.2f} configured)")
             for mode in fabric_modes:
                 cut = MODES[mode]
                 c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
-                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, alone)
+                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, alone, curve)
         finally:
             emu.stop()
     if baseline:
-        runs["packet-switch"], alone_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us)
+        runs["packet-switch"], alone_ps, curve_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate,
+                                                                   guard_us)
+        curve = curve or curve_ps
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
             f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
         alone = alone if alone is not None else alone_ps
@@ -135,7 +141,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     bound = {"bulk_bps": access_bps / HEADROOM, "duty": agent_duty(ds, rate, guard_us),
              "wait_s": (len(sched.rotors[0].matchings) + 1) * ds.slot_us / 1e6}
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
-                   bound, epsilon_us=epsilon_us)
+                   bound, epsilon_us=epsilon_us, curve=curve)
 
 
 def agent_duty(ds: S.Schedule, rate: float, guard_us: float) -> float:
@@ -216,11 +222,13 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
     try:
         emu.start()
         _shape_hosts(emu, pt, access_bps)
-        alone = _alone(emu, pt, out / "alone-packet-switch", hosts=[h for h in pt.racks[0].hosts])
-        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, alone)
+        hosts = [h for h in pt.racks[0].hosts]
+        alone = _alone(emu, pt, out / "alone-packet-switch", hosts=hosts)
+        curve = _calibrate(emu, pt, out / "calibrate-packet-switch", alone, access_bps, hosts=hosts)
+        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, alone, curve)
     finally:
         emu.stop()
-    return r, alone
+    return r, alone, curve
 
 
 def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
@@ -342,6 +350,51 @@ def _alone(emu, topo, out: Path, rounds: int = 4, gap_ns: int = 100_000_000,
             if _rack_of(a) != _rack_of(b) and (rep[_rack_of(a)], rep[_rack_of(b)]) in best}
 
 
+CALIBRATION_PACKETS = (2, 3, 5, 10, 20, 40, 80)  # flow sizes (in MSS) measured alone
+
+
+def _calibrate(emu, topo, out: Path, alone: dict[tuple[str, str], float], access_bps: float,
+               rounds: int = 2, gap_ns: int = 300_000_000, hosts: list | None = None) -> F.AloneCurve:
+    """What a flow's size adds to the one-packet alone FCT, measured (:class:`F.AloneCurve`):
+    htb is not a wire (it let a flow's first frames through as a burst, and released TCP at
+    6.5-9.8 Mb/s where 5.77 was configured), so flows beat an alone FCT computed at the
+    configured rate.  One host per rack sends flows of ``CALIBRATION_PACKETS`` frames to the
+    next rack, one at a time; each gives FCT - its pair's one-packet alone."""
+    out.mkdir(parents=True, exist_ok=True)
+    everyone = hosts if hosts is not None else [h for k in topo.racks for h in k.hosts]
+    firsts = list({_rack_of(h): h for h in reversed(everyone)}.values())
+    now = time.time_ns() + 1_500_000_000
+    plan: dict[str, list] = {h.name: [] for h in firsts}
+    meta: dict[int, tuple[str, str, int]] = {}
+    t, i = now, 0
+    for _ in range(rounds):
+        for n in CALIBRATION_PACKETS:
+            for j, src in enumerate(firsts):
+                dst = firsts[(j + 1) % len(firsts)]
+                plan[src.name].append({"id": i, "dst": dst.ip, "size": n * MSS, "start_ns": t})
+                meta[i] = (src.name, dst.name, n * MSS)
+                t += gap_ns
+                i += 1
+    end = t + 4 * gap_ns
+    procs = _start_flows(emu, plan, out, end)
+    try:
+        for p in procs:
+            p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
+    finally:
+        for p in procs:
+            stop_process_group(p)
+    starts = issued_starts({f["id"]: f["start_ns"] for fl in plan.values() for f in fl}, out, plan)
+    samples = []
+    for h in plan:
+        f = out / f"rx-{h}.jsonl"
+        for line in (f.read_text().splitlines() if f.exists() else []):
+            r = json.loads(line)
+            src, dst, size = meta[r["id"]]
+            if (src, dst) in alone:
+                samples.append((size, (r["done_ns"] - starts[r["id"]]) / 1e9 - alone[(src, dst)]))
+    return F.AloneCurve.from_samples(samples, access_bps)
+
+
 def issued_starts(planned: dict[int, int], out: Path, hosts) -> dict[int, int]:
     """Each low-latency flow's start: when its sender really began it (``issued_ns`` in the
     sender's tx log), never before its planned start.  A Python timer on a loaded 2-core machine
@@ -373,7 +426,7 @@ def _rack_of(h) -> str:
 
 
 def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float,
-         alone: dict[tuple[str, str], float]) -> dict:
+         alone: dict[tuple[str, str], float], curve: F.AloneCurve | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     payload = FRAME - wire.DATA_HEADER
     ip_rack = {h.ip: k.id for k in topo.racks for h in k.hosts}
@@ -453,7 +506,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     planned = {f.id: base + int(f.start * 1e9) for f in wl.flows}
     starts = dict(planned)
     starts.update(issued_starts({f.id: planned[f.id] for f in wl.flows if cls[f.id] == "low-latency"}, out, ll))
-    done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), alone.get((f.src, f.dst), fallback))
+    done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), alone.get((f.src, f.dst), fallback),
+                   curve.extra_s(f.size) if curve else None)
             for f in wl.flows]
     # Every frame an agent accepted is delivered exactly once (copies a retransmission made are
     # dropped as duplicates) or counted here as not delivered.
@@ -471,10 +525,13 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
 
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
             out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1,
-            bound: dict | None = None, epsilon_us: float | None = None) -> dict:
+            bound: dict | None = None, epsilon_us: float | None = None,
+            curve: F.AloneCurve | None = None) -> dict:
+    """``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``)."""
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
-           "access_mbps": access_bps / 1e6, "dilation": dilation, "epsilon_us": epsilon_us, "scaling_factor": factor,
+           "access_mbps": access_bps / 1e6, "alone_curve": curve.to_json() if curve else None, "dilation": dilation,
+           "epsilon_us": epsilon_us, "scaling_factor": factor,
            "alone_one_packet_s": {"min": min(alone.values()), "max": max(alone.values()), "pairs": len(alone)},
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(), "modes": {}}
     lines = []
