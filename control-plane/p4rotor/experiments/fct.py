@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import schedule as S
 from ..fabric import topology as TP
 from ..fabric.agents import account, start_agents
-from ..fabric.switch import HarnessError, realtime_allowed, stop_process_group
+from ..fabric.switch import SWITCH_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
 from ..host import wire
 from ..workload import cdf as C
 from ..workload import fct as F
@@ -114,11 +114,19 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                            realtime=True)
         try:
             _shape_hosts(emu, topo, access_bps)
-            alone = _alone(emu, topo, out / "alone", rounds=8, period_ns=ds.hyperperiod_us * 1000)
+            # Alone, but with the run's machinery running: idle agents (no flows).  On a quiet
+            # machine the same one-packet flows took longer than in the loaded run (min 5.4 ms
+            # for a pair whose run flows took 3.5: slowdowns of 0.46): the idle vCPUs wake slowly.
+            per_rack = max(len(k.hosts) for k in topo.racks)
+            idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us, flows={})
+            try:
+                alone = _alone(emu, topo, out / "alone", rounds=8, period_ns=ds.hyperperiod_us * 1000)
+                curve = _calibrate(emu, topo, out / "calibrate", alone, access_bps)
+            finally:
+                idle.kill()
             vals = sorted(alone.values())
             say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms "
                 f"(fastest per rack pair, {len(vals)} pairs)")
-            curve = _calibrate(emu, topo, out / "calibrate", alone, access_bps)
             say("[experiment] fct: alone, a flow's size adds " + ", ".join(
                 f"{s // MSS}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (frames: time), then "
                 f"{curve.tail_bps / 1e6:.2f} Mb/s ({access_bps / 1e6:.2f} configured)")
@@ -232,11 +240,14 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
 
 
 def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
-    """One short-flow process (host/flows.py) per host: its flows, its receive and send logs."""
+    """One short-flow process (host/flows.py) per host: its flows, its receive and send logs.
+    Under SCHED_RR below the switches (``FLOWS_RT_PRIORITY``): an application answers at once on
+    real hosts, here it waited for the 16 agents' time slices (a one-packet flow's median FCT
+    was 2.5x its alone, most of it the senders' and receivers' Python waking up)."""
     procs = []
     for h, fl in plan.items():
         (out / f"flows-{h}.json").write_text(json.dumps(fl))
-        procs.append(emu.popen(h, [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
+        procs.append(emu.popen(h, priority_prefix(True, FLOWS_RT_PRIORITY, 0) + [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
                                    "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
                                    "--end-ns", str(end_ns)], stdout=None, stderr=None))
     return procs
@@ -350,6 +361,7 @@ def _alone(emu, topo, out: Path, rounds: int = 4, gap_ns: int = 100_000_000,
             if _rack_of(a) != _rack_of(b) and (rep[_rack_of(a)], rep[_rack_of(b)]) in best}
 
 
+FLOWS_RT_PRIORITY = SWITCH_RT_PRIORITY - 10  # the TCP senders and receivers: below the switches
 CALIBRATION_PACKETS = (2, 3, 5, 10, 20, 40, 80)  # flow sizes (in MSS) measured alone
 
 

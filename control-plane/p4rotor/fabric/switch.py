@@ -131,15 +131,21 @@ def realtime_allowed() -> bool:
         return False
 
 
+def priority_prefix(realtime: bool, rt_priority: int = SWITCH_RT_PRIORITY, nice: int = SWITCH_NICE) -> list[str]:
+    """The command prefix that runs a process under SCHED_RR at ``rt_priority`` (``realtime``,
+    where allowed), else at ``nice``; both exec the command, so the PID stays its own."""
+    if realtime and realtime_allowed():
+        return ["chrt", "--rr", str(rt_priority)]
+    return ["nice", "-n", str(nice)]
+
+
 def bmv2_command(device_id: int, ports: dict[int, str], grpc_port: int, thrift_port: int,
                  cpu_port: int = CPU_PORT, extra_args: Sequence[str] = (), realtime: bool = False) -> list[str]:
     """The one simple_switch_grpc command line p4rotor uses (docs/toolchain.md): no program at
     start (the controller pushes it), ports by explicit number, the CPU port for PacketIn/Out;
     run at priority ``SWITCH_NICE`` (``nice`` execs it: the PID is the switch's), or under
     SCHED_RR with ``realtime`` where that is allowed (``chrt`` execs it the same way)."""
-    prio = (["chrt", "--rr", str(SWITCH_RT_PRIORITY)] if realtime and realtime_allowed()
-            else ["nice", "-n", str(SWITCH_NICE)])
-    cmd = prio + ["simple_switch_grpc", "--device-id", str(device_id), "--thrift-port", str(thrift_port), "--no-p4"]
+    cmd = priority_prefix(realtime) + ["simple_switch_grpc", "--device-id", str(device_id), "--thrift-port", str(thrift_port), "--no-p4"]
     for p, ifc in sorted(ports.items()):
         cmd += ["-i", f"{p}@{ifc}"]
     cmd += list(extra_args)
