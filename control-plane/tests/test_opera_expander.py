@@ -65,7 +65,7 @@ def test_108_racks_meets_target():
 
 
 @pytest.mark.parametrize("racks,rotors,slot,night", [
-    (4, 2, 1000, 0), (4, 3, 900, 100), (4, 4, 1000, 100), (6, 2, 1000, 0), (6, 3, 900, 100),
+    (4, 2, 1000, 0), (4, 3, 900, 100), (6, 2, 1000, 0), (6, 3, 900, 100),
     (6, 4, 1000, 100), (8, 3, 900, 100), (8, 4, 1000, 100), (8, 4, 1000, 250),
 ])
 def test_small_fabrics(racks, rotors, slot, night):
@@ -89,6 +89,18 @@ def test_odd_racks_keep_one_idle_rack_per_matching(racks):
 def test_two_rotors_with_a_long_night_refused():
     with pytest.raises(S.ScheduleError, match="use more rotors"):
         S.generate_opera(8, 2, 1000, 100)
+
+
+@pytest.mark.parametrize("racks,rotors", [(4, 4), (5, 6), (8, 8)])
+def test_more_rotors_than_matchings_refused(racks, rotors):
+    with pytest.raises(S.ScheduleError, match="rotors but only"):
+        S.generate_opera(racks, rotors, 1200 * rotors, 10)
+
+
+def test_more_rotors_than_matchings_cli_one_line():
+    r = run("schedule", "generate", "opera", "--racks", "4", "--rotors", "4", "--slot-us", "1200")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().count("\n") == 0 and "4 rotors but only 3 matchings" in r.stderr
 
 
 def test_emulation_schedule_routes():

@@ -117,6 +117,11 @@ def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
     _check_gen_args(racks, rotors, slot_us, reconfig_us)
     if rotors < 2:
         raise ScheduleError("opera needs at least 2 rotors (one reconfigures while the others carry traffic)")
+    matchings = racks - 1 + racks % 2
+    if rotors > matchings:
+        # A rotor beyond the (N-1) matchings of K_N would only repeat another's circuits (issue #15).
+        raise ScheduleError(f"opera: {rotors} rotors but only {matchings} matchings for {racks} racks "
+                            f"(at most {matchings} rotors)")
     if slot_us % rotors:
         raise ScheduleError(f"opera: slot_us={slot_us} must be a multiple of --rotors={rotors} (slices of slot/K)")
     slice_us = slot_us // rotors
