@@ -377,3 +377,33 @@ def test_the_alone_curve_is_the_fastest_measured_per_size_and_never_falls():
     assert d.slowdown(5e6) == pytest.approx(1.0)
     slow = F.AloneCurve.from_samples([(10 * MSS, 0.5)], access_bps=5e6)  # slower than the access rate
     assert slow.tail_bps == 5e6, "the tail is never slower than the access rate"
+
+
+def test_the_alone_curve_is_the_lower_envelope_no_sample_beats_it():
+    """A smaller flow alone never takes longer than a bigger one: a 7-frame flow seen faster than
+    every 5-frame one bounds the 5-frame alone too; the curve is never above a sample."""
+    import random
+
+    from p4rotor.workload.scale import MSS
+
+    c = F.AloneCurve.from_samples([(5 * MSS, 0.012), (7 * MSS, 0.008), (10 * MSS, 0.016)], access_bps=5e6)
+    assert c.points == ((MSS, 0.0), (5 * MSS, 0.008), (7 * MSS, 0.008), (10 * MSS, 0.016))
+    rng = random.Random(3)
+    samples = [(n * MSS, n * 0.002 + rng.uniform(-0.004, 0.02)) for n in (2, 3, 4, 5, 7, 10, 14, 20) for _ in range(8)]
+    c = F.AloneCurve.from_samples(samples, access_bps=5e6)
+    assert all(c.extra_s(size) <= max(0.0, extra) + 1e-12 for size, extra in samples)
+    assert [e for _, e in c.points] == sorted(e for _, e in c.points)
+
+
+def test_calibration_flows_meet_every_phase_of_the_hyperperiod():
+    """300 ms apart at a 200 ms hyperperiod, calibration flows met 2 phases; now 16."""
+    from p4rotor.experiments.fct import phase_gap_ns
+
+    period = 200_000_000
+    gap = phase_gap_ns(300_000_000, period)
+    assert gap >= 300_000_000 and gap == 312_500_000
+    assert len({(k * gap) % period for k in range(16)}) == 16
+    for p in (200_000_000, 150_000_000, 1_100_000):
+        g = phase_gap_ns(30_000_000, p)
+        assert g >= 30_000_000 and len({(k * g) % p for k in range(16)}) == 16
+    assert phase_gap_ns(300_000_000, None) == 300_000_000

@@ -2,9 +2,11 @@
 
 Pure functions (the experiment collects the records; tests feed them directly).  The method is
 seed 001 §5.4 (pHost): slowdown = FCT / the FCT the same flow would have alone, reported as mean
-and 99th percentile per size bucket.  "Alone" here is a one-packet flow's FCT measured alone
-on the same fabric (handshake and path latency) plus the flow's wire bytes (payload + a header per
-packet, :func:`.generate.wire_bytes`) at the shaped access rate.  Buckets are in *real-system* bytes (size / scaling
+and 99th percentile per size bucket.  "Alone" here is the floor of a one-packet flow's FCT
+measured alone on the same fabric (handshake and path latency: the fastest of every rack pair's
+samples, since every pair has a direct circuit in some slice) plus what the flow's size adds,
+measured alone too (:class:`AloneCurve`; without one, the flow's wire bytes -- payload + a header
+per packet, :func:`.generate.wire_bytes` -- at the shaped access rate).  Buckets are in *real-system* bytes (size / scaling
 factor): < 100 KB, 100 KB - 10 MB, > 10 MB, as Opera's evaluation (seed 000 §2.6) groups them.
 """
 
@@ -28,7 +30,7 @@ class Done:
     cls: str                 # "low-latency" or "bulk"
     start_ns: int
     done_ns: int | None
-    alone_s: float = 0.0     # a one-packet flow's FCT alone between the same hosts (measured)
+    alone_s: float = 0.0     # a one-packet flow's FCT alone on the fabric (measured)
     # What this flow's size adds to ``alone_s`` when alone, measured (:class:`AloneCurve`);
     # None: its wire bytes at the access rate.
     extra_s: float | None = None
@@ -48,12 +50,12 @@ class Done:
 
 @dataclasses.dataclass(frozen=True)
 class AloneCurve:
-    """What a flow's size adds to a one-packet flow's FCT alone, measured at a few sizes: the
-    fastest (FCT - the pair's one-packet alone) seen at each.  Between sizes, linear; past the
-    largest, that plus the wire bytes beyond it at ``tail_bps`` (the faster of the last
-    segment's rate and the access rate).  A shaper is not a wire: htb let the first frames of a
-    flow through as a burst (3 frames took no longer than one), so the wire bytes at the access
-    rate over-stated small flows' alone FCTs and they "beat" it (slowdowns of 0.47)."""
+    """What a flow's size adds to a one-packet flow's FCT alone, measured at a few sizes.  Between
+    sizes, linear; past the largest, that plus the wire bytes beyond it at ``tail_bps`` (the
+    faster of the last segment's rate and the access rate).  A shaper is not a wire: htb let the
+    first frames of a flow through as a burst (3 frames took no longer than one), so the wire
+    bytes at the access rate over-stated small flows' alone FCTs and they "beat" it (slowdowns
+    of 0.47)."""
     points: tuple[tuple[int, float], ...]   # (size in bytes, extra s), sizes increasing, from one MSS
     tail_bps: float
 
@@ -69,14 +71,19 @@ class AloneCurve:
 
     @classmethod
     def from_samples(cls, samples: Iterable[tuple[int, float]], access_bps: float) -> "AloneCurve":
-        """``samples``: (size, FCT - the pair's one-packet alone).  The fastest per size, made
-        non-decreasing in size (a bigger flow never takes less), from 0 at one MSS."""
+        """``samples``: (size, FCT - the one-packet floor).  The lower envelope: at each size the
+        fastest sample of that size *or any larger one* (a smaller flow alone never takes longer
+        than a bigger one, so a bigger flow seen faster bounds it), never below 0, and 0 at one
+        MSS.  So the curve is never above a calibration sample of its size or a larger one."""
         best: dict[int, float] = {MSS: 0.0}
         for size, extra in samples:
             best[size] = min(best.get(size, math.inf), max(0.0, extra))
         pts: list[tuple[int, float]] = []
-        for size in sorted(best):
-            pts.append((size, max(best[size], pts[-1][1] if pts else 0.0)))
+        low = math.inf
+        for size in sorted(best, reverse=True):
+            low = min(low, best[size])
+            pts.append((size, low))
+        pts.reverse()
         tail = access_bps
         if len(pts) >= 2 and pts[-1][1] > pts[-2][1]:
             tail = max(access_bps, 8 * (wire_bytes(pts[-1][0]) - wire_bytes(pts[-2][0])) / (pts[-1][1] - pts[-2][1]))
