@@ -39,7 +39,7 @@ def test_summary_counts_unfinished_and_slowdown():
     b = s["bulk"]["<100KB"]
     assert b["flows"] == 3 and b["unfinished"] == 1
     assert b["slowdown_mean"] == pytest.approx(3.0)
-    assert b["slowdown_min"] == pytest.approx(2.0)
+    assert b["slowdown_min"] == pytest.approx(2.0) and b["slowdown_below_1"] == 0
     assert s["low-latency"]["<100KB"]["slowdown_mean"] == pytest.approx(3.0)
 
 
@@ -293,6 +293,12 @@ def test_checks_judge_the_issues_criteria_on_one_run():
     assert c["opera: low-latency mean slowdown <= 2, no loss (at 1 % load)"][0] is None
     assert c["opera: bulk within the low-load bound"][0] is None
     assert c["opera: every slowdown >= 1"] == (False, "least 0.90")
+    for per in r["modes"]["opera"]["classes"].values():  # a run that counted them says how many
+        for v in per.values():
+            v["slowdown_below_1"] = 0
+    r["modes"]["opera"]["classes"]["bulk"]["100KB-10MB"]["slowdown_below_1"] = 2
+    ok, numbers = _checked(r)["opera: every slowdown >= 1"]
+    assert ok is False and numbers.startswith("least 0.90, 2 of ") and numbers.endswith(" below 1")
     rows = F.checks_table([r])
     assert rows[0].startswith("| workload | load | check |") and any("**FAIL**" in x for x in rows)
 
