@@ -129,7 +129,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f} ms at the fastest "
                 f"(the fastest per rack pair: {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms, {len(vals)} pairs)")
             say("[experiment] fct: alone, a flow's size adds " + ", ".join(
-                f"{s // MSS}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (frames: time), then "
+                f"{-(-s // SEGMENT)}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (segments: time), then "
                 f"{curve.tail_bps / 1e6:.2f} Mb/s ({access_bps / 1e6:.2f} configured)")
             for mode in fabric_modes:
                 cut = MODES[mode]
@@ -379,9 +379,13 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
 
 
 FLOWS_RT_PRIORITY = SWITCH_RT_PRIORITY - 10  # the TCP senders and receivers: below the switches
-# Flow sizes (in MSS) measured alone: dense enough that the line between two is near the truth
-# (with 3 and 5 only, a 4-frame flow's alone was 3.9 ms over the floor where 2.1 was measured).
-CALIBRATION_PACKETS = (2, 3, 4, 5, 7, 10, 14, 20, 28, 40, 56, 80)
+# Flow sizes (in TCP segments) measured alone: dense enough that the line between two is near
+# the truth (with 3 and 5 only, a 4-frame flow's alone was 3.9 ms over the floor where 2.1 was
+# measured), and whole segments: the kernel's segment carries SEGMENT bytes (the MSS less
+# TCP's 12-byte timestamp option), and htb lets 5 of them through as a burst where a sixth
+# waits 8 ms -- "5 x 1460 bytes" was 6 segments, slow, and made 5-segment flows "beat" it.
+CALIBRATION_PACKETS = (2, 3, 4, 5, 6, 7, 10, 14, 20, 28, 40, 56, 80)
+SEGMENT = MSS - 12
 
 
 def _calibrate(emu, topo, out: Path, floor_s: float, access_bps: float,
@@ -406,8 +410,8 @@ def _calibrate(emu, topo, out: Path, floor_s: float, access_bps: float,
         for n in CALIBRATION_PACKETS:
             for j, src in enumerate(firsts):
                 dst = firsts[(j + 1) % len(firsts)]
-                plan[src.name].append({"id": i, "dst": dst.ip, "size": n * MSS, "start_ns": t})
-                meta[i] = (src.name, dst.name, n * MSS)
+                plan[src.name].append({"id": i, "dst": dst.ip, "size": n * SEGMENT, "start_ns": t})
+                meta[i] = (src.name, dst.name, n * SEGMENT)
                 t += gap_ns
                 i += 1
     end = t + 4 * gap_ns
