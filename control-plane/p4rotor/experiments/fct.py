@@ -129,7 +129,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f} ms at the fastest "
                 f"(the fastest per rack pair: {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms, {len(vals)} pairs)")
             say("[experiment] fct: alone, a flow's size adds " + ", ".join(
-                f"{-(-s // SEGMENT)}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (segments: time), then "
+                f"{round(s / SEGMENT)}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (segments: time), then "
                 f"{curve.tail_bps / 1e6:.2f} Mb/s ({access_bps / 1e6:.2f} configured)")
             for mode in fabric_modes:
                 cut = MODES[mode]

@@ -120,7 +120,8 @@ def summarize(done: Sequence[Done], access_bps: float, factor: float) -> dict:
             per[name] = {"flows": len(ds), "unfinished": len(ds) - len(fin),
                          "fct_mean_s": _mean(fcts), "fct_p50_s": percentile(fcts, 50) if fcts else None,
                          "fct_p99_s": percentile(fcts, 99) if fcts else None,
-                         "slowdown_mean": _mean(slow), "slowdown_p99": percentile(slow, 99) if slow else None,
+                         "slowdown_mean": _mean(slow), "slowdown_p50": percentile(slow, 50) if slow else None,
+                         "slowdown_p99": percentile(slow, 99) if slow else None,
                          "slowdown_min": min(slow) if slow else None,
                          "slowdown_below_1": sum(x < 1 for x in slow)}
         out[cls] = per
