@@ -170,6 +170,13 @@ def test_fct_small_run_accounts_for_every_flow(tmp_path):
         assert m["duplicates"] <= m["retransmitted"], "a copy exists only if a frame was resent"
     ll = res["modes"]["opera"]["classes"].get("low-latency", {})
     assert sum(b["flows"] - b["unfinished"] for b in ll.values()) > 0, "some TCP flow finished"
+    assert all("retransmitted" in b for b in ll.values()), "every TCP flow's retransmissions are logged"
+    # Alone is the lower envelope of every FCT the fabric gave a TCP flow: no slowdown below 1.
+    env = res["alone_envelope"]
+    assert env["floor_s"] <= env["floor_alone_s"] and env["calibration_samples"] > 100
+    for mode, m in res["modes"].items():
+        for b in m["classes"].get("low-latency", {}).values():
+            assert b["slowdown_min"] is None or b["slowdown_min"] >= 1 - 1e-9, (mode, b)
     assert (tmp_path / "fct" / "fct.png").exists() and (tmp_path / "fct" / "flows.json").exists()
     print("\n" + res["verdict"])
 

@@ -86,6 +86,7 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
         assert rx[f["id"]]["bytes"] == f["size"]
         assert rx[f["id"]]["done_ns"] >= f["start_ns"]
         assert tx[f["id"]]["error"] is None and tx[f["id"]]["ack_ns"] >= rx[f["id"]]["done_ns"]
+        assert tx[f["id"]]["retrans"] == 0 and rx[f["id"]]["retrans"] == 0  # TCP_INFO read: nothing lost here
 
     refused = Flows([{"id": 9, "dst": "127.0.0.1", "size": 10, "start_ns": time.time_ns()}], port=_free_port(),
                     rx_log=tmp_path / "rx2.jsonl", tx_log=tmp_path / "tx2.jsonl", end_ns=time.time_ns() + 10**9)
@@ -259,6 +260,30 @@ def test_bulk_bound_is_bytes_at_the_duty_cycled_rate_plus_the_wait():
     res = F.bulk_bound_check([fast, slow, short, F.Done(Flow(3, "a", "b", 1, 0.0), "bulk", 0, None)], bps, duty, wait)
     bound = F.bulk_bound_s(14_000, bps, duty, wait)
     assert (res["flows"], res["within"]) == (2, 1) and res["worst_ratio"] == pytest.approx(2 / bound)
+    assert "pair_capacity" not in res
+
+
+def test_bulk_is_also_judged_at_its_rack_pairs_rotorlb_capacity():
+    """The issue's bound lets one flow use all K uplinks; RotorLB's model gives most rack pairs of
+    the default Opera 8 x 4 3.5 of them (relays drain one slot per cycle each), a few 4: a flow at
+    the model's rate is outside the first bound and within the second."""
+    from p4rotor import schedule as S
+    from p4rotor.experiments.fct import pair_shares
+    from p4rotor.fabric import topology as TP
+
+    sched = S.generate_opera(8, 4, 1000, 100)
+    topo = TP.generate(sched, "schedule.json", hosts_per_rack=1)
+    hosts = [h.name for k in topo.racks for h in k.hosts]
+    flows = [Flow(i, a, b, 1_000_000, 0.0) for i, (a, b) in enumerate((x, y) for x in hosts for y in hosts if x != y)]
+    share = pair_shares(sched, flows, topo)
+    assert sorted(set(share.values())) == [0.875, 1.0]
+    assert sum(v == 0.875 for v in share.values()) == 48
+    bps, duty, wait = 1e6, 0.5, 0.3
+    f = next(fl for fl in flows if share[fl.id] == 0.875)
+    at_model = F.bulk_bound_s(f.size, bps * 0.875, duty, wait) * 0.99
+    d = F.Done(f, "bulk", 0, int(at_model * 1e9))
+    res = F.bulk_bound_check([d], bps, duty, wait, share=share)
+    assert res["within"] == 0 and res["pair_capacity"]["within"] == 1 and res["pair_capacity"]["shares"] == [0.875]
 
 
 def test_modes_default_to_all_three_in_order():
@@ -377,11 +402,13 @@ def test_the_alone_curve_is_the_fastest_measured_per_size_and_never_falls():
     c = F.AloneCurve.from_samples([(3 * MSS, 0.004), (3 * MSS, -0.001), (10 * MSS, 0.020), (10 * MSS, 0.015),
                                    (5 * MSS, 0.010), (40 * MSS, 0.060)], access_bps=5e6)
     assert c.points == ((MSS, 0.0), (3 * MSS, 0.0), (5 * MSS, 0.010), (10 * MSS, 0.015), (40 * MSS, 0.060))
-    assert c.extra_s(100) == 0.0 and c.extra_s(4 * MSS) == pytest.approx(0.005)
+    # Between two calibrated sizes, the smaller one's (the step below), not a line over htb's steps.
+    assert c.extra_s(100) == 0.0 and c.extra_s(4 * MSS) == 0.0 and c.extra_s(7 * MSS) == 0.010
+    assert c.extra_s(10 * MSS) == 0.015 and c.extra_s(40 * MSS) == 0.060
     assert c.tail_bps == pytest.approx(8 * (wire_bytes(40 * MSS) - wire_bytes(10 * MSS)) / 0.045)
     assert c.extra_s(80 * MSS) == pytest.approx(0.060 + 8 * (wire_bytes(80 * MSS) - wire_bytes(40 * MSS)) / c.tail_bps)
-    d = F.Done(Flow(1, "a", "b", 4 * MSS, 0.0), "low-latency", 0, 10_000_000, alone_s=0.005, extra_s=c.extra_s(4 * MSS))
-    assert d.slowdown(5e6) == pytest.approx(1.0)
+    d = F.Done(Flow(1, "a", "b", 4 * MSS, 0.0), "low-latency", 0, 10_000_000, alone_s=0.005, extra_s=c.extra_s(6 * MSS))
+    assert d.slowdown(5e6) == pytest.approx(10 / 15)
     slow = F.AloneCurve.from_samples([(10 * MSS, 0.5)], access_bps=5e6)  # slower than the access rate
     assert slow.tail_bps == 5e6, "the tail is never slower than the access rate"
 
@@ -414,3 +441,58 @@ def test_calibration_flows_meet_every_phase_of_the_hyperperiod():
         g = phase_gap_ns(30_000_000, p)
         assert g >= 30_000_000 and len({(k * g) % p for k in range(16)}) == 16
     assert phase_gap_ns(300_000_000, None) == 300_000_000
+
+
+def test_htbs_staircase_never_beats_the_step_below():
+    """htb sends 5 segments as one burst, then a burst per ~8.5 ms: a straight line between 5 and 10
+    calibrated segments lies above the 8-segment truth; the step below never does."""
+    from p4rotor.experiments.fct import SEGMENT
+
+    def staircase(n):  # extra s of an n-segment flow alone
+        return 0.0085 * ((n - 1) // 5)
+
+    cal = [(n * SEGMENT, staircase(n)) for n in (1, 2, 5, 10, 20)]
+    c = F.AloneCurve.from_samples(cal, access_bps=5e6)
+    for n in range(1, 21):
+        assert c.extra_s(n * SEGMENT) <= staircase(n) + 1e-12, n
+
+
+def test_alone_is_the_lower_envelope_of_every_fct_the_fabric_gave():
+    """The run's own flows are measurements of the fabric too: one faster than every alone sample
+    lowers the floor (and its size's alone), so no flow's slowdown is below 1; the account says
+    how many flows' alone the run lowered and by how much."""
+    import random
+
+    from p4rotor.experiments.fct import SEGMENT
+
+    rng = random.Random(7)
+    cal = [(n * SEGMENT, 0.0031 + 0.0085 * ((n - 1) // 5) + rng.uniform(0, 0.003)) for n in (2, 5, 10, 20) for _ in range(4)]
+    run = [(n * SEGMENT, 0.0029 + 0.0085 * ((n - 1) // 5) + rng.uniform(0, 0.01)) for n in range(1, 25) for _ in range(20)]
+    floor, curve, info = F.alone_envelope(0.00305, cal, run, access_bps=5e6)
+    assert floor == min(f for _, f in run) < 0.00305 and info["floor_set_by"] == "run"
+    assert all(f / (floor + curve.extra_s(s)) >= 1 - 1e-9 for s, f in run)
+    assert all(f / (floor + curve.extra_s(s)) >= 1 - 1e-9 for s, f in cal)
+    assert info["run_flows_lowered"] > 0 and info["most_lowered_by"] > 1
+    # A run slower than the alone samples changes nothing.
+    slow = [(s, f + 1.0) for s, f in run]
+    floor2, curve2, info2 = F.alone_envelope(0.00305, cal, slow, access_bps=5e6)
+    assert floor2 == 0.00305 and info2["floor_set_by"] == "alone" and info2["run_flows_lowered"] == 0
+
+
+def test_low_latency_loss_is_judged_on_retransmitted_segments():
+    """A lost segment costs TCP a timeout and the flow still finishes: "no loss" at 1 % load needs
+    zero segments retransmitted, when the run logged them."""
+    def run(retrans):
+        done = [F.Done(Flow(i, "a", "b", 1000, 0.0), "low-latency", 0, 4_000_000, alone_s=0.004, extra_s=0.0,
+                       retrans=retrans[i]) for i in range(len(retrans))]
+        return {"load": 0.01, "flows": len(done), "modes": {"opera": {
+            "classes": F.summarize(done, 5e6, 1.0), "unfinished": 0, "stable": True}}}
+
+    def verdict(r):
+        return next((ok, nums) for name, ok, nums in F.checks(r) if name.startswith("opera: low-latency"))
+
+    assert verdict(run([0, 0, 0])) == (True, "mean 1.00 over 3 flows, 0 unfinished, 0 segments retransmitted in 0 flows")
+    ok, nums = verdict(run([0, 2, 1]))
+    assert ok is False and "3 segments retransmitted in 2 flows" in nums
+    ok, nums = verdict(run([None, None, None]))  # an older run: judged on unfinished flows only, and says so
+    assert ok is True and "not logged" in nums

@@ -14,6 +14,7 @@ sends on every live circuit at once), agent frames first (:func:`_shape_hosts`).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import math
@@ -52,13 +53,18 @@ def parse_modes(text: str | None) -> tuple[str, ...]:
         raise C.WorkloadError(f"--modes {text!r}: name each of {', '.join(ALL_MODES)} at most once, at least one")
     return modes
 HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
+# Low-latency routes keep off a rotor this long (schedule us) before its night: 100 of a 275 us
+# slice at the default 8 x 4 (never fewer than 3 live rotors); 10 ms wall at dilation 100, what a
+# frame may wait in BMv2's queues on 2 cores before its circuit goes dark (at 50 us, 3-7 of
+# 1 608 low-latency flows per 2000-flow run still lost a frame: rotor NIGHT, ToR STALE).
+EPSILON_US = 100.0
 
 
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
-        epsilon_us: float = 50.0) -> dict:
+        epsilon_us: float = EPSILON_US) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -106,7 +112,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     fabric_modes = [m for m in MODES if m in chosen]
-    runs, alone, curve = {}, None, None
+    runs, alone, curve, envelope = {}, None, None, None
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
@@ -121,26 +127,37 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us, flows={})
             try:
                 alone = _alone(emu, topo, out / "alone", period_ns=ds.hyperperiod_us * 1000)
-                curve = _calibrate(emu, topo, out / "calibrate", min(alone.values()), access_bps,
-                                   period_ns=ds.hyperperiod_us * 1000)
+                calibration = _calibrate(emu, topo, out / "calibrate", period_ns=ds.hyperperiod_us * 1000)
             finally:
                 idle.kill()
             vals = sorted(alone.values())
             say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f} ms at the fastest "
                 f"(the fastest per rack pair: {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms, {len(vals)} pairs)")
-            say("[experiment] fct: alone, a flow's size adds " + ", ".join(
-                f"{round(s / SEGMENT)}: {e * 1e3:.1f} ms" for s, e in curve.points) + f" (segments: time), then "
-                f"{curve.tail_bps / 1e6:.2f} Mb/s ({access_bps / 1e6:.2f} configured)")
+            _say_curve("alone", F.AloneCurve.from_samples([(z, t - vals[0]) for z, t in calibration], access_bps),
+                       access_bps)
             for mode in fabric_modes:
                 cut = MODES[mode]
                 c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
-                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, min(alone.values()), curve)
+                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us)
         finally:
             emu.stop()
+        # Alone = the lower envelope of every FCT the fabric gave a TCP flow, alone or in a run
+        # (workload/fct.py: alone_envelope); every fabric mode divides by the same one.
+        tcp = [(d.flow.size, d.fct_s) for r in runs.values() for d in r["done"]
+               if d.cls == "low-latency" and d.fct_s is not None]
+        floor, curve, envelope = F.alone_envelope(min(alone.values()), calibration, tcp, access_bps)
+        for r in runs.values():
+            r["done"] = _with_alone(r["done"], floor, curve)
+            r["alone_envelope"] = envelope
+        if envelope["run_flows_lowered"]:
+            say(f"[experiment] fct: the run's own flows lowered {envelope['run_flows_lowered']} flows' alone "
+                f"(by {envelope['most_lowered_by']:.2f}x at most; floor {floor * 1e3:.2f} ms, set by the "
+                f"{envelope['floor_set_by']})")
     if baseline:
-        runs["packet-switch"], alone_ps, curve_ps = _packet_switch(build, topo, dilation, wl, out, access_bps, rate,
-                                                                   guard_us)
+        runs["packet-switch"], alone_ps, curve_ps, env_ps = _packet_switch(build, topo, dilation, wl, out,
+                                                                           access_bps, rate, guard_us)
         curve = curve or curve_ps
+        envelope = envelope or env_ps
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
             f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
         alone = alone if alone is not None else alone_ps
@@ -149,8 +166,39 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # matchings + 1 slots of waiting for a circuit (a rotor's cycle of matchings, one more slot).
     bound = {"bulk_bps": access_bps / HEADROOM, "duty": agent_duty(ds, rate, guard_us),
              "wait_s": (len(sched.rotors[0].matchings) + 1) * ds.slot_us / 1e6}
+    # ... and the same bound at what RotorLB can give the flow's rack pair (the model): the share
+    # of the K uplinks its relays can drain (workload/fct.py: bulk_bound_check).
+    share = pair_shares(sched, wl.flows, topo)
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
-                   bound, epsilon_us=epsilon_us, curve=curve)
+                   bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share)
+
+
+def pair_shares(sched: S.Schedule, flows, topo: TP.Topology) -> dict[int, float]:
+    """Per flow: the share of the K uplinks RotorLB's model delivers for its rack pair alone and
+    saturated (rotorlb/model.py; seed 000 §2.5.4)."""
+    from ..rotorlb.model import evaluate
+
+    rack = {h.name: k.id for k in topo.racks for h in k.hosts}
+    k = len(sched.rotors)
+    cap: dict[tuple[int, int], float] = {}
+    out = {}
+    for f in flows:
+        pair = (rack[f.src], rack[f.dst])
+        if pair not in cap:
+            cap[pair] = float(evaluate(sched, [pair]).rotorlb.delivered_per_slot) / k
+        out[f.id] = min(1.0, cap[pair])
+    return out
+
+
+def _with_alone(done: list, floor_s: float, curve: F.AloneCurve) -> list:
+    """Every flow's alone FCT: the floor plus what its size adds (the envelope's curve)."""
+    return [dataclasses.replace(d, alone_s=floor_s, extra_s=curve.extra_s(d.flow.size)) for d in done]
+
+
+def _say_curve(what: str, curve: F.AloneCurve, access_bps: float) -> None:
+    say(f"[experiment] fct: {what}, a flow's size adds " + ", ".join(
+        f"{round(s / SEGMENT)}: {e * 1e3:.1f} ms" for s, e in curve.points[:40]) + f" (segments: time), then "
+        f"{curve.tail_bps / 1e6:.2f} Mb/s ({access_bps / 1e6:.2f} configured)")
 
 
 def agent_duty(ds: S.Schedule, rate: float, guard_us: float) -> float:
@@ -233,12 +281,15 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
         _shape_hosts(emu, pt, access_bps)
         hosts = [h for h in pt.racks[0].hosts]
         alone = _alone(emu, pt, out / "alone-packet-switch", hosts=hosts)
-        floor = min(alone.values())
-        curve = _calibrate(emu, pt, out / "calibrate-packet-switch", floor, access_bps, hosts=hosts)
-        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, floor, curve)
+        calibration = _calibrate(emu, pt, out / "calibrate-packet-switch", hosts=hosts)
+        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us)
     finally:
         emu.stop()
-    return r, alone, curve
+    tcp = [(d.flow.size, d.fct_s) for d in r["done"] if d.fct_s is not None]
+    floor, curve, envelope = F.alone_envelope(min(alone.values()), calibration, tcp, access_bps)
+    r["done"] = _with_alone(r["done"], floor, curve)
+    r["alone_envelope"] = envelope
+    return r, alone, curve, envelope
 
 
 def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
@@ -384,18 +435,20 @@ FLOWS_RT_PRIORITY = SWITCH_RT_PRIORITY - 10  # the TCP senders and receivers: be
 # measured), and whole segments: the kernel's segment carries SEGMENT bytes (the MSS less
 # TCP's 12-byte timestamp option), and htb lets 5 of them through as a burst where a sixth
 # waits 8 ms -- "5 x 1460 bytes" was 6 segments, slow, and made 5-segment flows "beat" it.
-CALIBRATION_PACKETS = (2, 3, 4, 5, 6, 7, 10, 14, 20, 28, 40, 56, 80)
+# Every count to 12 (htb's staircase steps at 5 and 10), then about 20 % apart: between two
+# calibrated sizes a flow's alone is the smaller one's (the step below), never a line above it.
+CALIBRATION_PACKETS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 17, 20, 24, 28, 34, 40, 48, 56, 68, 80)
 SEGMENT = MSS - 12
 
 
-def _calibrate(emu, topo, out: Path, floor_s: float, access_bps: float,
-               rounds: int = 2, gap_ns: int = 300_000_000, hosts: list | None = None,
-               period_ns: int | None = None) -> F.AloneCurve:
-    """What a flow's size adds to the one-packet alone FCT, measured (:class:`F.AloneCurve`):
+def _calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, hosts: list | None = None,
+               period_ns: int | None = None) -> list[tuple[int, float]]:
+    """Flows of a few sizes alone, (size, FCT s) each: what a flow's size adds to the one-packet
+    alone FCT (:class:`F.AloneCurve`, :func:`F.alone_envelope`):
     htb is not a wire (it let a flow's first frames through as a burst, and released TCP at
     6.5-9.8 Mb/s where 5.77 was configured), so flows beat an alone FCT computed at the
     configured rate.  One host per rack sends flows of ``CALIBRATION_PACKETS`` frames to the
-    next rack, one at a time; each gives FCT - the one-packet floor ``floor_s``.  Flows of one
+    next rack, one at a time.  Flows of one
     size start in 16 phases of the hyperperiod ``period_ns`` (:func:`phase_gap_ns`): 300 ms
     apart at a 200 ms hyperperiod they met two phases only, maybe both on 3-hop paths."""
     out.mkdir(parents=True, exist_ok=True)
@@ -429,8 +482,8 @@ def _calibrate(emu, topo, out: Path, floor_s: float, access_bps: float,
         for line in (f.read_text().splitlines() if f.exists() else []):
             r = json.loads(line)
             size = meta[r["id"]][2]
-            samples.append((size, (r["done_ns"] - starts[r["id"]]) / 1e9 - floor_s))
-    return F.AloneCurve.from_samples(samples, access_bps)
+            samples.append((size, (r["done_ns"] - starts[r["id"]]) / 1e9))
+    return samples
 
 
 def issued_starts(planned: dict[int, int], out: Path, hosts) -> dict[int, int]:
@@ -463,8 +516,9 @@ def _rack_of(h) -> str:
     return h.ip.rsplit(".", 1)[0]
 
 
-def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float,
-         alone_s: float, curve: F.AloneCurve | None = None) -> dict:
+def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float) -> dict:
+    """One mode's run of the flow list: its flows' records (alone not yet known: the caller sets it
+    from every run's flows, :func:`_with_alone`), pending bytes, the agents' accounting."""
     out.mkdir(parents=True, exist_ok=True)
     payload = FRAME - wire.DATA_HEADER
     ip_rack = {h.ip: k.id for k in topo.racks for h in k.hosts}
@@ -524,12 +578,16 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
         if agents is not None:
             agents.kill()
     done_ns: dict[int, int] = {}
+    retrans: dict[int, int] = {}  # TCP segments sent again, both ends of a flow (host/flows.py)
     for h in ll:
-        f = out / f"rx-{h}.jsonl"
-        if f.exists():
-            for line in f.read_text().splitlines():
+        for side in ("rx", "tx"):
+            f = out / f"{side}-{h}.jsonl"
+            for line in (f.read_text().splitlines() if f.exists() else []):
                 r = json.loads(line)
-                done_ns[r["id"]] = r["done_ns"]
+                if side == "rx":
+                    done_ns[r["id"]] = r["done_ns"]
+                if r.get("retrans") is not None:
+                    retrans[r["id"]] = retrans.get(r["id"], 0) + r["retrans"]
     frames = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
     pending: dict[int, float] = {}
     for r in results:
@@ -543,9 +601,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     planned = {f.id: base + int(f.start * 1e9) for f in wl.flows}
     starts = dict(planned)
     starts.update(issued_starts({f.id: planned[f.id] for f in wl.flows if cls[f.id] == "low-latency"}, out, ll))
-    done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), alone_s,
-                   curve.extra_s(f.size) if curve else None)
-            for f in wl.flows]
+    done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), retrans=retrans.get(f.id)) for f in wl.flows]
     # Every frame an agent accepted is delivered exactly once (copies a retransmission made are
     # dropped as duplicates) or counted here as not delivered.
     # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
@@ -563,14 +619,19 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
             out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1,
             bound: dict | None = None, epsilon_us: float | None = None,
-            curve: F.AloneCurve | None = None) -> dict:
-    """``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``)."""
+            curve: F.AloneCurve | None = None, envelope: dict | None = None,
+            share: dict[int, float] | None = None) -> dict:
+    """``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
+    the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it)."""
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
            "access_mbps": access_bps / 1e6, "alone_curve": curve.to_json() if curve else None, "dilation": dilation,
            "epsilon_us": epsilon_us, "scaling_factor": factor,
-           "alone_one_packet_s": {"floor": min(alone.values()), "per_pair_fastest_max": max(alone.values()),
+           "alone_one_packet_s": {"floor": envelope["floor_s"] if envelope else min(alone.values()),
+                                  "floor_alone": min(alone.values()),
+                                  "per_pair_fastest_max": max(alone.values()),
                                   "pairs": len(alone), "rounds": ALONE_ROUNDS},
+           "alone_envelope": envelope,
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(), "modes": {}}
     lines = []
     for mode, r in runs.items():
@@ -585,9 +646,11 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "unfinished": unfinished, "agent_frames_lost": r["agent_frames_lost"],
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
-                              "start_lag": r.get("start_lag", {})}
+                              "start_lag": r.get("start_lag", {}),
+                              "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
+                                                 if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):
-            res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound)
+            res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound, share=share)
         if not st["stable"]:
             lines.append(f"{mode}: unstable (pending bytes climb {st['rise_bytes']:.0f} B over the run)")
             continue
@@ -599,7 +662,13 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                  f"({v['flows']} flows)")
         bb = res["modes"][mode].get("bulk_bound")
         if bb and bb["flows"]:
-            parts.append(f"bulk within the low-load bound {bb['within']}/{bb['flows']} (worst {bb['worst_ratio']:.2f}x)")
+            pc = bb.get("pair_capacity")
+            parts.append(f"bulk within the low-load bound {bb['within']}/{bb['flows']} (worst {bb['worst_ratio']:.2f}x)"
+                         + (f", at the pair's RotorLB capacity {pc['within']}/{bb['flows']} "
+                            f"(median {pc['median_ratio']:.2f}x)" if pc else ""))
+        ll = summ.get("low-latency", {})
+        if any("retransmitted" in v for v in ll.values()):
+            parts.append(f"low-latency segments retransmitted {sum(v.get('retransmitted', 0) for v in ll.values())}")
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     _plots(runs, access_bps, out)

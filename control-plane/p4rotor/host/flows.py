@@ -5,11 +5,16 @@ below a cutoff ride the expander's multi-hop paths at once).  The process
 
 * serves: accepts TCP connections on ``--port``; each carries one flow: a 16-byte header
   (flow id, size: two big-endian u64) then ``size`` bytes.  When the last byte is in, it writes one
-  JSON line ``{"id", "bytes", "first_ns", "done_ns"}`` to ``--rx-log`` and answers one byte;
+  JSON line ``{"id", "bytes", "first_ns", "done_ns", "retrans"}`` to ``--rx-log`` and answers one byte;
 * sends: for each of its flows (``--flows``: a JSON list of ``{"id", "dst", "size", "start_ns"}``),
   at ``start_ns`` it opens a connection with the DSCP set (``--dscp``, default 46: the
   low-latency class), sends the header and the bytes, waits for the answer and writes one JSON
-  line ``{"id", "start_ns", "issued_ns", "sent_ns", "ack_ns", "error"}`` to ``--tx-log``.
+  line ``{"id", "start_ns", "issued_ns", "sent_ns", "ack_ns", "error", "retrans"}`` to ``--tx-log``.
+
+``retrans``: the segments this side's kernel sent again (``tcpi_total_retrans`` of TCP_INFO: the
+sender's SYN and data, the receiver's SYN-ACK), read when the flow is done -- every one is a frame
+the fabric lost or held past a timeout, so a run counts its low-latency losses exactly, not only
+the flows that never finished (a lost segment costs a flow 0.2-1 s, then it completes).
 
 Both directions carry the DSCP: the listening socket has it too, so the SYN-ACK, the ACKs and the
 answer ride the flow's class (an unmarked reverse path rode the bulk class and lost SYN-ACKs).
@@ -36,6 +41,18 @@ PORT = 9988
 HEADER = struct.Struct("!QQ")
 CHUNK = 64 * 1024
 _ZEROS = bytes(CHUNK)
+_TCPI_TOTAL_RETRANS = 100  # byte offset of tcpi_total_retrans in Linux's struct tcp_info (u32)
+
+
+def total_retrans(sock: socket.socket | None) -> int | None:
+    """The segments ``sock``'s connection retransmitted (SYN / SYN-ACK included), None if unknown."""
+    try:
+        if sock is None:
+            return None
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        return struct.unpack_from("I", info, _TCPI_TOTAL_RETRANS)[0] if len(info) >= 104 else None
+    except OSError:
+        return None
 
 
 class Flows:
@@ -72,7 +89,9 @@ class Flows:
                     raise asyncio.IncompleteReadError(b"", left)
                 left -= len(chunk)
             done = time.time_ns()
-            self.rx.write(json.dumps({"id": fid, "bytes": size, "first_ns": first, "done_ns": done}) + "\n")
+            retrans = total_retrans(writer.get_extra_info("socket"))
+            self.rx.write(json.dumps({"id": fid, "bytes": size, "first_ns": first, "done_ns": done,
+                                      "retrans": retrans}) + "\n")
             writer.write(b"\x01")
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
@@ -85,7 +104,7 @@ class Flows:
         # issued_ns: when the flow really began here (this process's timer fires late on a busy
         # machine); its FCT counts from then, and the lag is reported (experiments/fct.py).
         rec = {"id": f["id"], "start_ns": f["start_ns"], "issued_ns": time.time_ns(), "sent_ns": None,
-               "ack_ns": None, "error": None}
+               "ack_ns": None, "error": None, "retrans": None}
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -104,9 +123,11 @@ class Flows:
             rec["sent_ns"] = time.time_ns()
             await reader.readexactly(1)
             rec["ack_ns"] = time.time_ns()
+            rec["retrans"] = total_retrans(sock)
             writer.close()
         except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as ex:
             rec["error"] = type(ex).__name__
+            rec["retrans"] = total_retrans(sock)
             sock.close()
         except asyncio.CancelledError:
             rec["error"] = "stopped"
