@@ -7,6 +7,7 @@ import logging
 import sys
 
 from .bench import cli as bench_cli
+from .cliutil import OneLineParser
 from .control import cli as control_cli
 from .experiments import cli as experiments_cli
 from .fabric import cli as fabric_cli
@@ -17,7 +18,7 @@ from .workload import cli as workload_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="p4rotor", description=__doc__)
+    p = OneLineParser(prog="p4rotor", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true", help="log debug output")
     sub = p.add_subparsers(dest="cmd", required=True)
     schedule_cli.add_parsers(sub)      # schedule generate/check/show, routes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,15 @@ def die(msg: str, code: int = EXIT_BAD_INPUT) -> "None":
     """Bad input (or a failure) in one line on stderr, and the exit status for it."""
     print(f"p4rotor: error: {msg}", file=sys.stderr)
     raise SystemExit(code)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with bad input in one line (its own prints the usage first: five lines for a
+    ``--seed x``), the command to ask for help, and exit status 2.  Subcommands' parsers are of
+    the same class (``add_subparsers`` makes them so)."""
+
+    def error(self, message: str) -> "None":
+        die(f"{message} (see '{self.prog} --help')")
 
 
 def default_build_dir() -> Path:

@@ -57,6 +57,24 @@ def test_generate_bad_args_exit2():
     assert "dark at once" in r.stderr
 
 
+@pytest.mark.parametrize("args,needle", [
+    (("--seed", "x"), "argument --seed: invalid int value: 'x'"),
+    (("--seed", "1.5"), "argument --seed: invalid int value: '1.5'"),
+    (("--racks",), "argument --racks: expected one argument"),
+    (("--bogus", "1"), "unrecognized arguments: --bogus 1"),
+])
+def test_argparse_errors_are_one_line_exit2_nothing_written(tmp_path, args, needle):
+    """Issue #15's bad input (``--seed`` not an int) and every other argparse refusal: one line,
+    naming the command's help, exit 2, no schedule written."""
+    out = tmp_path / "o.json"
+    base = ["--racks", "16", "--rotors", "4", "--slot-us", "1200", "--reconfig-us", "100", "-o", str(out)]
+    r = run("schedule", "generate", "opera", *base, *args)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "--help" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not out.exists()
+
+
 def test_control_bad_switch_spec(tmp_path):
     s = tmp_path / "s.json"
     assert run("schedule", "generate", "rotornet", "--racks", "4", "--rotors", "1", "--slot-us", "1000",
