@@ -16,7 +16,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.
 P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv toolchain build build-tofino fixtures-tofino test test-unit test-ptf run bench fct-sweep clean check-tools constants fixtures
+.PHONY: help deps venv toolchain build build-tofino fixtures-tofino test test-unit test-ptf run bench bench-scale fct-sweep clean check-tools constants fixtures
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
@@ -25,6 +25,7 @@ help:
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
 	@echo "make run    the default emulation (issue #4)"
 	@echo "make bench  benchmarks into results/bench.json"
+	@echo "make bench-scale  the opera-sim-scale rows: Opera 108x6 on one BMv2, RotorNet 128x4 on 132 (45 min, 16 GiB)"
 	@echo "make fct-sweep  experiment fct at Opera's evaluation points (hours; FCT_POINTS, FCT_ARGS) + results/fct/table.md"
 
 deps: venv toolchain check-tools
@@ -114,6 +115,12 @@ run: build
 
 bench: build
 	$(VENV)/bin/p4rotor bench
+
+# Issue #15's opera-sim-scale rows, merged into results/bench.json and docs/performance.md: Opera
+# 108x6 on ONE BMv2 (~26 min, 3 GiB) and RotorNet 128x4 on 132 BMv2 (~15 min, 16 GiB).
+bench-scale: build
+	$(VENV)/bin/p4rotor bench --only scale --scale-sizes 108x6 --scale-kind opera --scale-fabric one-switch
+	$(VENV)/bin/p4rotor bench --only scale --scale-sizes 128
 
 # Opera's evaluation points (seed 000 §2.6 / issue #14): Web Search 1/5/10 %, Data Mining
 # 1/10/25/40 %, 2000 flows each, every point in results/fct/WORKLOAD-LOAD/; then one table (and
