@@ -579,6 +579,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             agents.kill()
     done_ns: dict[int, int] = {}
     retrans: dict[int, int] = {}  # TCP segments sent again, both ends of a flow (host/flows.py)
+    dsack: dict[int, int] = {}    # ... of which the receiver reported duplicates
     for h in ll:
         for side in ("rx", "tx"):
             f = out / f"{side}-{h}.jsonl"
@@ -588,6 +589,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
                     done_ns[r["id"]] = r["done_ns"]
                 if r.get("retrans") is not None:
                     retrans[r["id"]] = retrans.get(r["id"], 0) + r["retrans"]
+                if r.get("dsack") is not None:
+                    dsack[r["id"]] = dsack.get(r["id"], 0) + r["dsack"]
     frames = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
     pending: dict[int, float] = {}
     for r in results:
@@ -601,7 +604,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     planned = {f.id: base + int(f.start * 1e9) for f in wl.flows}
     starts = dict(planned)
     starts.update(issued_starts({f.id: planned[f.id] for f in wl.flows if cls[f.id] == "low-latency"}, out, ll))
-    done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), retrans=retrans.get(f.id)) for f in wl.flows]
+    done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), retrans=retrans.get(f.id),
+                   dsack=dsack.get(f.id)) for f in wl.flows]
     # Every frame an agent accepted is delivered exactly once (copies a retransmission made are
     # dropped as duplicates) or counted here as not delivered.
     # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
@@ -668,7 +672,9 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                             f"(median {pc['median_ratio']:.2f}x)" if pc else ""))
         ll = summ.get("low-latency", {})
         if any("retransmitted" in v for v in ll.values()):
-            parts.append(f"low-latency segments retransmitted {sum(v.get('retransmitted', 0) for v in ll.values())}")
+            parts.append(f"low-latency segments lost {sum(v.get('segments_lost', 0) for v in ll.values())} "
+                         f"(resent {sum(v.get('retransmitted', 0) for v in ll.values())}, reported as duplicates "
+                         f"{sum(v.get('duplicates_reported', 0) for v in ll.values())})")
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     _plots(runs, access_bps, out)

@@ -12,9 +12,13 @@ below a cutoff ride the expander's multi-hop paths at once).  The process
   line ``{"id", "start_ns", "issued_ns", "sent_ns", "ack_ns", "error", "retrans"}`` to ``--tx-log``.
 
 ``retrans``: the segments this side's kernel sent again (``tcpi_total_retrans`` of TCP_INFO: the
-sender's SYN and data, the receiver's SYN-ACK), read when the flow is done -- every one is a frame
-the fabric lost or held past a timeout, so a run counts its low-latency losses exactly, not only
-the flows that never finished (a lost segment costs a flow 0.2-1 s, then it completes).
+sender's SYN and data, the receiver's SYN-ACK), read when the flow is done; ``dsack`` (sender only):
+how many of them the receiver reported as duplicates (``tcpi_dsack_dups``: it had the first copy),
+read a few round trips after the answer so that the report is in.  A tail-loss probe resends
+the last segment after ~2 round trips whether or not it was lost, and Opera moves a flow to a
+longer path mid-flow, so ``retrans`` alone over-counts: ``retrans - dsack`` are the segments the
+fabric lost (or held past a timeout) -- a loss costs a flow 0.2-1 s, then it completes, so a run
+counts them, not only the flows that never finished.
 
 Both directions carry the DSCP: the listening socket has it too, so the SYN-ACK, the ACKs and the
 answer ride the flow's class (an unmarked reverse path rode the bulk class and lost SYN-ACKs).
@@ -40,19 +44,34 @@ from pathlib import Path
 PORT = 9988
 HEADER = struct.Struct("!QQ")
 CHUNK = 64 * 1024
+DSACK_WAIT_MAX_S = 0.2  # how long a sender that resent waits for the receiver's duplicate reports
 _ZEROS = bytes(CHUNK)
-_TCPI_TOTAL_RETRANS = 100  # byte offset of tcpi_total_retrans in Linux's struct tcp_info (u32)
+# Byte offsets of u32 fields of Linux's struct tcp_info (include/uapi/linux/tcp.h).
+_TCPI_RTT, _TCPI_TOTAL_RETRANS, _TCPI_DSACK_DUPS = 68, 100, 216
+
+
+def tcp_info(sock: socket.socket | None) -> dict:
+    """``retrans`` (segments ``sock``'s connection sent again, SYN / SYN-ACK included), ``dsack``
+    (of those, reported back as duplicates; None on kernels before 5.3) and ``rtt_us``; {} if
+    unknown."""
+    try:
+        if sock is None:
+            return {}
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return {}
+    if len(info) < _TCPI_TOTAL_RETRANS + 4:
+        return {}
+    out = {"retrans": struct.unpack_from("I", info, _TCPI_TOTAL_RETRANS)[0],
+           "rtt_us": struct.unpack_from("I", info, _TCPI_RTT)[0], "dsack": None}
+    if len(info) >= _TCPI_DSACK_DUPS + 4:
+        out["dsack"] = struct.unpack_from("I", info, _TCPI_DSACK_DUPS)[0]
+    return out
 
 
 def total_retrans(sock: socket.socket | None) -> int | None:
     """The segments ``sock``'s connection retransmitted (SYN / SYN-ACK included), None if unknown."""
-    try:
-        if sock is None:
-            return None
-        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-        return struct.unpack_from("I", info, _TCPI_TOTAL_RETRANS)[0] if len(info) >= 104 else None
-    except OSError:
-        return None
+    return tcp_info(sock).get("retrans")
 
 
 class Flows:
@@ -104,7 +123,7 @@ class Flows:
         # issued_ns: when the flow really began here (this process's timer fires late on a busy
         # machine); its FCT counts from then, and the lag is reported (experiments/fct.py).
         rec = {"id": f["id"], "start_ns": f["start_ns"], "issued_ns": time.time_ns(), "sent_ns": None,
-               "ack_ns": None, "error": None, "retrans": None}
+               "ack_ns": None, "error": None, "retrans": None, "dsack": None}
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -123,7 +142,13 @@ class Flows:
             rec["sent_ns"] = time.time_ns()
             await reader.readexactly(1)
             rec["ack_ns"] = time.time_ns()
-            rec["retrans"] = total_retrans(sock)
+            info = tcp_info(sock)
+            if info.get("retrans"):
+                # A duplicate reaches the receiver after its answer left: its DSACK comes back
+                # within a round trip or two.  (Nothing resent: nothing to wait for.)
+                await asyncio.sleep(min(DSACK_WAIT_MAX_S, max(0.01, 4 * info["rtt_us"] / 1e6)))
+                info = tcp_info(sock)
+            rec["retrans"], rec["dsack"] = info.get("retrans"), info.get("dsack")
             writer.close()
         except (asyncio.TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError) as ex:
             rec["error"] = type(ex).__name__
