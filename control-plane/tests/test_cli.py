@@ -132,3 +132,27 @@ def test_type_error_inside_an_experiment_is_not_bad_input(monkeypatch, tmp_path,
     monkeypatch.setitem(experiments.EXPERIMENTS, "shuffle", broken)
     with pytest.raises(TypeError):
         cli.main(["experiment", "shuffle", "--output", str(tmp_path / "o")])
+
+
+def test_control_topology_clock_ifaces(tmp_path):
+    """--clock-iface with --topology: applied to the named switch's role (also when CorrOpt
+    replans), an unknown name is one line and exit 2 before any switch is dialled."""
+    from p4rotor import control as C
+    from p4rotor.fabric import topology as TP
+    from p4rotor.fabric.roles import fabric_roles
+
+    topo = TP.generate(S.generate_opera(8, 4, 1000, 100), "s.json", hosts_per_rack=1)
+    roles = fabric_roles(topo, tmp_path, clock_ifaces={"rotor1": "rotor1-clkh", "tor3": "tor3-clkh"})
+    got = {r.spec.name: r.spec.clock_iface for r in roles}
+    assert got["rotor1"] == "rotor1-clkh" and got["tor3"] == "tor3-clkh"
+    assert sum(v is not None for v in got.values()) == 2
+    with pytest.raises(C.ControllerError, match="no switch named 'tor9'"):
+        fabric_roles(topo, tmp_path, clock_ifaces={"tor9": "x"})
+    (tmp_path / "s.json").write_text(topo.schedule.dumps())
+    (tmp_path / "t.json").write_text(json.dumps(topo.to_json()))
+    for bad, needle in ((["--clock-iface", "tor9=veth0"], "no switch named 'tor9'"),
+                        (["--clock-iface", "tor1=a", "--clock-iface", "tor1=b"], "tor1 given twice"),
+                        (["--clock-iface", "=veth0"], "NAME=IFACE")):
+        r = run("control", "--topology", str(tmp_path / "t.json"), "--build-dir", str(tmp_path), *bad)
+        assert r.returncode == 2, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, r.stderr

@@ -484,9 +484,10 @@ def test_low_latency_loss_is_judged_on_retransmitted_segments():
     """A lost segment costs TCP a timeout and the flow still finishes: "no loss" at 1 % load needs
     zero segments lost, when the run logged them -- resent, less those the receiver reported as
     duplicates (a tail-loss probe resends the last segment whether or not it was lost)."""
-    def run(retrans, dsack=None):
+    def run(retrans, dsack=None, done_ns=None):
         dsack = dsack or [None] * len(retrans)
-        done = [F.Done(Flow(i, "a", "b", 1000, 0.0), "low-latency", 0, 4_000_000, alone_s=0.004, extra_s=0.0,
+        done_ns = done_ns or [4_000_000] * len(retrans)
+        done = [F.Done(Flow(i, "a", "b", 1000, 0.0), "low-latency", 0, done_ns[i], alone_s=0.004, extra_s=0.0,
                        retrans=retrans[i], dsack=dsack[i]) for i in range(len(retrans))]
         return {"load": 0.01, "flows": len(done), "modes": {"opera": {
             "classes": F.summarize(done, 5e6, 1.0), "unfinished": 0, "stable": True}}}
@@ -500,6 +501,10 @@ def test_low_latency_loss_is_judged_on_retransmitted_segments():
     assert ok is False and "3 segments lost in 2 flows" in nums
     ok, nums = verdict(run([0, 1, 1], dsack=[0, 1, 1]))  # two probes, both copies of what arrived
     assert ok is True and "0 segments lost in 0 flows (2 resent, 2 of them reported as duplicates)" in nums
+    assert "0 flows waited for a retransmission timeout" in nums
+    # ... but a resend that took a timeout (FCT 4 ms alone, 200 ms here) means an ACK was lost.
+    ok, nums = verdict(run([0, 1, 1], dsack=[0, 1, 1], done_ns=[4_000_000, 200_000_000, 14_000_000]))
+    assert ok is False and "0 segments lost" in nums and "1 flows waited for a retransmission timeout" in nums
     ok, nums = verdict(run([0, 2, 1], dsack=[0, 1, None]))  # no report: counted as lost
     assert ok is False and "2 segments lost in 2 flows" in nums
     ok, nums = verdict(run([None, None, None]))  # an older run: judged on unfinished flows only, and says so
@@ -539,3 +544,22 @@ def test_a_resent_syn_is_counted_by_tcp_info():
         for c in clients + [listener]:
             c.close()
     assert tcp_info(None) == {}
+
+
+def test_fabric_drops_during_a_run_are_the_counters_difference_and_shown_in_the_loss_check():
+    from p4rotor.experiments.fct import drop_delta
+
+    before = {"rotor0": {"NIGHT": 3, "STALE": 0}, "tor1": {"NO_ROUTE": 2}}
+    after = {"rotor0": {"NIGHT": 5, "STALE": 0}, "tor1": {"NO_ROUTE": 2}, "tor2": {"STALE": 1}}
+    assert drop_delta(before, after) == {"total": {"NIGHT": 2, "STALE": 1},
+                                         "by_switch": {"rotor0": {"NIGHT": 2}, "tor2": {"STALE": 1}}}
+    done = [F.Done(Flow(0, "a", "b", 1000, 0.0), "low-latency", 0, 4_000_000, alone_s=0.004, extra_s=0.0,
+                   retrans=0, dsack=0)]
+    res = {"load": 0.01, "flows": 1, "modes": {"opera": {
+        "classes": F.summarize(done, 5e6, 1.0), "unfinished": 0, "stable": True,
+        "switch_drops": {"total": {}, "by_switch": {}, "kernel": {}}}}}
+    [(ok, nums)] = [(ok, nums) for name, ok, nums in F.checks(res) if name.startswith("opera: low-latency")]
+    assert ok is True and nums.endswith("; the fabric dropped nothing")
+    res["modes"]["opera"]["switch_drops"] = drop_delta(before, after) | {"kernel": {"h0:eth0 rx": 4}}
+    [nums] = [nums for name, ok, nums in F.checks(res) if name.startswith("opera: low-latency")]
+    assert nums.endswith("; the fabric dropped NIGHT 2, STALE 1, the kernel 4 on the links")

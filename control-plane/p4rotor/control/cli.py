@@ -23,8 +23,9 @@ def add_parser(sub) -> None:
     pc.add_argument("--switch", action="append", default=[], metavar="NAME=HOST:PORT[@DEVICE_ID]",
                     help="a rotor of the schedule and its P4Runtime address (repeat)")
     pc.add_argument("--clock-iface", action="append", default=[], metavar="NAME=IFACE",
-                    help="time probes for switch NAME through host interface IFACE, wired to the "
-                         "switch's clock port (254 on bmv2; precise offsets; docs/dataplane.md)")
+                    help="time probes for switch NAME (of --switch or the --topology) through host "
+                         "interface IFACE, wired to the switch's clock port (254 on bmv2; precise "
+                         "offsets; docs/dataplane.md; every Mininet fabric wires one per switch)")
     pc.add_argument("--mode", choices=["signal", "clock"],
                     help="how slots move (default: signal on bmv2; tofino has clock mode only)")
     pc.add_argument("--target", default="bmv2", metavar="bmv2|tofino",
@@ -97,6 +98,22 @@ def _lead_arg(text: str) -> float | str:
         die(f"bad --signal-lead-us {text!r}: microseconds or 'auto'")
 
 
+def _clock_iface_map(items: list[str]) -> dict[str, str]:
+    """``--clock-iface NAME=IFACE`` (repeated) as {NAME: IFACE}; a malformed or repeated NAME is
+    an error."""
+    from . import ControllerError
+
+    out: dict[str, str] = {}
+    for it in items:
+        name, sep, iface = it.partition("=")
+        if not sep or not name or not iface:
+            raise ControllerError(f"bad --clock-iface {it!r}: expected NAME=IFACE")
+        if name in out:
+            raise ControllerError(f"--clock-iface {it!r}: {name} given twice")
+        out[name] = iface
+    return out
+
+
 def _with_clock_ifaces(specs, items: list[str]):
     """Apply ``--clock-iface NAME=IFACE`` to the matching --switch specs."""
     import dataclasses
@@ -104,12 +121,9 @@ def _with_clock_ifaces(specs, items: list[str]):
     from . import ControllerError
 
     by_name = {sp.name: sp for sp in specs}
-    for it in items:
-        name, sep, iface = it.partition("=")
-        if not sep or not iface:
-            raise ControllerError(f"bad --clock-iface {it!r}: expected NAME=IFACE")
+    for name, iface in _clock_iface_map(items).items():
         if name not in by_name:
-            raise ControllerError(f"--clock-iface {it!r}: no --switch named {name!r}")
+            raise ControllerError(f"--clock-iface {name}={iface}: no --switch named {name!r}")
         by_name[name] = dataclasses.replace(by_name[name], clock_iface=iface)
     return [by_name[sp.name] for sp in specs]
 
@@ -186,8 +200,10 @@ def cmd_control(a: argparse.Namespace) -> int:
             from ..schedule.cli import load_sched_or_topo
 
             _, topo = load_sched_or_topo(a)
+            clock_ifaces = _clock_iface_map(a.clock_iface)
             roles = fabric_roles(topo, build, epsilon_us=a.epsilon_us,
-                                 only=set(a.only.split(",")) if a.only else None, target=target)
+                                 only=set(a.only.split(",")) if a.only else None, target=target,
+                                 clock_ifaces=clock_ifaces)
             skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
             monitor = {}
             if threshold is not None:
@@ -202,7 +218,8 @@ def cmd_control(a: argparse.Namespace) -> int:
                                              threshold, a.corropt_min_frames),
                     monitor_every=a.corropt_every,
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
-                                                  epsilon_us=a.epsilon_us, only=only, target=target))
+                                                  epsilon_us=a.epsilon_us, only=only, target=target,
+                                                  clock_ifaces=clock_ifaces))
             ctl = Controller(roles, skews=skews, losses=losses, **monitor, **common)
         else:
             s = S.load(a.schedule)

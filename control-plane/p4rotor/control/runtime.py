@@ -382,7 +382,7 @@ class Controller:
         rt.config_offset_us = rt.offset.offset_us + rt.injected_skew_us
         cycle_us = cfg["cycle"] * self.target.time_unit_ns / 1000
         self.status.installed(
-            sw.name, cmp.entries, elapsed_ms, rt.offset.offset_us, rt.offset.describe(), adopted=True,
+            sw.name, cmp.entries, elapsed_ms, rt.offset.offset_us, rt.offset, adopted=True,
             writes=rt.writes, clears=rt.clears, generation=rt.generation, epoch_us=round(clock.epoch_us),
             installed_epoch_us=round(clock.installed_epoch_us), installed_offset_us=round(clock.installed_offset_us),
             cycle_us=cycle_us, **self._clock_status(rt))
@@ -421,7 +421,7 @@ class Controller:
         if why:
             extra["not_adopted"] = why
         self.status.installed(sw.name, len(ents), rt.install_ms, rt.offset.offset_us if rt.offset else None,
-                              rt.offset.describe() if rt.offset else None, **extra)
+                              rt.offset, **extra)
         self.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
                       f"({self.mode} mode)")
         rt.ready.set()

@@ -64,15 +64,21 @@ class StatusFile:
         self._write()
 
     def installed(self, name: str, entities: int, install_ms: float, offset_us: int | None = None,
-                  offset: str | None = None, **more: Any) -> None:
+                  offset: Any = None, **more: Any) -> None:
         """A switch is ready: installed, or adopted (``more``: adopted, writes, clears, generation,
-        epoch_us; adopted: installed_epoch_us, installed_offset_us, cycle_us; else not_adopted)."""
+        epoch_us; adopted: installed_epoch_us, installed_offset_us, cycle_us; else not_adopted).
+        ``offset``: the clock offset's estimate (timebase.OffsetEstimate: its words, method and
+        uncertainty are kept) or words alone."""
         sw = self.data["switches"][name]
         for k in ("installed_epoch_us", "installed_offset_us", "cycle_us", "not_adopted"):
             sw.pop(k, None)  # from an earlier install of the same switch
         sw.update(installed=True, entities=entities, install_ms=round(install_ms, 3), **more)
         if offset_us is not None:
-            sw.update(offset_us=offset_us, offset=offset)
+            if hasattr(offset, "describe"):
+                sw.update(offset_us=offset_us, offset=offset.describe(), offset_method=offset.method,
+                          offset_uncertainty_us=round(offset.uncertainty_us, 1))
+            else:
+                sw.update(offset_us=offset_us, offset=offset)
         self.data["installed"] = sum(1 for s in self.data["switches"].values() if s["installed"])
         self.data["adopted"] = sum(1 for s in self.data["switches"].values() if s.get("adopted"))
         if self.data["phase"] == "starting":

@@ -552,6 +552,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
         f"arrivals over {span_s:.0f} s, up to {span_s + drain_s:.0f} s")
     procs = []
     agents = None
+    drops_before, kernel_before = emu.drops(), emu.kernel_drops()
     try:
         procs += _start_flows(emu, ll, out, end)
         # An agent resends what its destination has not acknowledged three cycles after it left
@@ -572,6 +573,10 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
                 break
             time.sleep(min(10.0, max(0.5, (end - time.time_ns()) / 1e9)))
         results = agents.wait(timeout=60) if agents is not None else []
+        time.sleep(1.5)  # the controller publishes the switches' counters every second
+        drops = drop_delta(drops_before, emu.drops())
+        kernel = {k: n - kernel_before.get(k, 0) for k, n in emu.kernel_drops().items() if n - kernel_before.get(k, 0)}
+        drops["kernel"] = kernel  # frames the kernel dropped on the fabric's links (not a switch's cause)
     finally:
         for p in procs:
             stop_process_group(p)
@@ -614,10 +619,26 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
             "arrivals_s": span_s, "cutoff": cutoff, "agent_frames_lost": lost,
-            "dead_agents": [d["host"] for d in dead],
+            "dead_agents": [d["host"] for d in dead], "switch_drops": drops,
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
             "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts)}
+
+
+def drop_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict:
+    """What the switches dropped between two readings of their counters: ``total`` by cause, and
+    ``by_switch`` (causes that moved only)."""
+    by_switch = {}
+    for sw, causes in after.items():
+        moved = {c: n - before.get(sw, {}).get(c, 0) for c, n in causes.items()
+                 if n - before.get(sw, {}).get(c, 0)}
+        if moved:
+            by_switch[sw] = moved
+    total: dict[str, int] = {}
+    for moved in by_switch.values():
+        for c, n in moved.items():
+            total[c] = total.get(c, 0) + n
+    return {"total": total, "by_switch": by_switch}
 
 
 def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
@@ -650,7 +671,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "unfinished": unfinished, "agent_frames_lost": r["agent_frames_lost"],
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
-                              "start_lag": r.get("start_lag", {}),
+                              "start_lag": r.get("start_lag", {}), "switch_drops": r.get("switch_drops"),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):
@@ -674,7 +695,12 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
         if any("retransmitted" in v for v in ll.values()):
             parts.append(f"low-latency segments lost {sum(v.get('segments_lost', 0) for v in ll.values())} "
                          f"(resent {sum(v.get('retransmitted', 0) for v in ll.values())}, reported as duplicates "
-                         f"{sum(v.get('duplicates_reported', 0) for v in ll.values())})")
+                         f"{sum(v.get('duplicates_reported', 0) for v in ll.values())}; "
+                         f"{sum(v.get('flows_timing_out', 0) for v in ll.values())} flows waited for a timeout)")
+        sd = r.get("switch_drops") or {}
+        if sd.get("total") is not None:
+            parts.append("switch drops " + (", ".join(f"{c} {n}" for c, n in sorted(sd["total"].items()))
+                                            or "none"))
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     _plots(runs, access_bps, out)

@@ -41,6 +41,10 @@ class Emulation:
     epsilon_us: float = 0.0
     controller_args: tuple[str, ...] = ()  # more `p4rotor control` options, e.g. ("--quiet",)
     realtime: bool = False  # the switches under SCHED_RR where allowed (fabric/switch.py)
+    # Each switch's clock port (254) wired to a root-namespace veth the controller probes through:
+    # offsets to ~15 us instead of the PacketOut probes' +/- 200-700 us, so a ToR and a rotor agree
+    # on when a night ends (clock_iface_names; docs/dataplane.md "Clock port").
+    clock_ports: bool = True
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)
     net: object | None = None
     controller: subprocess.Popen | None = None
@@ -119,6 +123,8 @@ class Emulation:
                     sw.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1; "
                            f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
         net.staticArp()
+        if self.clock_ports and not one:
+            self._wire_clock_ports(net.switches)
         self.say("[run] starting switches")
         for sw in net.switches:
             sw.start([])
@@ -145,6 +151,27 @@ class Emulation:
                                        + len(t.racks)))
         return self
 
+    def clock_ifaces(self) -> dict[str, str]:
+        """{switch: the controller's end of its clock-port veth} (none on a one-switch fabric: one
+        clock, nothing to agree with)."""
+        if not self.clock_ports or self.topo.one_switch is not None:
+            return {}
+        return {name: clock_iface_names(name)[1] for name, _, _ in self.topo.switches()}
+
+    def _wire_clock_ports(self, switches) -> None:
+        """A veth per switch: one end is the switch's clock port, the other stays in the root
+        namespace for the controller's two-way time probes (control/clockport.py)."""
+        from ..p4 import constants as K
+
+        for sw in switches:
+            sw_end, ctl_end = clock_iface_names(sw.name)
+            run(["ip", "link", "add", sw_end, "type", "veth", "peer", "name", ctl_end])
+            for end in (sw_end, ctl_end):
+                run(["sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1"], check=False)
+                run(["ethtool", "-K", end, "tx", "off", "rx", "off"], check=False)
+                run(["ip", "link", "set", end, "up"])
+            sw.extra_ports = {K.CLOCK_PORT: sw_end}
+
     def _remove_stale_interfaces(self, switch_names: list[str]) -> None:
         """Delete root-namespace interfaces a killed run left behind under our switches' names.
 
@@ -152,7 +179,7 @@ class Emulation:
         (SIGKILL, a lost machine session); Mininet would then fail with "RTNETLINK answers: File
         exists".  No switch of ours is running (the gRPC ports were free), so these are stale.
         """
-        prefixes = tuple(f"{n}-eth" for n in switch_names)
+        prefixes = tuple(p for n in switch_names for p in (f"{n}-eth", clock_iface_names(n)[0]))
         stale = sorted(n for n in os.listdir("/sys/class/net") if n.startswith(prefixes))
         if not stale:
             return
@@ -230,8 +257,12 @@ class Emulation:
                "--mode", self.mode, "--build-dir", str(self.build), "--trace", str(self.run_dir / "trace.jsonl"),
                "--status-file", str(status_path), "--counters-every", "1",
                "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
-               str(max(10, int(deadline - time.monotonic()))), *self.controller_args]
-        self.say("[run] starting controller: " + " ".join(cmd[2:]))
+               str(max(10, int(deadline - time.monotonic()))),
+               *(f"--clock-iface={name}={iface}" for name, iface in self.clock_ifaces().items()),
+               *self.controller_args]
+        clk = [c for c in cmd if c.startswith("--clock-iface=")]
+        self.say("[run] starting controller: " + " ".join(c for c in cmd[2:] if c not in clk)
+                 + (f" (and --clock-iface for each of the {len(clk)} switches)" if clk else ""))
         self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         seen = -1
         while True:
@@ -304,6 +335,10 @@ class Emulation:
                 self.net.stop()  # stops switches (by PID) and deletes every link
             for sw in self.switches:
                 sw.kill_process()
+        for name in self.clock_ifaces():
+            # Not Mininet's links: removed here (deleting one end removes its peer).
+            if os.path.exists(f"/sys/class/net/{clock_iface_names(name)[0]}"):
+                run(["ip", "link", "del", clock_iface_names(name)[0]], check=False)
 
     def _kill_host_processes(self) -> None:
         """Whatever still runs in a host's network namespace (a user's `iperf3 -s -D`, an agent):
@@ -334,6 +369,11 @@ class Emulation:
         return subprocess.Popen(["nsenter", "-t", str(pid), "-n", *args], start_new_session=True, **kw)
 
 
+def clock_iface_names(switch: str) -> tuple[str, str]:
+    """(the switch's end, the controller's end) of a switch's clock-port veth."""
+    return f"{switch}-clk", f"{switch}-clkh"
+
+
 def leftovers(topo: TP.Topology) -> list[str]:
     """Anything of this topology still on the machine: interfaces, switch processes."""
     names = [name for name, _, _ in topo.switches()]
@@ -341,7 +381,7 @@ def leftovers(topo: TP.Topology) -> list[str]:
     links = run(["ip", "-o", "link"], check=False).stdout
     for line in links.splitlines():
         ifname = line.split(":")[1].strip().split("@")[0]
-        if any(ifname.startswith(n + "-eth") for n in names):
+        if any(ifname.startswith((n + "-eth", clock_iface_names(n)[0])) for n in names):
             out.append(f"interface {ifname}")
     ports = [p for _, _, p in topo.switches()]
     out += [f"listener on {p}" for p in ports if _tcp_listening(p)]

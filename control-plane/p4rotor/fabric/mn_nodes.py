@@ -22,9 +22,11 @@ class BMv2Switch(Switch):
         self.realtime = realtime
         self.log_file = log_file or f"/tmp/{name}.log"
         self.proc: subprocess.Popen | None = None
+        self.extra_ports: dict[int, str] = {}  # port -> interface Mininet does not know (the clock port)
 
     def start(self, controllers):
         ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
+        ports.update(self.extra_ports)
         args = bmv2_command(self.device_id, ports, self.grpc_port, self.grpc_port + 10000, realtime=self.realtime)
         self._log = open(self.log_file, "w")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Mapping
 
 from .. import control as C
 from ..schedule import routes as R
@@ -10,11 +12,29 @@ from .topology import Topology
 
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,
-                 only: set[str] | None = None, target: C.Target = C.BMV2) -> list[C.Role]:
+                 only: set[str] | None = None, target: C.Target = C.BMV2,
+                 clock_ifaces: Mapping[str, str] | None = None) -> list[C.Role]:
     """Every switch of the topology; ``target`` says where in ``build`` its programs are.  A
-    one-switch fabric is one role, holding every ToR's and rotor's state (docs/one-switch.md)."""
+    one-switch fabric is one role, holding every ToR's and rotor's state (docs/one-switch.md).
+    ``clock_ifaces``: switch name -> the host interface wired to its clock port (time probes on
+    the data path, docs/dataplane.md); a name that is not a switch of the topology is an error."""
     s = topo.schedule
     routes = R.compute(s, epsilon_us=epsilon_us)
+    if clock_ifaces:
+        names = {name for name, _, _ in topo.switches()}
+        unknown = sorted(set(clock_ifaces) - names)
+        if unknown:
+            raise C.ControllerError(f"--clock-iface {unknown[0]}=...: the topology has no switch named {unknown[0]!r}")
+    roles = _roles(topo, routes, build, addr, epsilon_us, only, target)
+    if clock_ifaces:
+        roles = [dataclasses.replace(r, spec=dataclasses.replace(r.spec, clock_iface=clock_ifaces[r.spec.name]))
+                 if r.spec.name in clock_ifaces else r for r in roles]
+    return roles
+
+
+def _roles(topo: Topology, routes, build: Path, addr: str, epsilon_us: float, only: set[str] | None,
+           target: C.Target) -> list[C.Role]:
+    s = topo.schedule
     if topo.one_switch is not None:
         return [one_switch_role(topo, routes, build, addr, epsilon_us, only, target)]
     roles = []
