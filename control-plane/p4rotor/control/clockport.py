@@ -121,8 +121,12 @@ class ClockPort:
         try:
             self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # send only
             self.tx.bind((iface, 0))
-            self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(dp.ETHERTYPE_CLOCK_PROBE))
-            self.rx.bind((iface, 0))
+            # Protocol 0 at creation, the probe's at bind: a socket opened with its protocol hears
+            # that protocol on every interface until bind narrows it, and with several switches'
+            # clock ports probed at once another switch's reflection (the same sequence numbers)
+            # would be read as this one's.
+            self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            self.rx.bind((iface, dp.ETHERTYPE_CLOCK_PROBE))  # CPython byte-swaps this one itself
             self.rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         except OSError as ex:
             raise ClockPortError(f"clock port interface {iface!r}: {ex.strerror or ex}") from None
@@ -169,7 +173,7 @@ class ClockPort:
             if left <= 0 or not select.select([self.rx], [], [], left)[0]:
                 break
             data, anc, _, addr = self.rx.recvmsg(2048, 256)
-            if addr[2] == PACKET_OUTGOING:
+            if addr[2] == PACKET_OUTGOING or addr[0] != self.iface:
                 continue
             p = parse_probe(data)
             if p is None or p[0] not in want:
