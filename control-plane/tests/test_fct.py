@@ -502,9 +502,10 @@ def test_low_latency_loss_is_judged_on_retransmitted_segments():
     ok, nums = verdict(run([0, 1, 1], dsack=[0, 1, 1]))  # two probes, both copies of what arrived
     assert ok is True and "0 segments lost in 0 flows (2 resent, 2 of them reported as duplicates)" in nums
     assert "0 flows waited for a retransmission timeout" in nums
-    # ... but a resend that took a timeout (FCT 4 ms alone, 200 ms here) means an ACK was lost.
-    ok, nums = verdict(run([0, 1, 1], dsack=[0, 1, 1], done_ns=[4_000_000, 200_000_000, 14_000_000]))
-    assert ok is False and "0 segments lost" in nums and "1 flows waited for a retransmission timeout" in nums
+    # A resend that took a timeout (FCT 4 ms alone, 200 ms here) yet proved a duplicate: a lost ACK
+    # or data held past the timeout -- shown beside the fabric's drops, not judged as loss.
+    ok, nums = verdict(run([0] * 59 + [1], dsack=[0] * 59 + [1], done_ns=[4_000_000] * 59 + [204_000_000]))
+    assert ok is True and "0 segments lost" in nums and "1 flows waited for a retransmission timeout" in nums
     ok, nums = verdict(run([0, 2, 1], dsack=[0, 1, None]))  # no report: counted as lost
     assert ok is False and "2 segments lost in 2 flows" in nums
     ok, nums = verdict(run([None, None, None]))  # an older run: judged on unfinished flows only, and says so
