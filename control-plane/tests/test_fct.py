@@ -564,3 +564,23 @@ def test_fabric_drops_during_a_run_are_the_counters_difference_and_shown_in_the_
     res["modes"]["opera"]["switch_drops"] = drop_delta(before, after) | {"kernel": {"h0:eth0 rx": 4}}
     [nums] = [nums for name, ok, nums in F.checks(res) if name.startswith("opera: low-latency")]
     assert nums.endswith("; the fabric dropped NIGHT 2, STALE 1, the kernel 4 on the links")
+
+
+def test_the_fct_epsilon_costs_the_low_latency_class_no_path_length():
+    """The fct default epsilon keeps frames further off a rotor's night at no cost in hops: at
+    the default 8 x 4 every slice stays connected and the paths are those of epsilon 50."""
+    from p4rotor import schedule as S
+    from p4rotor.experiments.fct import EPSILON_US
+    from p4rotor.schedule import routes as R
+
+    s = S.generate_opera(8, 4, 1000, 100)
+
+    def hops(eps):
+        rs = R.compute(s, epsilon_us=eps)
+        assert all(sr.ll_diameter is not None and len(sr.ll_rotors) >= 3 for sr in rs)
+        return sum((sr.slice.end_us - sr.slice.start_us) * (len(h.path) - 1)
+                   for sr in rs for (_, _, t), h in sr.hops.items() if t == 1)
+
+    assert hops(EPSILON_US) == hops(50)
+    with pytest.raises(AssertionError):
+        hops(175)  # a slice with no low-latency path for some pair

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
                           "about half an hour of arrivals per mode")
     pe.add_argument("--epsilon-us", type=float, metavar="US",
                     help="low-latency, fct: low-latency routes keep off a rotor this long (schedule us) before "
-                         "its night (low-latency: half the shortest slice; fct: 100)")
+                         "its night (low-latency: half the shortest slice; fct: 150)")
     pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
     pe.add_argument("--resync-every", type=float, metavar="S",
                     help="faults: the controller re-measures clocks every S wall seconds (default 0: never)")

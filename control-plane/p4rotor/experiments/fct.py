@@ -53,11 +53,13 @@ def parse_modes(text: str | None) -> tuple[str, ...]:
         raise C.WorkloadError(f"--modes {text!r}: name each of {', '.join(ALL_MODES)} at most once, at least one")
     return modes
 HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
-# Low-latency routes keep off a rotor this long (schedule us) before its night: 100 of a 275 us
-# slice at the default 8 x 4 (never fewer than 3 live rotors); 10 ms wall at dilation 100, what a
-# frame may wait in BMv2's queues on 2 cores before its circuit goes dark (at 50 us, 3-7 of
-# 1 608 low-latency flows per 2000-flow run still lost a frame: rotor NIGHT, ToR STALE).
-EPSILON_US = 100.0
+# Low-latency routes keep off a rotor this long (schedule us) before its night: 15 ms wall at
+# dilation 100, what a frame may take through BMv2's queues on 2 cores before its circuit goes
+# dark (at 50 us, 3-7 of 1 608 low-latency flows per 2000-flow run lost a frame: rotor NIGHT, ToR
+# STALE; at 100, with the switches' clocks synchronised through their clock ports, 1).  At the
+# default 8 x 4 any epsilon up to 150 gives the same paths (1.625 hops on average over the
+# hyperperiod, diameter 2-3, never fewer than 3 live rotors); 175 leaves a slice disconnected.
+EPSILON_US = 150.0
 
 
 def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, flows: int = 2000,
