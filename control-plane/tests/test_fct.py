@@ -480,6 +480,20 @@ def test_alone_is_the_lower_envelope_of_every_fct_the_fabric_gave():
     assert floor2 == 0.00305 and info2["floor_set_by"] == "alone" and info2["run_flows_lowered"] == 0
 
 
+def test_a_flow_on_the_envelope_has_slowdown_exactly_one():
+    """A run flow that sets the envelope at its size is its own alone: floor + (FCT - floor) came
+    back one ulp above the FCT in the 2000-flow run (5 of 538 flows "below 1", 0.9999999999999998)."""
+    floor, fcts = 0.002214117, (0.029512923, 0.019673299, 0.020971724, 0.019814466)
+    done = [F.Done(Flow(i, "a", "b", 20_000 + i, 0.0), "low-latency", 0, round(f * 1e9), alone_s=floor,
+                   extra_s=f - floor) for i, f in enumerate(fcts)]
+    assert [d.slowdown(5e6) for d in done] == [1.0] * len(done)
+    per = F.summarize(done, 5e6, 1.0)["low-latency"]["<100KB"]
+    assert per["slowdown_below_1"] == 0 and per["slowdown_min"] == 1.0
+    # ... while a flow really faster than its alone is still below 1.
+    assert F.Done(Flow(9, "a", "b", 20_000, 0.0), "low-latency", 0, 19_000_000, alone_s=floor,
+                  extra_s=0.02 - floor).slowdown(5e6) == pytest.approx(0.95)
+
+
 def test_low_latency_loss_is_judged_on_retransmitted_segments():
     """A lost segment costs TCP a timeout and the flow still finishes: "no loss" at 1 % load needs
     zero segments lost, when the run logged them -- resent, less those the receiver reported as

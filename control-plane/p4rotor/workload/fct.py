@@ -72,7 +72,10 @@ class Done:
         if f is None:
             return None
         if self.extra_s is not None:
-            return f / (self.alone_s + self.extra_s)
+            alone = self.alone_s + self.extra_s
+            # A flow on the envelope is its own alone, but floor + (FCT - floor) may come back one
+            # ulp above its FCT (a slowdown of 0.9999999999999998 was judged "below 1").
+            return 1.0 if math.isclose(f, alone, rel_tol=1e-9) else f / alone
         return f / ideal_fct_s(self.flow.size, access_bps, self.alone_s)
 
 
