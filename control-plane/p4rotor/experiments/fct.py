@@ -309,33 +309,21 @@ def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
 
 
 def _shape_hosts(emu, topo, access_bps: float) -> None:
-    """Every host sends at most ``access_bps`` (htb on its link to the ToR), and the agents'
-    frames (DSCP 8, paced, below 1/HEADROOM of the rate) go first: a frame that waits behind a
-    TCP burst misses its circuit's window and is dropped as stale (12% of them did in one FIFO).
-    Opera's ToRs give the two classes separate queues the same way (seed 000 §2.6)."""
+    """Every host sends at most ``access_bps`` (htb on its link to the ToR, one frame per packet),
+    the agents' frames (DSCP 8, paced, below 1/HEADROOM of the rate) first: a frame that waits
+    behind a TCP burst misses its circuit's window and is dropped as stale (12% of them did in one
+    FIFO).  Opera's ToRs give the two classes separate queues the same way (seed 000 §2.6).
+    fabric/shaping.py says why a packet must be one frame; the script is kept in the run directory."""
+    from ..fabric.shaping import link_commands, shaper_batch
     from ..p4 import DSCP_DIRECT_ONLY
 
-    kbit = int(access_bps / 1000)
-    agent = int(kbit / HEADROOM)
-    tos = DSCP_DIRECT_ONLY << 2
     for k in topo.racks:
         for h in k.hosts:
             node = emu.host(h.name)
             dev = node.defaultIntf().name
-            # No GSO and no TSO: htb lets a packet through on one frame's tokens whatever its
-            # length, so a super-packet (TCP hands a TSO-capable veth up to 64 KB) left at the
-            # line rate: with GSO on, slowdowns of 0.2 for 100 KB-10 MB flows on the packet
-            # switch; with GSO off but TSO on, 0.24 for flows of a few packets (2000 flows).
-            for cmd in (f"ethtool -K {dev} tso off gso off",
-                        f"tc qdisc replace dev {dev} root handle 1: htb default 20 r2q 100",
-                        # quantum: a full frame per round whatever the rate (HTB's rate / r2q is
-                        # below the MTU at a shared host's rate, and tc warns)
-                        f"tc class add dev {dev} parent 1: classid 1:1 htb rate {kbit}kbit quantum 1600",
-                        f"tc class add dev {dev} parent 1:1 classid 1:10 htb rate {agent}kbit ceil {kbit}kbit "
-                        f"prio 0 quantum 1600",
-                        f"tc class add dev {dev} parent 1:1 classid 1:20 htb rate {kbit - agent}kbit ceil {kbit}kbit "
-                        f"prio 1 quantum 1600",
-                        f"tc filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip tos {tos:#x} 0xfc flowid 1:10"):
+            script = emu.run_dir / f"shaper-{h.name}.tc"
+            script.write_text(shaper_batch(dev, access_bps, access_bps / HEADROOM, DSCP_DIRECT_ONLY << 2))
+            for cmd in link_commands(dev) + [f"tc -batch {script}"]:
                 err = node.cmd(cmd + " 2>&1 >/dev/null").strip()
                 if err:
                     raise HarnessError(f"{h.name}: {cmd}: {err.splitlines()[0]}")

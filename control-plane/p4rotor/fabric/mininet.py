@@ -23,6 +23,7 @@ from typing import Callable
 
 from . import topology as TP
 from ..control.status import read_status
+from .shaping import qdisc_drops
 from .switch import HarnessError, missing_tools, run, stop_process_group
 
 
@@ -296,8 +297,9 @@ class Emulation:
 
     def kernel_drops(self) -> dict[str, int]:
         """Frames the kernel dropped on the fabric's links, outside any switch's counters:
-        {"<node>:<interface> rx|tx": n} from each namespace's /proc/<pid>/net/dev (the switches'
-        interfaces live in the root namespace) and "softnet backlog": the per-CPU input backlogs'
+        {"<interface> rx|tx": n} from each namespace's /proc/<pid>/net/dev (the switches'
+        interfaces live in the root namespace), {"<host interface> qdisc": n} (what each host's
+        own qdisc dropped: ``tc -s``) and "softnet backlog": the per-CPU input backlogs'
         drops (/proc/net/softnet_stat, machine-wide).  Counters since the links were made; take the
         difference of two readings."""
         out: dict[str, int] = {}
@@ -316,6 +318,12 @@ class Emulation:
                     # receive: bytes packets errs drop ...; transmit starts at field 8
                     for key, n in ((f"{name} rx", int(f[2]) + int(f[3])), (f"{name} tx", int(f[10]) + int(f[11]))):
                         out[key] = n
+        # The hosts' own qdiscs (the fct experiment shapes each host link with htb): what they
+        # dropped is in neither /proc/net/dev nor a switch's counters.
+        for h in self.net.hosts:
+            dev = h.defaultIntf().name
+            with contextlib.suppress(ValueError, OSError, AssertionError):  # a host already gone
+                out[f"{dev} qdisc"] = qdisc_drops(h.cmd(f"tc -s -j qdisc show dev {dev} 2>/dev/null"))
         with contextlib.suppress(OSError):
             out["softnet backlog"] = sum(int(line.split()[1], 16)
                                          for line in Path("/proc/net/softnet_stat").read_text().splitlines())
