@@ -127,3 +127,16 @@ def test_account_counts_the_loss_a_dead_agent_caused():
     # Nobody dead: every origin counts.
     b = account(alive)
     assert (b["delivered"], b["held"], b["dead_agents"]) == (72, 17, [])
+
+
+def test_progress_file_says_what_the_summary_says(tmp_path):
+    """An agent publishes frames received per flow (the harness ends an FCT run once every flow is
+    whole); its last word matches its summary."""
+    res, _ = run_fabric([(0, 1), (2, 1)], frames=6, cycles=2, progress_dir=tmp_path)
+    import json
+
+    rx = json.loads((tmp_path / "agent-1.progress").read_text())["flows_rx"]
+    summary = next(r for r in res if r["rack"] == 1)["flows_rx"]
+    assert rx == {k: v[0] for k, v in summary.items()}
+    assert rx == {"0:1": 6, "2:201": 6}
+    assert not list(tmp_path.glob("*.tmp"))

@@ -598,3 +598,25 @@ def test_the_fct_epsilon_costs_the_low_latency_class_no_path_length():
     assert hops(EPSILON_US) == hops(50)
     with pytest.raises(AssertionError):
         hops(175)  # a slice with no low-latency path for some pair
+
+
+def test_bulk_flows_whole_from_the_agents_progress(tmp_path):
+    """A run ends early once every bulk flow's frames are at their destination: the agents'
+    progress files, summed (a flow's frames may reach two agents of its rack over the run)."""
+    import subprocess
+    import sys
+
+    from p4rotor.experiments.fct import _bulk_whole
+    from p4rotor.fabric.agents import Agents
+
+    (tmp_path / "agent-a.progress").write_text(json.dumps({"flows_rx": {"0:7": 3, "1:8": 5}}))
+    (tmp_path / "agent-b.progress").write_text(json.dumps({"flows_rx": {"0:7": 2}}))
+    (tmp_path / "agent-c.progress").write_text("{")  # being written: counts nothing
+    idle = subprocess.Popen([sys.executable, "-c", "pass"])
+    idle.wait()
+    agents = Agents(tmp_path, procs=[("a", idle), ("b", idle), ("c", idle), ("d", idle)])
+    got = agents.received()
+    assert got == {"0:7": 5, "1:8": 5}
+    assert _bulk_whole(got, {7: 5, 8: 6}) == 1
+    assert _bulk_whole(got, {7: 5, 8: 5}) == 2
+    assert _bulk_whole({}, {7: 1}) == 0

@@ -27,6 +27,7 @@ from ..fabric import topology as TP
 from ..fabric.agents import account, start_agents
 from ..fabric.switch import SWITCH_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
 from ..host import wire
+from ..host.flows import CLOSE_WAIT_S
 from ..workload import cdf as C
 from ..workload import fct as F
 from ..stats import percentile
@@ -52,6 +53,7 @@ def parse_modes(text: str | None) -> tuple[str, ...]:
     if not modes or len(set(modes)) != len(modes):
         raise C.WorkloadError(f"--modes {text!r}: name each of {', '.join(ALL_MODES)} at most once, at least one")
     return modes
+EARLY_END_CYCLES = 5  # cycles the agents run on once every flow is whole (acknowledgements, the empty queues)
 HEADROOM = 1.25  # cutoff: None = one cycle's bytes at the access rate
 # Low-latency routes keep off a rotor this long (schedule us) before its night: 15 ms wall at
 # dilation 100, what a frame may take through BMv2's queues on 2 cores before its circuit goes
@@ -190,6 +192,16 @@ def pair_shares(sched: S.Schedule, flows, topo: TP.Topology) -> dict[int, float]
             cap[pair] = float(evaluate(sched, [pair]).rotorlb.delivered_per_slot) / k
         out[f.id] = min(1.0, cap[pair])
     return out
+
+
+def _bulk_whole(received: dict[str, int], frames_of: dict[int, int]) -> int:
+    """How many bulk flows have all their frames at the destination: ``received`` counts frames
+    per ``"origin:flow"`` (:meth:`Agents.received`; flow ids are the run's, unique)."""
+    got: dict[int, int] = {}
+    for key, n in received.items():
+        fid = int(key.split(":")[1])
+        got[fid] = got.get(fid, 0) + n
+    return sum(1 for fid, n in frames_of.items() if got.get(fid, 0) >= n)
 
 
 def _with_alone(done: list, floor_s: float, curve: F.AloneCurve) -> list:
@@ -553,16 +565,34 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             agents = start_agents(emu, topo, ds, out / "agents", rate=rate * per_rack, guard_us=guard_us,
                                   flows=bulk, stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us)
         n_ll = sum(map(len, ll.values()))
+        frames_of = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
+        whole_at = None  # wall s (from base) at which every flow was whole
         while time.time_ns() < end:
             done = sum(len((out / f"rx-{h}.jsonl").read_text().splitlines())
                        for h in ll if (out / f"rx-{h}.jsonl").exists())
+            bulk_done = _bulk_whole(agents.received(), frames_of) if agents is not None else 0
             t = (time.time_ns() - base) / 1e9
             say(f"[experiment] fct: {out.name}: {max(0.0, t):.0f}/{span_s + drain_s:.0f} s, "
-                f"low-latency done {done}/{n_ll}")
-            if done == n_ll and t > span_s and not bulk:
-                break
+                f"low-latency done {done}/{n_ll}" + (f", bulk done {bulk_done}/{len(frames_of)}" if bulk else ""))
+            if done == n_ll and bulk_done == len(frames_of) and t > span_s:
+                # Every flow is whole: the drain's worst case need not be waited out.  The agents
+                # keep running for EARLY_END_CYCLES so the last frames' acknowledgements arrive
+                # (no copy is queued again) and the pending curve shows the empty queues; and at
+                # least CLOSE_WAIT_S so the last TCP senders write their records.
+                if not bulk:
+                    break
+                if whole_at is None:
+                    whole_at = t
+                    end = min(end, time.time_ns() + int(max(EARLY_END_CYCLES * cycle_s, CLOSE_WAIT_S + 1) * 1e9))
             time.sleep(min(10.0, max(0.5, (end - time.time_ns()) / 1e9)))
-        results = agents.wait(timeout=60) if agents is not None else []
+        if agents is None:
+            results = []
+        elif whole_at is not None:  # told to end before their --end-ns: SIGTERM, each writes its summary
+            results = agents.stop()
+            say(f"[experiment] fct: {out.name}: every flow whole at {whole_at:.0f} s, "
+                f"{span_s + drain_s - whole_at:.0f} s before the drain's end: agents stopped")
+        else:
+            results = agents.wait(timeout=60)
         time.sleep(1.5)  # the controller publishes the switches' counters every second
         drops = drop_delta(drops_before, emu.drops())
         kernel = {k: n - kernel_before.get(k, 0) for k, n in emu.kernel_drops().items() if n - kernel_before.get(k, 0)}

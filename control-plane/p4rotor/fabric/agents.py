@@ -56,6 +56,19 @@ class Agents:
                 stop_process_group(p)
         return self.summaries()
 
+    def received(self) -> dict[str, int]:
+        """Frames received so far per ``"origin:flow"``, summed over every agent's progress file
+        (each rewritten once a second; a file not yet written counts nothing)."""
+        out: dict[str, int] = {}
+        for name, _ in self.procs:
+            try:
+                rx = json.loads((self.out / f"agent-{name}.progress").read_text())["flows_rx"]
+            except (OSError, ValueError, KeyError):
+                continue
+            for key, n in rx.items():
+                out[key] = out.get(key, 0) + n
+        return out
+
     def summaries(self) -> list[dict]:
         """The summaries of the agents that ended well (each with its ``host`` and ``plane``: the
         host index its agents pair by); the others are listed in ``dead``."""
@@ -159,7 +172,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     its TUN interface is up), or raises if one was not listening by ``start_ns`` -- its peers'
     first frames to it would have been lost."""
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready")]:
+    for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress")]:
         old.unlink()  # a summary read later must be this run's
     sched_file = out / "schedule.json"
     sched_file.write_text(ds.dumps())
@@ -183,7 +196,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                         "--rate", str(rate / (1 if host_index is not None else hosts)),
                         "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
                         "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json"),
-                        "--start-ns", str(start_ns), "--ready", str(out / f"agent-{h.name}.ready")]
+                        "--start-ns", str(start_ns), "--ready", str(out / f"agent-{h.name}.ready"),
+                        "--progress", str(out / f"agent-{h.name}.progress")]
                 if one_hop:
                     args.append("--one-hop")
                 if retransmit_us:

@@ -48,7 +48,7 @@ class Agent:
     def __init__(self, sched: S.Schedule, t0_ns: int, rack: int, peers: dict[int, str], *, rate: float,
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
                  end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0, start_ns: int = 0,
-                 ready_file: Path | None = None, ack_direct: bool = False):
+                 ready_file: Path | None = None, ack_direct: bool = False, progress_file: Path | None = None):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
@@ -62,6 +62,9 @@ class Agent:
         # No window opens before start_ns: the harness starts every agent's clock at once, after all
         # of them listen (a frame sent to an agent not yet listening is lost, counted as NoPorts).
         self.start_ns, self.ready_file = start_ns, ready_file
+        # Frames received per (origin, flow), published once a second: the harness ends an FCT
+        # run once every flow is whole, instead of waiting out its worst-case drain.
+        self.progress_file = progress_file
         # (flow, seq, payload) and (origin, flow, seq, accepted slot, payload); payload b"": synthetic
         self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)
         self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)
@@ -337,6 +340,21 @@ class Agent:
                                  sum(len(q) for q in self.relay.values())))
             await asyncio.sleep(self.s.slot_us / 1e6)
 
+    def progress(self) -> dict:
+        """Frames received here per ``"origin:flow"``, and when (what :meth:`summary` ends with)."""
+        return {"t_ns": time.time_ns(), "flows_rx": {f"{o}:{fl}": v[0] for (o, fl), v in self.flow_rx.items()}}
+
+    def _write_progress(self) -> None:
+        """:meth:`progress` to ``progress_file``, whole or absent (written aside, renamed)."""
+        tmp = self.progress_file.with_name(self.progress_file.name + ".tmp")
+        tmp.write_text(json.dumps(self.progress()))
+        tmp.replace(self.progress_file)
+
+    async def _publish_progress(self) -> None:
+        while True:
+            self._write_progress()
+            await asyncio.sleep(1.0)
+
     async def _acknowledge(self) -> None:
         """Every 20 ms: ACK what was delivered here to each origin (low-latency class)."""
         while True:
@@ -370,6 +388,8 @@ class Agent:
         helpers = ([asyncio.ensure_future(self._retransmit())] if self.retransmit_ns else [])
         if self.retransmit_ns and not self.ack_direct:
             helpers.append(asyncio.ensure_future(self._acknowledge()))
+        if self.progress_file is not None:
+            helpers.append(asyncio.ensure_future(self._publish_progress()))
         tasks = []
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
@@ -387,6 +407,8 @@ class Agent:
         sampler.cancel()
         for h in helpers:
             h.cancel()
+        if self.progress_file is not None:
+            self._write_progress()  # the last word: what the summary says
         self.close()
         return self.summary()
 
@@ -497,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ack-direct", action="store_true",
                    help="with --retransmit-us: ACK over the direct circuit to the origin (its next window), "
                         "not the low-latency class (a schedule without one, e.g. RotorNet)")
+    p.add_argument("--progress", help="write frames received per flow here once a second (JSON)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     a = p.parse_args(argv)
     sched = S.load(a.schedule)
@@ -505,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                   flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
                   measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
-                  ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct)
+                  ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
+                  progress_file=Path(a.progress) if a.progress else None)
     if a.tun:
         from .tun import Tun
 

@@ -59,10 +59,11 @@ class Fabric:
 
 
 def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retransmit_us=0.0, drain_cycles=2,
-               frames=-1, guard_us=2000, rate=2000, frame=200, racks=4, ack_direct=False):
+               frames=-1, guard_us=2000, rate=2000, frame=200, racks=4, ack_direct=False, progress_dir=None):
     """Agents on ``racks`` racks (one rotor, RotorNet) over the in-process fabric; ``frames`` per
     flow (-1: saturated until the sending stops after ``cycles`` cycles); they end
-    ``drain_cycles`` later.  Returns (the agents' summaries, the fabric, CPU seconds used)."""
+    ``drain_cycles`` later; with ``progress_dir`` each publishes its progress there
+    (``agent-<rack>.progress``).  Returns (the agents' summaries, the fabric, CPU seconds used)."""
     s = S.generate_rotornet(racks, 1, slot_us, slot_us // 10)
     t0 = time.time_ns() + 50_000_000
     H = s.hyperperiod_us * 1000
@@ -74,7 +75,8 @@ def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retrans
         flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r]
         a = Agent(s, t0, r, {i: f"10.0.{i}.1" for i in range(racks)}, rate=rate, frame=frame, guard_us=guard_us,
                   flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end, measure=(t0 + H, stop),
-                  retransmit_us=retransmit_us, ack_direct=ack_direct)
+                  retransmit_us=retransmit_us, ack_direct=ack_direct,
+                  progress_file=None if progress_dir is None else progress_dir / f"agent-{r}.progress")
         fab.attach(a)
         agents.append(a)
 
