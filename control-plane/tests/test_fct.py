@@ -620,3 +620,16 @@ def test_bulk_flows_whole_from_the_agents_progress(tmp_path):
     assert _bulk_whole(got, {7: 5, 8: 6}) == 1
     assert _bulk_whole(got, {7: 5, 8: 5}) == 2
     assert _bulk_whole({}, {7: 1}) == 0
+
+
+def test_drain_is_the_backlog_but_no_longer_than_the_arrivals_or_the_largest_flow():
+    from p4rotor.experiments.fct import drain_after_arrivals
+
+    # No bulk: ten cycles and 5 s.
+    assert drain_after_arrivals([], 100.0, 0.8, 1000.0, 8) == pytest.approx(13.0)
+    # A small backlog: every byte twice over one circuit per rack (2 * 8000 / 1000 / 8 = 2 s).
+    assert drain_after_arrivals([4000, 4000], 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 2 + 5)
+    # A large backlog after short arrivals: the arrivals' length bounds it ...
+    assert drain_after_arrivals([1000] * 10_000, 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 100 + 5)
+    # ... unless the largest flow alone takes longer on one circuit.
+    assert drain_after_arrivals([1000] * 10_000 + [500_000], 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 500 + 5)
