@@ -633,3 +633,28 @@ def test_drain_is_the_backlog_but_no_longer_than_the_arrivals_or_the_largest_flo
     assert drain_after_arrivals([1000] * 10_000, 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 100 + 5)
     # ... unless the largest flow alone takes longer on one circuit.
     assert drain_after_arrivals([1000] * 10_000 + [500_000], 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 500 + 5)
+
+
+def test_a_paced_sender_sends_no_faster_than_its_pace(tmp_path):
+    """``pace_Bps`` (the experiment passes the access rate): the kernel paces the flow, so 3 MB at
+    3 MB/s take >= 0.5 s even over loopback (unpaced: milliseconds; loopback's 64 KB segments
+    let the first window out at once, hence the margin)."""
+    now = time.time_ns()
+    flows = [{"id": 0, "dst": "127.0.0.1", "size": 3_000_000, "start_ns": now + 50_000_000}]
+    runner = Flows(flows, port=_free_port(), rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
+                   end_ns=now + 8_000_000_000, pace_Bps=3_000_000)
+
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        deadline = time.monotonic() + 5
+        while not (tmp_path / "tx.jsonl").read_text() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+
+    asyncio.run(go())
+    rx = json.loads((tmp_path / "rx.jsonl").read_text())
+    tx = json.loads((tmp_path / "tx.jsonl").read_text())
+    assert tx["error"] is None and rx["bytes"] == 3_000_000
+    assert (rx["done_ns"] - tx["issued_ns"]) / 1e9 >= 0.5

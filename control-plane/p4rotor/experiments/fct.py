@@ -130,8 +130,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             per_rack = max(len(k.hosts) for k in topo.racks)
             idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us, flows={})
             try:
-                alone = _alone(emu, topo, out / "alone", period_ns=ds.hyperperiod_us * 1000)
-                calibration = _calibrate(emu, topo, out / "calibrate", period_ns=ds.hyperperiod_us * 1000)
+                alone = _alone(emu, topo, out / "alone", period_ns=ds.hyperperiod_us * 1000, pace_bps=access_bps)
+                calibration = _calibrate(emu, topo, out / "calibrate", period_ns=ds.hyperperiod_us * 1000,
+                                         pace_bps=access_bps)
             finally:
                 idle.kill()
             vals = sorted(alone.values())
@@ -142,7 +143,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             for mode in fabric_modes:
                 cut = MODES[mode]
                 c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
-                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us)
+                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps)
         finally:
             emu.stop()
         # Alone = the lower envelope of every FCT the fabric gave a TCP flow, alone or in a run
@@ -308,9 +309,9 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
         emu.start()
         _shape_hosts(emu, pt, access_bps)
         hosts = [h for h in pt.racks[0].hosts]
-        alone = _alone(emu, pt, out / "alone-packet-switch", hosts=hosts)
-        calibration = _calibrate(emu, pt, out / "calibrate-packet-switch", hosts=hosts)
-        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us)
+        alone = _alone(emu, pt, out / "alone-packet-switch", hosts=hosts, pace_bps=access_bps)
+        calibration = _calibrate(emu, pt, out / "calibrate-packet-switch", hosts=hosts, pace_bps=access_bps)
+        r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, pace_bps=access_bps)
     finally:
         emu.stop()
     tcp = [(d.flow.size, d.fct_s) for d in r["done"] if d.fct_s is not None]
@@ -320,8 +321,13 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
     return r, alone, curve, envelope
 
 
-def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
+def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int, pace_bps: float = 0.0) -> list:
     """One short-flow process (host/flows.py) per host: its flows, its receive and send logs.
+    ``pace_bps``: no TCP flow sends faster than this (the access rate: a NIC's pace).  Without it,
+    BBR's start-up sent at up to 2.9x its first estimate, which the fast veth made far above the
+    shaped rate: a 1 MB transfer held 210 KB in its host's htb (a SYN behind it waited 90-105 ms);
+    at the access rate it holds 2 frames, the SYN waits 9-11 ms and the transfer takes as long
+    (1.448 s both: docs/experiments.md, fix 13).
     Under SCHED_RR below the switches (``FLOWS_RT_PRIORITY``): an application answers at once on
     real hosts, here it waited for the 16 agents' time slices (a one-packet flow's median FCT
     was 2.5x its alone, most of it the senders' and receivers' Python waking up)."""
@@ -330,7 +336,7 @@ def _start_flows(emu, plan: dict[str, list], out: Path, end_ns: int) -> list:
         (out / f"flows-{h}.json").write_text(json.dumps(fl))
         procs.append(emu.popen(h, priority_prefix(True, FLOWS_RT_PRIORITY, 0) + [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
                                    "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
-                                   "--end-ns", str(end_ns)], stdout=None, stderr=None))
+                                   "--end-ns", str(end_ns), "--pace-bps", str(pace_bps)], stdout=None, stderr=None))
     return procs
 
 
@@ -379,7 +385,8 @@ def phase_gap_ns(min_gap_ns: int, period_ns: int | None, phases: int = 16) -> in
 
 
 def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_000_000,
-           hosts: list | None = None, period_ns: int | None = None) -> dict[tuple[str, str], float]:
+           hosts: list | None = None, period_ns: int | None = None,
+           pace_bps: float = 0.0) -> dict[tuple[str, str], float]:
     """The FCT of a one-packet flow alone on the fabric (low-latency class), per ordered host pair:
     one flow at a time, every pair ``rounds`` times; the fastest.  The fastest of them all (the
     floor: a direct circuit's latency without queueing, which every pair has in some slice) is
@@ -418,7 +425,7 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
     end = t + 4 * gap_ns
     procs = []
     try:
-        procs += _start_flows(emu, plan, out, end)
+        procs += _start_flows(emu, plan, out, end, pace_bps)
         for p in procs:
             p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
     finally:
@@ -458,7 +465,7 @@ SEGMENT = MSS - 12
 
 
 def _calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, hosts: list | None = None,
-               period_ns: int | None = None) -> list[tuple[int, float]]:
+               period_ns: int | None = None, pace_bps: float = 0.0) -> list[tuple[int, float]]:
     """Flows of a few sizes alone, (size, FCT s) each: what a flow's size adds to the one-packet
     alone FCT (:class:`F.AloneCurve`, :func:`F.alone_envelope`):
     htb is not a wire (it let a flow's first frames through as a burst, and released TCP at
@@ -484,7 +491,7 @@ def _calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000,
                 t += gap_ns
                 i += 1
     end = t + 4 * gap_ns
-    procs = _start_flows(emu, plan, out, end)
+    procs = _start_flows(emu, plan, out, end, pace_bps)
     try:
         for p in procs:
             p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
@@ -532,7 +539,8 @@ def _rack_of(h) -> str:
     return h.ip.rsplit(".", 1)[0]
 
 
-def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float) -> dict:
+def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float,
+         pace_bps: float = 0.0) -> dict:
     """One mode's run of the flow list: its flows' records (alone not yet known: the caller sets it
     from every run's flows, :func:`_with_alone`), pending bytes, the agents' accounting."""
     out.mkdir(parents=True, exist_ok=True)
@@ -569,7 +577,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     agents = None
     drops_before, kernel_before = emu.drops(), emu.kernel_drops()
     try:
-        procs += _start_flows(emu, ll, out, end)
+        procs += _start_flows(emu, ll, out, end, pace_bps)
         # An agent resends what its destination has not acknowledged three cycles after it left
         # (a relay waits up to a cycle): a bulk flow completes despite a lost frame.
         if bulk:  # the packet switch carries every flow over TCP: no agents there

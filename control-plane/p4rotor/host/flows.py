@@ -49,6 +49,7 @@ HEADER = struct.Struct("!QQ")
 CHUNK = 64 * 1024
 CLOSE_WAIT_S = 5.0  # how long either end waits for the other's FIN (DSACKs come before it)
 _ZEROS = bytes(CHUNK)
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Linux; absent from older Pythons
 # Byte offsets of u32 fields of Linux's struct tcp_info (include/uapi/linux/tcp.h).
 _TCPI_RTT, _TCPI_TOTAL_RETRANS, _TCPI_DSACK_DUPS = 68, 100, 216
 
@@ -79,9 +80,10 @@ def total_retrans(sock: socket.socket | None) -> int | None:
 
 class Flows:
     def __init__(self, flows: list[dict], *, port: int = PORT, dscp: int = 46, rx_log: Path, tx_log: Path,
-                 end_ns: int, connect_timeout: float = 10.0):
+                 end_ns: int, connect_timeout: float = 10.0, pace_Bps: int = 0):
         self.flows = sorted(flows, key=lambda f: f["start_ns"])
         self.port, self.dscp, self.end_ns = port, dscp, end_ns
+        self.pace_Bps = pace_Bps  # a sender's most bytes/s (SO_MAX_PACING_RATE; 0: the kernel's own)
         self.connect_timeout = connect_timeout
         self.rx = open(rx_log, "w", buffering=1)
         self.tx = open(tx_log, "w", buffering=1)
@@ -137,6 +139,8 @@ class Flows:
         try:
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.dscp << 2)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.pace_Bps:
+                sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, self.pace_Bps)
             sock.setblocking(False)
             await asyncio.wait_for(loop.sock_connect(sock, (f["dst"], self.port)), self.connect_timeout)
             reader, writer = await asyncio.open_connection(sock=sock)
@@ -212,10 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rx-log", required=True)
     p.add_argument("--tx-log", required=True)
     p.add_argument("--end-ns", type=int, required=True)
+    p.add_argument("--pace-bps", type=float, default=0.0,
+                   help="send no flow faster than this many bits/s of IP packets (0: no cap)")
     a = p.parse_args(argv)
     flows = json.loads(Path(a.flows).read_text())
     runner = Flows(flows, port=a.port, dscp=a.dscp, rx_log=Path(a.rx_log), tx_log=Path(a.tx_log),
-                   end_ns=a.end_ns)
+                   end_ns=a.end_ns, pace_Bps=int(a.pace_bps / 8))
 
     async def go() -> None:
         stop = asyncio.Event()
