@@ -633,6 +633,11 @@ def test_drain_is_the_backlog_but_no_longer_than_the_arrivals_or_the_largest_flo
     assert drain_after_arrivals([1000] * 10_000, 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 100 + 5)
     # ... unless the largest flow alone takes longer on one circuit.
     assert drain_after_arrivals([1000] * 10_000 + [500_000], 100.0, 0.8, 1000.0, 8) == pytest.approx(8 + 500 + 5)
+    # TCP flows (the packet switch carries every flow): twice the largest at the access rate.
+    assert drain_after_arrivals([], 100.0, 0.8, 1000.0, 8, tcp_sizes=[10, 78_000], access_Bps=1000.0) \
+        == pytest.approx(8 + 156 + 5)
+    assert drain_after_arrivals([4000, 4000], 100.0, 0.8, 1000.0, 8, tcp_sizes=[3000], access_Bps=1000.0) \
+        == pytest.approx(8 + 6 + 5)
 
 
 def test_a_paced_sender_sends_no_faster_than_its_pace(tmp_path):

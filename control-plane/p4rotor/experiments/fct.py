@@ -196,17 +196,20 @@ def pair_shares(sched: S.Schedule, flows, topo: TP.Topology) -> dict[int, float]
 
 
 def drain_after_arrivals(bulk_sizes: list[int], span_s: float, cycle_s: float, circuit_Bps: float,
-                         racks: int) -> float:
+                         racks: int, tcp_sizes: list[int] = (), access_Bps: float = 0.0) -> float:
     """How long a run waits after its last arrival for its flows: every bulk byte at a quarter of
     the access rate (total bulk over one circuit's bytes/s per rack, twice), but no longer than the
     arrivals lasted or the largest bulk flow takes on one circuit, whichever is longer; and ten
     cycles.  A stable run's flows are whole long before, and it ends then (``EARLY_END_CYCLES``).
     An unstable run's backlog would take the whole first term (25 min per mode for 2000 Data
-    Mining flows); it is judged on its arrivals, and what has not finished is counted unfinished."""
+    Mining flows); it is judged on its arrivals, and what has not finished is counted unfinished.
+    And at least twice the largest TCP flow's time at ``access_Bps`` (a 56 MB Data Mining flow
+    takes 78 s: the packet switch's drain of 10 cycles cut the last one short)."""
+    tcp = 2 * max(tcp_sizes) / access_Bps if tcp_sizes and access_Bps > 0 else 0.0
     if not bulk_sizes:
-        return 10 * cycle_s + 5
+        return 10 * cycle_s + tcp + 5
     backlog = 2 * sum(bulk_sizes) / circuit_Bps / max(1, racks)
-    return 10 * cycle_s + min(backlog, max(span_s, max(bulk_sizes) / circuit_Bps)) + 5
+    return 10 * cycle_s + max(tcp, min(backlog, max(span_s, max(bulk_sizes) / circuit_Bps))) + 5
 
 
 def _bulk_whole(received: dict[str, int], frames_of: dict[int, int]) -> int:
@@ -554,7 +557,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     base = time.time_ns() + 4_000_000_000
     cycle_s = ds.hyperperiod_us / 1e6
     drain_s = drain_after_arrivals([f.size for f in wl.flows if f.size >= cutoff], span_s, cycle_s,
-                                   rate * payload, len(topo.racks))
+                                   rate * payload, len(topo.racks),
+                                   tcp_sizes=[f.size for f in wl.flows if f.size < cutoff], access_Bps=pace_bps / 8)
     end = base + int((span_s + drain_s) * 1e9)
     ll: dict[str, list] = {h: [] for h in name_ip}
     bulk: dict[tuple[int, int], list] = {}
