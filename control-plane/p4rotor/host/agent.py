@@ -4,7 +4,8 @@ user-space agents on the servers: stock BMv2 cannot keep queues per destination)
 
 One agent per rack, on a host of that rack (the experiment runs one host per rack).  It keeps
 bulk per *final destination rack*: L (local: made by its own flows) and N (non-local: relayed for
-other racks), as FIFO queues of whole frames.  For every circuit of its rack (host/gate.py), inside
+other racks), as queues of whole frames: N in arrival order, L one flow at a time in turn
+(host/flowqueue.py: a small flow does not wait for a large one to the same rack).  For every circuit of its rack (host/gate.py), inside
 the circuit's day less a guard at both ends, it runs one RotorLB exchange with the agent at the
 other end, deciding every amount with the pure algorithm in ``p4rotor.rotorlb.core`` (the same code
 the fluid model runs; amounts are in frames, capacity = frames one window carries):
@@ -36,6 +37,7 @@ from .. import p4 as dp
 from .. import schedule as S
 from ..rotorlb import core
 from . import wire
+from .flowqueue import FlowQueue
 from .gate import Circuit, circuits
 
 PORT = 9977
@@ -66,7 +68,7 @@ class Agent:
         # run once every flow is whole, instead of waiting out its worst-case drain.
         self.progress_file = progress_file
         # (flow, seq, payload) and (origin, flow, seq, accepted slot, payload); payload b"": synthetic
-        self.local: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+        self.local: dict[int, FlowQueue] = collections.defaultdict(FlowQueue)
         self.relay: dict[int, collections.deque] = collections.defaultdict(collections.deque)
         self.tun = None  # a TUN interface whose packets are bulk data (host/tun.py)
         self.flows = flows
