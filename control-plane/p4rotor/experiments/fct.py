@@ -657,13 +657,17 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     done = [F.Done(f, cls[f.id], starts[f.id], done_ns.get(f.id), retrans=retrans.get(f.id),
                    dsack=dsack.get(f.id)) for f in wl.flows]
     # Every frame an agent accepted is delivered exactly once (copies a retransmission made are
-    # dropped as duplicates) or counted here as not delivered.
+    # dropped as duplicates) or counted here as not delivered (``agent_frames_lost``, a name kept
+    # for the results before; ``agent_frames_held`` says how many of them were still queued).
     # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
     dead = agents.dead if agents is not None else []
     acc = account(results, dead)
     lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
             "arrivals_s": span_s, "cutoff": cutoff, "agent_frames_lost": lost,
+            # ... of which still queued when the agents stopped (a run cut off at the drain's end;
+            # a copy queued for a resend counts here too), not lost on the way:
+            "agent_frames_held": acc["held"],
             "dead_agents": [d["host"] for d in dead], "switch_drops": drops,
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
@@ -714,6 +718,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
         res["modes"][mode] = {"cutoff_bytes": r["cutoff"], "stable": st["stable"], "stability": st,
                               "arrivals_s": r.get("arrivals_s"),
                               "unfinished": unfinished, "agent_frames_lost": r["agent_frames_lost"],
+                              "agent_frames_held": r.get("agent_frames_held"),
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
                               "start_lag": r.get("start_lag", {}), "switch_drops": r.get("switch_drops"),
