@@ -44,14 +44,6 @@ def test_summary_counts_unfinished_and_slowdown():
     assert s["low-latency"]["<100KB"]["slowdown_mean"] == pytest.approx(3.0)
 
 
-def test_stability_flat_vs_climbing():
-    flat = [(t, 1000.0 + (50 if t % 2 else -50)) for t in range(40)]
-    assert F.stability(flat)["stable"]
-    climbing = [(t, 1000.0 * t) for t in range(40)]
-    st = F.stability(climbing)
-    assert not st["stable"] and st["slope_bytes_per_s"] == pytest.approx(1000.0)
-
-
 def _free_port() -> int:
     import socket
 

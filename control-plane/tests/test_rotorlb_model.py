@@ -97,3 +97,43 @@ def test_cli_bad_exit2_nothing_written(tmp_path, capsys, args, needle):
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+# --- replay: RotorLB on a list of arrivals (workload/stability.py's model) ---------------------
+
+OPERA = S.generate_opera(8, 4, 1000, 100)
+
+
+def test_replay_delivers_everything_and_empties():
+    ev = [(0, 1, 2, 3.0), (0, 4, 7, 0.5), (5, 2, 1, 8.0), (40, 0, 3, 1.0)]
+    b = M.replay(OPERA, ev)
+    assert b.arrived == pytest.approx(12.5)
+    assert b.delivered == pytest.approx(12.5)
+    assert b.last_arrival == 40 and b.empty_at is not None and b.empty_at >= 40
+    assert b.level(b.empty_at) == 0
+
+
+def test_replay_skips_idle_stretches():
+    b = M.replay(OPERA, [(0, 1, 2, 1.0), (1_000_000, 3, 4, 1.0)])
+    assert len(b.pending) < 50  # two short busy periods, not a million slots
+    assert b.level(500_000) == 0 and b.empty_at >= 1_000_000
+
+
+def test_replay_one_pair_at_the_models_rate():
+    # One pair alone gets 3.5 of the 4 uplinks per slot (docs/experiments.md, "The bulk bound").
+    b = M.replay(OPERA, [(0, 0, 5, 70.0)])
+    assert 70 / 4 <= b.empty_at + 1 <= 70 / 3.5 + 4
+
+
+def test_replay_queue_grows_past_capacity():
+    # 10 units per slot from every rack to one destination: its 4 downlinks take at most 4.
+    ev = [(k, a, 0, 10 / 7) for k in range(200) for a in range(1, 8)]
+    b = M.replay(OPERA, ev, max_slots=0)
+    assert b.level(199) > b.level(99) * 1.5 > 0
+
+
+@pytest.mark.parametrize("ev", [[(0, 1, 1, 1.0)], [(-1, 0, 1, 1.0)], [(0, 0, 8, 1.0)]])
+def test_replay_bad_arrival_one_line(ev):
+    with pytest.raises(M.ModelError) as e:
+        M.replay(OPERA, ev)
+    assert "\n" not in str(e.value)

@@ -32,6 +32,7 @@ from ..workload import cdf as C
 from ..workload import fct as F
 from ..stats import percentile
 from ..workload import flowlist
+from ..workload import stability as ST
 from ..workload.generate import generate, topology_hosts
 from ..workload.scale import MSS, for_emulation
 from .runner import launch, pyplot, say
@@ -175,7 +176,57 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # of the K uplinks its relays can drain (workload/fct.py: bulk_bound_check).
     share = pair_shares(sched, wl.flows, topo)
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
-                   bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share)
+                   bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
+                   judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us),
+                   agent_rate=rate, guard_us=guard_us)
+
+
+def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,
+                    guard_us: float = 10000.0) -> tuple[S.Schedule, ST.Plane]:
+    """The experiment's fabric as the RotorLB model sees it (workload/stability.py): the default
+    Opera schedule; the agents of the n-th host of each rack are plane n; a slot unit is the
+    frames one agent window carries (``agent_duty``)."""
+    from ..host.agent import WINDOW_SLACK
+
+    sched = S.generate_opera(8, 4, 1000, 100)
+    ds = S.dilate(sched, dilation)
+    topo = TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack)
+    where = {h.name: (k.id, n) for k in topo.racks for n, h in enumerate(k.hosts)}
+    frames = max(1, int(rate * (ds.day_us - 2 * guard_us) / 1e6 * (1 - WINDOW_SLACK)))
+    return sched, ST.Plane(where=where, payload=FRAME - wire.DATA_HEADER, frames_per_unit=frames,
+                           slot_s=ds.slot_us / 1e6)
+
+
+def stability_judge(sched: S.Schedule, dilation: float, hosts_per_rack: int, rate: float, guard_us: float):
+    """``judge(flows, cutoff, pending, arrivals_s)``: a mode's stability (workload/stability.py).
+    The slack on the model's queue: one cycle of every agent's every circuit (frames the agents'
+    protocol holds a slot or two longer than the model: offers, a relay's second hop)."""
+    s, plane = stability_plane(dilation, hosts_per_rack, rate, guard_us)
+    from ..rotorlb.model import cycle_slots
+
+    slack = hosts_per_rack * s.racks * len(s.rotors) * cycle_slots(s) * plane.unit_bytes
+
+    def judge(flows, cutoff: float, pending, arrivals_s: float) -> dict:
+        return ST.judge(pending, s, flows, cutoff, plane, arrivals_s, slack)
+
+    return judge
+
+
+def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
+    """The stability of an earlier run, judged again from its ``fct.json`` and ``flows.json``
+    (``p4rotor workload stability``): the fct.json with every fabric mode's ``stable`` and
+    ``stability`` replaced (not written)."""
+    r = json.loads((run / "fct.json").read_text())
+    flows = flowlist.read(str(run / "flows.json"))[0]
+    sched = S.generate_opera(8, 4, 1000, 100)
+    judge = stability_judge(sched, r.get("dilation", 100.0), r.get("hosts_per_rack", 1),
+                            r.get("agent_rate", rate), r.get("guard_us", guard_us))
+    for mode, m in r["modes"].items():
+        if m.get("pending_bytes") is None or m.get("arrivals_s") is None:
+            continue
+        st = judge(flows, m["cutoff_bytes"], [tuple(x) for x in m["pending_bytes"]], m["arrivals_s"])
+        m["stable"], m["stability"] = st["stable"], st
+    return r
 
 
 def pair_shares(sched: S.Schedule, flows, topo: TP.Topology) -> dict[int, float]:
@@ -694,12 +745,15 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
             out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1,
             bound: dict | None = None, epsilon_us: float | None = None,
             curve: F.AloneCurve | None = None, envelope: dict | None = None,
-            share: dict[int, float] | None = None) -> dict:
+            share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
+            guard_us: float | None = None) -> dict:
     """``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
-    the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it)."""
+    the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it); ``judge``: a
+    mode's stability (:func:`stability_judge`)."""
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
            "access_mbps": access_bps / 1e6, "alone_curve": curve.to_json() if curve else None, "dilation": dilation,
+           "agent_rate": agent_rate, "guard_us": guard_us,
            "epsilon_us": epsilon_us, "scaling_factor": factor,
            "alone_one_packet_s": {"floor": envelope["floor_s"] if envelope else min(alone.values()),
                                   "floor_alone": min(alone.values()),
@@ -709,10 +763,16 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(), "modes": {}}
     lines = []
     for mode, r in runs.items():
-        # Stability over the arrivals only: the drain after the last arrival always falls (the
-        # 2000-flow Web Search 10 % runs climbed from 0 to 76 MB pending while flows arrived,
-        # and the whole run's trend, drain included, was falling).
-        st = F.stability([(t, b) for t, b in r["pending"] if t <= r.get("arrivals_s", math.inf)])
+        # Within RotorLB's capacity, and the fabric's queue no longer than the model's
+        # (workload/stability.py).  The trend over the arrivals alone could not tell a heavy
+        # tail from an overload: Data Mining 10 % drained every flow and still "climbed".
+        arrivals_s = r.get("arrivals_s", math.inf)
+        if judge is not None and r["cutoff"] != math.inf:
+            st = judge(wl.flows, r["cutoff"], r["pending"], arrivals_s)
+        else:  # the packet switch: every flow over TCP, no agent queues
+            tr = ST.trend([(t, b) for t, b in r["pending"] if t <= arrivals_s])
+            st = {"stable": True, "why": "no bulk flows: nothing queued at the agents", "trend": tr,
+                  **{k: tr.get(k) for k in ("mean_bytes", "slope_bytes_per_s", "rise_bytes")}}
         summ = F.summarize(r["done"], access_bps, factor)
         unfinished = sum(1 for d in r["done"] if d.done_ns is None)
         res["modes"][mode] = {"cutoff_bytes": r["cutoff"], "stable": st["stable"], "stability": st,
@@ -727,7 +787,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
         if bound and any(d.cls == "bulk" for d in r["done"]):
             res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound, share=share)
         if not st["stable"]:
-            lines.append(f"{mode}: unstable (pending bytes climb {st['rise_bytes']:.0f} B over the run)")
+            lines.append(f"{mode}: unstable ({st['why']}); unfinished {unfinished}")
             continue
         parts = []
         for cls, per in summ.items():
@@ -753,14 +813,16 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                             or "none"))
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
-    _plots(runs, access_bps, out)
+    _plots(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
+                                          for m, v in res["modes"].items() if "tracking" in v["stability"]})
     load = "?" if wl.meta["load"] is None else f"{wl.meta['load']:g}"
     res["verdict"] = (f"fct {wl.meta['workload']} load {load}, {len(wl.flows)} flows: "
                       + " | ".join(lines))
     return res
 
 
-def _plots(runs: dict, access_bps: float, out: Path) -> None:
+def _plots(runs: dict, access_bps: float, out: Path, models: dict | None = None) -> None:
+    """``models``: per mode, the RotorLB model's pending bytes for the same flows (dashed)."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for mode, r in runs.items():
@@ -772,7 +834,11 @@ def _plots(runs: dict, access_bps: float, out: Path) -> None:
             if xs:
                 axes[1].plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=f"{mode} {cls}")
         if r["pending"]:
-            axes[2].plot([t for t, _ in r["pending"]], [b / 1e3 for _, b in r["pending"]], label=mode)
+            line, = axes[2].plot([t for t, _ in r["pending"]], [b / 1e3 for _, b in r["pending"]], label=mode)
+            model = (models or {}).get(mode)
+            if model:
+                axes[2].plot([t for t, _ in model], [b / 1e3 for _, b in model], linestyle="--",
+                             color=line.get_color(), alpha=0.7, label=f"{mode}: RotorLB model")
     axes[0].set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="slowdown",
                 title="slowdown vs size")
     axes[1].set(xscale="log", xlabel="FCT (wall s)", ylabel="CDF", title="FCT per class")

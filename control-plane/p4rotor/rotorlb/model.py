@@ -173,3 +173,71 @@ def evaluate(s: Schedule, pairs: Sequence[Pair], *, warmup_cycles: int = 8,
     lb = simulate(s, pairs, indirect=True, **kw)
     one = simulate(s, pairs, indirect=False, **kw)
     return ModelResult(pairs=check_matrix(s.racks, [list(p) for p in pairs]), rotorlb=lb, onehop=one)
+
+
+@dataclasses.dataclass(frozen=True)
+class Backlog:
+    """What RotorLB does with a list of arrivals: the data queued (local + relayed, slot units)
+    at the end of every slot it ran; the slots in between were idle (nothing queued)."""
+
+    pending: tuple[tuple[int, Amount], ...]  # (slot, queued at its end), slots in order
+    arrived: Amount
+    delivered: Amount
+    last_arrival: int                        # slot of the last arrival
+    empty_at: int | None                     # first slot after the last arrival with nothing queued
+
+    def level(self, slot: int) -> Amount:
+        """Queued at the end of ``slot`` (0 in an idle stretch)."""
+        import bisect
+
+        i = bisect.bisect_right(self.pending, (slot, math.inf)) - 1
+        return self.pending[i][1] if i >= 0 and self.pending[i][0] == slot else 0.0
+
+
+def replay(s: Schedule, arrivals: Sequence[tuple[int, int, int, Amount]], *, max_slots: int | None = None,
+           capacity: Amount = 1.0) -> Backlog:
+    """Run RotorLB on ``arrivals`` (slot, src rack, dst rack, amount in slot units), added to the
+    source's local queue at the start of their slot, until every byte is delivered (or
+    ``max_slots`` slots after the last arrival).  Idle stretches are skipped: an empty fabric
+    stays empty, so their slots are not run.  The agents of a plane run this same algorithm
+    (host/agent.py), so this is the queue the fabric would hold with no protocol delay."""
+    check_schedule(s)
+    evs = sorted((int(k), int(a), int(b), v) for k, a, b, v in arrivals if v > 0)
+    for k, a, b, _ in evs:
+        if k < 0 or not (0 <= a < s.racks and 0 <= b < s.racks) or a == b:
+            raise ModelError(f"bad arrival at slot {k}: {a} -> {b} for {s.racks} racks")
+    if not evs:
+        return Backlog(pending=(), arrived=0.0, delivered=0.0, last_arrival=0, empty_at=0)
+    last = evs[-1][0]
+    stop = last + (max_slots if max_slots is not None else 1 << 62)
+    state = FabricState.empty(s.racks, slot=evs[0][0])
+    pending: list[tuple[int, Amount]] = []
+    arrived = delivered = 0.0
+    i = 0
+    empty_at = None
+    # Amounts below this are float dust left by the water-filling, not data.
+    dust = 1e-9 * capacity
+    while state.slot <= stop:
+        k = state.slot
+        new: dict[Pair, Amount] = {}
+        while i < len(evs) and evs[i][0] == k:
+            _, a, b, v = evs[i]
+            new[(a, b)] = new.get((a, b), 0.0) + v
+            arrived += v
+            i += 1
+        if new:
+            state = add_local(state, new)
+        state, rep = run_slot(state, circuits_at(s, k), capacity=capacity)
+        delivered += rep.delivered()
+        left = state.total()
+        if left <= dust * s.racks * s.racks:
+            pending.append((k, 0.0))
+            if i == len(evs):
+                empty_at = k
+                break
+            # Nothing queued: jump to the next arrival (circuits are a function of the slot).
+            state = FabricState.empty(s.racks, slot=evs[i][0])
+        else:
+            pending.append((k, left))
+    return Backlog(pending=tuple(pending), arrived=arrived, delivered=delivered, last_arrival=last,
+                   empty_at=empty_at)

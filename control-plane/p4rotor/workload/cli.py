@@ -226,6 +226,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     t.add_argument("results", nargs="+", metavar="RUN/fct.json")
     t.set_defaults(fn=cmd_table)
 
+    st = sw.add_parser("stability", help="judge an fct run's stability again from its fct.json and flows.json: "
+                                         "within RotorLB's capacity (the model on the flows repeated), and "
+                                         "the fabric's pending bytes against the model's")
+    st.add_argument("run", metavar="RUN", help="a directory with fct.json and flows.json (p4rotor experiment fct)")
+    st.add_argument("--write", action="store_true", help="replace the modes' stability in RUN/fct.json")
+    st.set_defaults(fn=cmd_stability)
+
 
 def _fct_json(path: str) -> dict:
     import json
@@ -247,7 +254,7 @@ def _with_sizes(r: dict, path: str) -> dict:
     :func:`.fct.checks` compares; the pending bytes while flows arrived), when it is there."""
     from pathlib import Path
 
-    from . import fct as F
+    from . import stability as ST
 
     per = [f for m in r["modes"].values() for f in m.get("per_flow", [])]
     old_sizes = per and all(len(f) == 4 for f in per)
@@ -269,8 +276,8 @@ def _with_sizes(r: dict, path: str) -> dict:
         for m in r["modes"].values():
             if m.get("pending_bytes") and m.get("arrivals_s") is None:
                 m["arrivals_s"] = last
-                m["stability"] = F.stability([(t, b) for t, b in m["pending_bytes"] if t <= last])
-                m["stable"] = m["stability"]["stable"]
+                m["stability"] = ST.trend([(t, b) for t, b in m["pending_bytes"] if t <= last])
+                m["stable"] = not m["stability"]["rising"]
     return r
 
 
@@ -305,6 +312,32 @@ def cmd_compare(a: argparse.Namespace) -> int:
         return 0
     print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
     return 1
+
+
+def cmd_stability(a: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..experiments.fct import rejudge
+
+    run = Path(a.run)
+    for name in ("fct.json", "flows.json"):
+        if not (run / name).is_file():
+            die(f"{run}: no {name} (a directory p4rotor experiment fct wrote)")
+    _fct_json(str(run / "fct.json"))
+    try:
+        r = rejudge(run)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    except KeyError as ex:
+        die(f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric")
+    for mode, m in r["modes"].items():
+        print(f"{mode}: {'stable' if m.get('stable', True) else 'UNSTABLE'}: "
+              f"{m.get('stability', {}).get('why', 'not judged')}")
+    if a.write:
+        (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
+        print(f"wrote {run / 'fct.json'}")
+    return 0
 
 
 def cmd_table(a: argparse.Namespace) -> int:

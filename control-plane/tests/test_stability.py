@@ -1,0 +1,132 @@
+"""workload/stability.py: within RotorLB's capacity (the model on the flows repeated) and the
+fabric keeping up with the model; ``p4rotor workload stability``."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from p4rotor.cli import main
+from p4rotor.experiments.fct import stability_judge, stability_plane
+from p4rotor.workload import flowlist
+from p4rotor.workload import stability as ST
+from p4rotor.workload.generate import Flow
+
+SCHED, PLANE = stability_plane(100.0, 2)
+HOSTS = sorted(PLANE.where)
+UNIT = PLANE.unit_bytes  # one circuit's bytes in one slot
+
+
+def _flows(per_slot_units: float, seconds: float, seed: int = 1, size_units: float = 4.0) -> list[Flow]:
+    """Poisson bulk flows between random inter-rack hosts: ``per_slot_units`` offered per slot
+    over the whole fabric (both planes)."""
+    rng = random.Random(seed)
+    rate = per_slot_units / size_units / PLANE.slot_s  # flows per second
+    t, out = 0.0, []
+    while t < seconds:
+        t += rng.expovariate(rate)
+        while True:
+            a, b = rng.sample(HOSTS, 2)
+            if PLANE.where[a][0] != PLANE.where[b][0]:
+                break
+        out.append(Flow(len(out), a, b, int(size_units * UNIT), t))
+    return out
+
+
+def test_plane_of_the_default_fabric():
+    assert len(HOSTS) == 16 and {p for _, p in PLANE.where.values()} == {0, 1}
+    assert PLANE.frames_per_unit == 5 and PLANE.slot_s == pytest.approx(0.1)
+
+
+def test_trend_flat_vs_climbing():
+    flat = [(t, 1000.0 + (50 if t % 2 else -50)) for t in range(40)]
+    assert not ST.trend(flat)["rising"]
+    climbing = [(t, 1000.0 * t) for t in range(40)]
+    tr = ST.trend(climbing)
+    assert tr["rising"] and tr["slope_bytes_per_s"] == pytest.approx(1000.0)
+
+
+def test_light_load_within_capacity():
+    # 8 units per slot over 2 planes x 8 racks x 4 uplinks (64 units): an eighth.
+    cap = ST.capacity(SCHED, _flows(8, 60), 0, PLANE)
+    assert cap["stable"] and abs(cap["growth"]) <= ST.GROWTH_MAX
+    assert len(cap["levels_bytes"]) == ST.REPEATS
+
+
+def test_overload_past_capacity():
+    # 60 of the 64 units per slot: past what RotorLB delivers for random pairs (two hops).
+    cap = ST.capacity(SCHED, _flows(60, 30), 0, PLANE)
+    assert not cap["stable"] and cap["growth"] > 0.05
+    assert cap["levels_bytes"] == sorted(cap["levels_bytes"])
+    assert "past capacity above 1%" in cap["why"]
+
+
+def test_one_burst_is_not_an_overload():
+    # A heavy tail: one flow of 400 units (40 slots of all 4 uplinks) in a light load.  The
+    # queue is high at the end of the list, the same at the end of every repetition.
+    fl = _flows(4, 40)
+    fl.append(Flow(len(fl), HOSTS[0], HOSTS[-1], 400 * UNIT, fl[-1].start - 1.0))
+    cap = ST.capacity(SCHED, fl, 0, PLANE)
+    assert cap["levels_bytes"][0] > 100 * UNIT and cap["stable"]
+
+
+def _judge(flows, pending, arrivals_s):
+    return stability_judge(SCHED, 100.0, 2, 100.0, 10000.0)(flows, 0, pending, arrivals_s)
+
+
+def test_fabric_that_keeps_up_is_stable():
+    fl = _flows(8, 30)
+    model = ST.tracking([], SCHED, fl, 0, PLANE, 30, 0)["model_curve"]
+    st = _judge(fl, [(t, b * 1.1) for t, b in model], 30)
+    assert st["stable"] and st["tracking"]["keeps_up"] and st["tracking"]["ratio"] == pytest.approx(1.1, rel=0.2)
+    assert st["why"].startswith("within RotorLB's capacity")
+
+
+def test_fabric_that_falls_behind_is_unstable():
+    fl = _flows(8, 30)
+    pending = [(k * 0.1, 50e6) for k in range(300)]  # 50 MB queued throughout: far above the model
+    st = _judge(fl, pending, 30)
+    assert not st["stable"] and st["capacity"]["stable"] and not st["tracking"]["keeps_up"]
+    assert st["why"].startswith("the fabric falls behind RotorLB")
+
+
+def test_no_bulk_flows_is_stable():
+    fl = _flows(8, 5)
+    st = stability_judge(SCHED, 100.0, 2, 100.0, 10000.0)(fl, float("inf"), [], 5)
+    assert st["stable"] and "no bulk flows" in st["why"]
+
+
+def _run_dir(tmp_path, flows, pending, arrivals_s):
+    flowlist.write(tmp_path / "flows.json", flows, {"workload": "test", "load": 0.1})
+    res = {"workload": "test", "load": 0.1, "flows": len(flows), "dilation": 100.0, "hosts_per_rack": 2,
+           "modes": {"opera": {"cutoff_bytes": 0, "stable": False, "stability": {"rise_bytes": 1.0},
+                               "pending_bytes": pending, "arrivals_s": arrivals_s, "unfinished": 0}}}
+    (tmp_path / "fct.json").write_text(json.dumps(res))
+    return tmp_path
+
+
+def test_cli_judges_again_and_writes(tmp_path, capsys):
+    fl = _flows(8, 20)
+    model = ST.tracking([], SCHED, fl, 0, PLANE, 20, 0)["model_curve"]
+    run = _run_dir(tmp_path, fl, model, 20)
+    before = (run / "fct.json").read_text()
+    assert main(["workload", "stability", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("opera: stable: within RotorLB's capacity")
+    assert (run / "fct.json").read_text() == before  # judged, not written
+    assert main(["workload", "stability", str(run), "--write"]) == 0
+    m = json.loads((run / "fct.json").read_text())["modes"]["opera"]
+    assert m["stable"] and "capacity" in m["stability"]
+
+
+@pytest.mark.parametrize("missing", ["fct.json", "flows.json"])
+def test_cli_missing_file_one_line_exit2(tmp_path, capsys, missing):
+    run = _run_dir(tmp_path, _flows(4, 5), [], 5)
+    (run / missing).unlink()
+    with pytest.raises(SystemExit) as e:
+        main(["workload", "stability", str(run)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert missing in err and "\n" not in err
