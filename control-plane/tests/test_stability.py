@@ -52,14 +52,14 @@ def test_light_load_within_capacity():
     # 8 units per slot over 2 planes x 8 racks x 4 uplinks (64 units): an eighth.
     cap = ST.capacity(SCHED, _flows(8, 60), 0, PLANE)
     assert cap["stable"] and abs(cap["growth"]) <= ST.GROWTH_MAX
-    assert len(cap["levels_bytes"]) == ST.REPEATS
+    assert len(cap["mean_bytes"]) == ST.REPEATS
 
 
 def test_overload_past_capacity():
     # 60 of the 64 units per slot: past what RotorLB delivers for random pairs (two hops).
     cap = ST.capacity(SCHED, _flows(60, 30), 0, PLANE)
     assert not cap["stable"] and cap["growth"] > 0.05
-    assert cap["levels_bytes"] == sorted(cap["levels_bytes"])
+    assert cap["mean_bytes"] == sorted(cap["mean_bytes"])
     assert "past capacity above 1%" in cap["why"]
 
 
@@ -69,7 +69,7 @@ def test_one_burst_is_not_an_overload():
     fl = _flows(4, 40)
     fl.append(Flow(len(fl), HOSTS[0], HOSTS[-1], 400 * UNIT, fl[-1].start - 1.0))
     cap = ST.capacity(SCHED, fl, 0, PLANE)
-    assert cap["levels_bytes"][0] > 100 * UNIT and cap["stable"]
+    assert max(cap["mean_bytes"]) > 20 * UNIT and cap["stable"]
 
 
 def _judge(flows, pending, arrivals_s):
