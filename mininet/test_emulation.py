@@ -177,6 +177,11 @@ def test_fct_small_run_accounts_for_every_flow(tmp_path):
     for mode, m in res["modes"].items():
         for b in m["classes"].get("low-latency", {}).values():
             assert b["slowdown_min"] is None or b["slowdown_min"] >= 1 - 1e-9, (mode, b)
+    # Stability is judged against RotorLB's model (workload/stability.py): RotorNet's every flow
+    # is bulk; the packet switch has no agent queues.
+    st = res["modes"]["rotornet"]["stability"]
+    assert {"capacity", "tracking", "why"} <= set(st) and st["tracking"]["model_curve"], st.get("why")
+    assert "no bulk flows" in ps["stability"]["why"]
     assert (tmp_path / "fct" / "fct.png").exists() and (tmp_path / "fct" / "flows.json").exists()
     print("\n" + res["verdict"])
 

@@ -125,7 +125,7 @@ def capacity(s: Schedule, flows: Sequence, cutoff: float, plane: Plane, repeats:
             "per_repeat_bytes": round(per_rep * plane.unit_bytes), "growth": growth,
             "growth_max": GROWTH_MAX, "stable": stable,
             "why": (f"the model's queue grows {growth:.1%} of the arrivals per repetition "
-                    f"(the flows {repeats} times, racks relabelled; past capacity above {GROWTH_MAX:.0%})")}
+                    f"of the flows, {repeats} with racks relabelled; past capacity above {GROWTH_MAX:.0%}")}
 
 
 def tracking(measured: Sequence[tuple[float, float]], s: Schedule, flows: Sequence, cutoff: float,
@@ -186,7 +186,7 @@ def judge(measured: Sequence[tuple[float, float]], s: Schedule, flows: Sequence,
     elif not trk["keeps_up"]:
         why = "the fabric falls behind RotorLB: " + trk["why"]
     else:
-        why = "within RotorLB's capacity (" + cap["why"] + "); the fabric keeps up: " + trk["why"]
+        why = "within RotorLB's capacity: " + cap["why"] + "; the fabric keeps up: " + trk["why"]
     return {"stable": stable, "why": why, "capacity": cap, "tracking": trk, "trend": tr,
             # the keys results before this check had (table and checks read them)
             **{k: tr.get(k) for k in ("mean_bytes", "slope_bytes_per_s", "rise_bytes")}}
