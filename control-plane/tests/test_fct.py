@@ -322,6 +322,20 @@ def test_checks_judge_the_issues_criteria_on_one_run():
     assert rows[0].startswith("| workload | load | check |") and any("**FAIL**" in x for x in rows)
 
 
+@pytest.mark.parametrize("stability, stable, verdict", [
+    ({"capacity": {"stable": True}, "why": "within RotorLB's capacity: ..."}, True, True),
+    ({"capacity": {"stable": False}, "why": "past RotorLB's capacity: ..."}, False, None),  # a finding
+    ({"capacity": {"stable": True}, "why": "the fabric falls behind RotorLB: ..."}, False, False),
+    ({"why": "no bulk flows: nothing queued at the agents"}, True, True),
+    ({"rise_bytes": 5.0}, True, True),  # a result from before the model's check: the trend
+])
+def test_checks_pending_bytes_by_the_models_verdict(stability, stable, verdict):
+    r = dict(_fct_result(), workload="datamining", load=0.1)
+    r["modes"]["opera"].update(stable=stable, stability=stability)
+    ok, numbers = _checked(r)["opera: pending bytes flat"]
+    assert ok is verdict and (numbers == stability.get("why") or "trend 5 B" in numbers)
+
+
 def test_table_rejudges_older_runs_by_their_flow_list(tmp_path, capsys):
     """An fct.json from before sizes and arrivals were kept: the flows.json beside it gives the
     one-packet flows and the last arrival (pending bytes that climb while flows arrive and fall

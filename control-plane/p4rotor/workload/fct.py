@@ -341,6 +341,8 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
         if "capacity" in st:
             past = not st["capacity"].get("stable", True)
             out.append((f"{mode}: pending bytes flat", None if past else stable, st.get("why", "")))
+        elif st.get("why"):  # judged, with nothing for the model (no bulk flows: the packet switch)
+            out.append((f"{mode}: pending bytes flat", True if stable else None, st["why"]))
         else:  # results from before the capacity check: the trend alone
             out.append((f"{mode}: pending bytes flat", True if stable else None,
                         ("" if stable else "unstable: ")
