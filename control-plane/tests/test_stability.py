@@ -130,3 +130,34 @@ def test_cli_missing_file_one_line_exit2(tmp_path, capsys, missing):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
     assert missing in err and "\n" not in err
+
+
+def test_cli_flow_list_alone_before_a_run(tmp_path, capsys):
+    light, heavy = tmp_path / "light.json", tmp_path / "heavy.json"
+    flowlist.write(light, _flows(8, 20), {"workload": "test"})
+    flowlist.write(heavy, _flows(60, 20), {"workload": "test"})
+    assert main(["workload", "stability", str(light)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("opera (cutoff ") and "within RotorLB's capacity" in out[0]
+    assert out[1].startswith("rotornet (cutoff 0 B, ") and "within" in out[1]
+    assert main(["workload", "stability", str(heavy)]) == 0
+    assert "PAST RotorLB's capacity" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--write"], "--write: only for a run's directory"),
+    (["--hosts-per-rack", "1"], "is not in the default fabric with 1 hosts per rack"),
+])
+def test_cli_flow_list_alone_bad_input(tmp_path, capsys, args, needle):
+    fl = tmp_path / "f.json"
+    flowlist.write(fl, _flows(8, 5), {"workload": "test"})
+    with pytest.raises(SystemExit) as e:
+        main(["workload", "stability", str(fl), *args])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and needle in err and "\n" not in err
+
+
+def test_cli_no_such_run(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["workload", "stability", str(tmp_path / "nope")])
+    assert e.value.code == 2 and "no such file or directory" in capsys.readouterr().err

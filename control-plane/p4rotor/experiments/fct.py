@@ -229,6 +229,24 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
     return r
 
 
+def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0, rate: float = 100.0,
+                guard_us: float = 10000.0) -> dict[str, dict]:
+    """Before a run: is this flow list within RotorLB's capacity on the default fabric, for
+    Opera (the default cutoff) and RotorNet (cutoff 0)?  The model alone (workload/stability.py,
+    question 1), in seconds rather than the run's hours."""
+    flows = flowlist.read(flow_list)[0]
+    s, plane = stability_plane(dilation, hosts_per_rack, rate, guard_us)
+    for f in flows:
+        for end in (f.src, f.dst):
+            if end not in plane.where:
+                raise C.WorkloadError(f"{flow_list}: flow {f.id}: host {end!r} is not in the default fabric with "
+                                      f"{hosts_per_rack} hosts per rack (--hosts-per-rack?)")
+    access_bps = HEADROOM * len(s.rotors) * rate * (FRAME + 42) * 8
+    cutoff = access_bps / 8 * S.dilate(s, dilation).hyperperiod_us / 1e6
+    return {mode: dict(ST.capacity(s, flows, cut, plane), cutoff_bytes=cut)
+            for mode, cut in (("opera", cutoff), ("rotornet", 0.0))}
+
+
 def pair_shares(sched: S.Schedule, flows, topo: TP.Topology) -> dict[int, float]:
     """Per flow: the share of the K uplinks RotorLB's model delivers for its rack pair alone and
     saturated (rotorlb/model.py; seed 000 §2.5.4)."""

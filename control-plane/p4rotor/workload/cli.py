@@ -229,8 +229,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     st = sw.add_parser("stability", help="judge an fct run's stability again from its fct.json and flows.json: "
                                          "within RotorLB's capacity (the model on the flows repeated), and "
                                          "the fabric's pending bytes against the model's")
-    st.add_argument("run", metavar="RUN", help="a directory with fct.json and flows.json (p4rotor experiment fct)")
+    st.add_argument("run", metavar="RUN",
+                    help="a directory with fct.json and flows.json (p4rotor experiment fct); or a flow list "
+                         "alone, before a run: is it within RotorLB's capacity on the default fabric")
     st.add_argument("--write", action="store_true", help="replace the modes' stability in RUN/fct.json")
+    st.add_argument("--hosts-per-rack", type=int, default=2, help="a flow list alone: its fabric's (default 2)")
     st.set_defaults(fn=cmd_stability)
 
 
@@ -318,9 +321,22 @@ def cmd_stability(a: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from ..experiments.fct import rejudge
+    from ..experiments.fct import capacity_of, rejudge
 
     run = Path(a.run)
+    if not run.exists():
+        die(f"{run}: no such file or directory")
+    if run.is_file():
+        if a.write:
+            die("--write: only for a run's directory (a flow list alone has no fct.json)")
+        try:
+            caps = capacity_of(str(run), hosts_per_rack=a.hosts_per_rack)
+        except C.WorkloadError as ex:
+            die(str(ex))
+        for mode, c in caps.items():
+            print(f"{mode} (cutoff {c['cutoff_bytes']:.0f} B, {c['bulk_flows']} bulk flows): "
+                  f"{'within' if c['stable'] else 'PAST'} RotorLB's capacity: {c['why']}")
+        return 0
     for name in ("fct.json", "flows.json"):
         if not (run / name).is_file():
             die(f"{run}: no {name} (a directory p4rotor experiment fct wrote)")
