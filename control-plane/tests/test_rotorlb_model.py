@@ -137,3 +137,40 @@ def test_replay_bad_arrival_one_line(ev):
     with pytest.raises(M.ModelError) as e:
         M.replay(OPERA, ev)
     assert "\n" not in str(e.value)
+
+
+# --- alone_slots: one flow in an empty fabric (the bulk bound's "RotorLB alone") ----------------
+
+def _pairs():
+    return [(a, b) for a in range(8) for b in range(8) if a != b]
+
+
+def test_alone_one_frame_waits_for_its_direct_circuit_or_a_relay():
+    # A fraction of a slot's capacity goes direct if its circuit is live in the first slot,
+    # else to a relay: never more than a cycle and a slot.
+    for a, b in _pairs():
+        assert 1.0 <= M.alone_slots(OPERA, a, b, 0.2) <= 3.0
+
+
+def test_alone_a_host_plane_is_capped_at_the_pairs_share():
+    # One plane per host: a large flow drains at 3.5 of the 4 uplinks (48 pairs), so it misses
+    # the bound (units / 4 + matchings + 1 slots) -- docs/experiments.md, "The bulk bound".
+    units, bound = 100.0, 100 / 4 + 3
+    slots = [M.alone_slots(OPERA, a, b, units) for a, b in _pairs()]
+    assert sum(s > bound for s in slots) == 48
+    assert all(units / 4 <= s <= units / 3.5 + 3 for s in slots)
+
+
+def test_alone_hosts_sharing_their_racks_circuits_meet_the_bound():
+    # Two hosts share each rack circuit (capacity 2 units), a host feeds 4 units a slot: the host's
+    # link is the bottleneck, and every pair meets the bound, the biggest flow too.
+    for units in (21.0, 40.0, 100.0, 250.0):
+        bound = units / 4 + 3
+        assert all(M.alone_slots(OPERA, a, b, units, capacity=2.0, feed=4.0) <= bound for a, b in _pairs())
+
+
+@pytest.mark.parametrize("kw", [dict(units=0.0), dict(units=1.0, capacity=0.0), dict(units=1.0, feed=-1.0)])
+def test_alone_bad_input_one_line(kw):
+    with pytest.raises(M.ModelError) as e:
+        M.alone_slots(OPERA, 0, 1, **kw)
+    assert "\n" not in str(e.value)

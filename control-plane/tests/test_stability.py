@@ -161,3 +161,19 @@ def test_cli_no_such_run(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["workload", "stability", str(tmp_path / "nope")])
     assert e.value.code == 2 and "no such file or directory" in capsys.readouterr().err
+
+
+def test_cli_judges_bulk_again_against_rotorlb_alone(tmp_path, capsys):
+    fl = _flows(8, 20)
+    model = ST.tracking([], SCHED, fl, 0, PLANE, 20, 0)["model_curve"]
+    run = _run_dir(tmp_path, fl, model, 20)
+    r = json.loads((run / "fct.json").read_text())
+    # Every flow took 2 s (20 slots): the bound and the model judge it again from per_flow.
+    r["modes"]["opera"]["per_flow"] = [[f.id, "bulk", "100KB-10MB", 2.0, f.size] for f in fl]
+    r["modes"]["opera"]["bulk_bound"] = {"bulk_mbps": 4.6144, "duty": 0.5, "wait_s": 0.3}
+    (run / "fct.json").write_text(json.dumps(r))
+    assert main(["workload", "stability", str(run), "--write"]) == 0
+    out = capsys.readouterr().out
+    assert f"opera: bulk within the low-load bound: 0/{len(fl)}" in out and "RotorLB alone (model)" in out
+    bb = json.loads((run / "fct.json").read_text())["modes"]["opera"]["bulk_bound"]
+    assert bb["flows"] == len(fl) and bb["rotorlb_alone"]["excess_slots_median"] > 0

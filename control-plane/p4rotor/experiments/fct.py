@@ -174,7 +174,12 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
              "wait_s": (len(sched.rotors[0].matchings) + 1) * ds.slot_us / 1e6}
     # ... and the same bound at what RotorLB can give the flow's rack pair (the model): the share
     # of the K uplinks its relays can drain (workload/fct.py: bulk_bound_check).
-    share = pair_shares(sched, wl.flows, topo)
+    share = pair_shares(sched, wl.flows, {h.name: k.id for k in topo.racks for h in k.hosts})
+    # ... and each bulk flow against RotorLB alone: what the model gives the same flow in an
+    # empty fabric (rotorlb/model.py: alone_slots), as the agents run it and with the rack's hosts
+    # sharing its circuits.
+    bound["model"] = rotorlb_alone(*stability_plane(dilation, hosts_per_rack, rate, guard_us), hosts_per_rack)
+    bound["slot_s"] = ds.slot_us / 1e6
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us),
@@ -219,14 +224,33 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
     r = json.loads((run / "fct.json").read_text())
     flows = flowlist.read(str(run / "flows.json"))[0]
     sched = S.generate_opera(8, 4, 1000, 100)
-    judge = stability_judge(sched, r.get("dilation", 100.0), r.get("hosts_per_rack", 1),
-                            r.get("agent_rate", rate), r.get("guard_us", guard_us))
+    args = (r.get("dilation", 100.0), r.get("hosts_per_rack", 1), r.get("agent_rate", rate),
+            r.get("guard_us", guard_us))
+    judge = stability_judge(sched, *args)
     for mode, m in r["modes"].items():
         if m.get("pending_bytes") is None or m.get("arrivals_s") is None:
             continue
         st = judge(flows, m["cutoff_bytes"], [tuple(x) for x in m["pending_bytes"]], m["arrivals_s"])
         m["stable"], m["stability"] = st["stable"], st
+    _rejudge_bulk(r, flows, *stability_plane(*args), args[1])
     return r
+
+
+def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int) -> None:
+    """Every mode's ``bulk_bound`` again from its ``per_flow`` FCTs, with the pair's capacity and
+    RotorLB alone (:func:`rotorlb_alone`) beside the issue's bound, at the bound's own rate,
+    duty and wait as the run recorded them."""
+    by_id = {f.id: f for f in flows}
+    alone = rotorlb_alone(sched, plane, hosts_per_rack)
+    share = pair_shares(sched, flows, {h: rk for h, (rk, _) in plane.where.items()})
+    for m in r["modes"].values():
+        bb = m.get("bulk_bound")
+        if not bb or not m.get("per_flow"):
+            continue
+        done = [F.Done(by_id[fid], cls, 0, None if fct is None else round(fct * 1e9))
+                for fid, cls, _, fct, *_ in m["per_flow"]]
+        m["bulk_bound"] = F.bulk_bound_check(done, bb["bulk_mbps"] * 1e6, bb["duty"], bb["wait_s"], share=share,
+                                             model=alone, slot_s=plane.slot_s)
 
 
 def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0, rate: float = 100.0,
@@ -247,12 +271,35 @@ def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0
             for mode, cut in (("opera", cutoff), ("rotornet", 0.0))}
 
 
-def pair_shares(sched: S.Schedule, flows, topo: TP.Topology) -> dict[int, float]:
+def rotorlb_alone(sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int):
+    """``alone(flow) -> (s, s)``: a bulk flow's FCT alone in RotorLB's model (rotorlb/model.py:
+    ``alone_slots``, the mean over a cycle's slots it can arrive in), in wall seconds: as the
+    agents run the fabric (one plane per host: a circuit carries one unit, the flow is queued at
+    once), and with the rack's circuits shared by its hosts (a circuit carries ``hosts_per_rack``
+    units; the host's link feeds the rack's queue at its bulk rate, one unit per rotor a slot:
+    docs/experiments.md, "The bulk bound").  Memoised per (rack pair, frames)."""
+    from ..rotorlb.model import alone_slots
+
+    k = len(sched.rotors)
+    memo: dict[tuple[int, int, int], tuple[float, float]] = {}
+
+    def alone(flow) -> tuple[float, float]:
+        key = (plane.where[flow.src][0], plane.where[flow.dst][0], plane.frames(flow.size))
+        if key not in memo:
+            sr, dr, frames = key
+            units = frames / plane.frames_per_unit
+            memo[key] = (alone_slots(sched, sr, dr, units) * plane.slot_s,
+                         alone_slots(sched, sr, dr, units, capacity=hosts_per_rack, feed=k) * plane.slot_s)
+        return memo[key]
+
+    return alone
+
+
+def pair_shares(sched: S.Schedule, flows, rack: dict[str, int]) -> dict[int, float]:
     """Per flow: the share of the K uplinks RotorLB's model delivers for its rack pair alone and
-    saturated (rotorlb/model.py; seed 000 §2.5.4)."""
+    saturated (rotorlb/model.py; seed 000 §2.5.4).  ``rack``: host name -> rack."""
     from ..rotorlb.model import evaluate
 
-    rack = {h.name: k.id for k in topo.racks for h in k.hosts}
     k = len(sched.rotors)
     cap: dict[tuple[int, int], float] = {}
     out = {}

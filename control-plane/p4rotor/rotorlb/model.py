@@ -241,3 +241,32 @@ def replay(s: Schedule, arrivals: Sequence[tuple[int, int, int, Amount]], *, max
             pending.append((k, left))
     return Backlog(pending=tuple(pending), arrived=arrived, delivered=delivered, last_arrival=last,
                    empty_at=empty_at)
+
+
+def alone_slots(s: Schedule, src: int, dst: int, units: Amount, *, capacity: Amount = 1.0,
+                feed: Amount | None = None) -> float:
+    """How many slots RotorLB takes to deliver one flow of ``units`` from rack ``src`` to rack
+    ``dst`` in an otherwise empty fabric, counted from the start of the slot it arrives in to the
+    end of the slot its last unit reaches ``dst``: the mean over the slots of a cycle it can
+    arrive in (which circuits come first depends on it).
+
+    ``capacity`` is what one circuit carries in a slot; ``feed``, if given, is how much of the
+    flow reaches the rack's queue per slot -- a host's link in front of a queue the rack keeps
+    (the flow arrives ``feed`` units a slot), instead of all of it at once.  With ``capacity=2``
+    and ``feed=4`` (in units of one host's circuit-slot) this is a rack whose two hosts share its
+    circuits and each sends at four circuits' worth; ``capacity=1`` and no feed is the fabric as
+    the agents run it, one plane per host (fabric/agents.py)."""
+    if units <= 0 or capacity <= 0 or (feed is not None and feed <= 0):
+        raise ModelError(f"need units, capacity and feed > 0, got {units}, {capacity}, {feed}")
+    step = units if feed is None else feed
+    total = 0
+    cycle = cycle_slots(s)
+    for phase in range(cycle):
+        arrivals, left, k = [], units, phase
+        while left > 1e-12:
+            arrivals.append((k, src, dst, min(step, left)))
+            left -= step
+            k += 1
+        done = replay(s, arrivals, capacity=capacity)
+        total += done.empty_at - phase + 1
+    return total / cycle

@@ -228,11 +228,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
     st = sw.add_parser("stability", help="judge an fct run's stability again from its fct.json and flows.json: "
                                          "within RotorLB's capacity (the model on the flows repeated), and "
-                                         "the fabric's pending bytes against the model's")
+                                         "the fabric's pending bytes against the model's; and its bulk flows "
+                                         "against the low-load bound and RotorLB alone (the model)")
     st.add_argument("run", metavar="RUN",
                     help="a directory with fct.json and flows.json (p4rotor experiment fct); or a flow list "
                          "alone, before a run: is it within RotorLB's capacity on the default fabric")
-    st.add_argument("--write", action="store_true", help="replace the modes' stability in RUN/fct.json")
+    st.add_argument("--write", action="store_true",
+                    help="replace the modes' stability and bulk_bound in RUN/fct.json")
     st.add_argument("--hosts-per-rack", type=int, default=2, help="a flow list alone: its fabric's (default 2)")
     st.set_defaults(fn=cmd_stability)
 
@@ -347,9 +349,14 @@ def cmd_stability(a: argparse.Namespace) -> int:
         die(str(ex))
     except KeyError as ex:
         die(f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric")
+    from .fct import checks
+
+    bound = {name: numbers for name, _, numbers in checks(r) if name.endswith("bulk within the low-load bound")}
     for mode, m in r["modes"].items():
         print(f"{mode}: {'stable' if m.get('stable', True) else 'UNSTABLE'}: "
               f"{m.get('stability', {}).get('why', 'not judged')}")
+        if f"{mode}: bulk within the low-load bound" in bound:
+            print(f"{mode}: bulk within the low-load bound: {bound[f'{mode}: bulk within the low-load bound']}")
     if a.write:
         (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
         print(f"wrote {run / 'fct.json'}")

@@ -291,7 +291,7 @@ def bulk_bound_s(size: int, bulk_bps: float, duty: float, wait_s: float, frame: 
 
 
 def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s: float,
-                     share: dict[int, float] | None = None) -> dict:
+                     share: dict[int, float] | None = None, model=None, slot_s: float | None = None) -> dict:
     """How many finished bulk flows met :func:`bulk_bound_s`, and the worst FCT / bound.
 
     ``share`` (flow id -> fraction of the K uplinks RotorLB can give its rack pair, from the model:
@@ -299,7 +299,12 @@ def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s:
     bound at its pair's capacity: the issue's bound lets one flow use all K uplinks, but a pair's
     relayed traffic drains through its intermediates' own circuits to the destination -- at 8
     racks x 4 rotors, 6 relays of one slot per 2-slot cycle plus the direct circuit: 3.5 of 4
-    (48 of 56 pairs; 4.0 for the 8 the extra matching serves twice)."""
+    (48 of 56 pairs; 4.0 for the 8 the extra matching serves twice).
+
+    ``model`` (flow -> (s, s): its FCT alone in RotorLB's model, as the fabric runs it and with
+    the rack's hosts sharing its circuits; experiments/fct.py: ``rotorlb_alone``) adds
+    ``rotorlb_alone``: how many flows the model alone meets the bound with, either way, and how
+    far each measured FCT is from the model's for the same flow (ratio; excess in ``slot_s``)."""
     fin = [d for d in done if d.cls == "bulk" and d.fct_s is not None]
     ratios = [d.fct_s / bulk_bound_s(d.flow.size, bulk_bps, duty, wait_s) for d in fin]
     out = {"flows": len(fin), "within": sum(r <= 1 for r in ratios),
@@ -311,6 +316,17 @@ def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s:
         out["pair_capacity"] = {"within": sum(r <= 1 for r in cap), "worst_ratio": max(cap) if cap else None,
                                 "median_ratio": percentile(cap, 50) if cap else None,
                                 "shares": sorted(set(round(share.get(d.flow.id, 1.0), 4) for d in fin))}
+    if model and fin:
+        m = [(d, *model(d.flow), bulk_bound_s(d.flow.size, bulk_bps, duty, wait_s)) for d in fin]
+        ratio = [d.fct_s / planes for d, planes, _, _ in m]
+        excess = [(d.fct_s - planes) / slot_s for d, planes, _, _ in m] if slot_s else []
+        out["rotorlb_alone"] = {
+            "model_within": sum(planes <= b for _, planes, _, b in m),
+            "rack_shared_within": sum(rack <= b for _, _, rack, b in m),
+            "median_ratio": percentile(ratio, 50), "p90_ratio": percentile(ratio, 90),
+            "excess_slots_median": percentile(excess, 50) if excess else None,
+            "excess_slots_p90": percentile(excess, 90) if excess else None,
+            "within_one_slot": sum(x <= 1 for x in excess) if excess else None}
     return out
 
 
@@ -356,7 +372,8 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
                         f"{bb['within']}/{bb['flows']}, worst {bb['worst_ratio']:.2f}x, median "
                         f"{bb['median_ratio']:.2f}x" + ("" if low else " (judged at 1 % load only)")
                         + (f"; at the pair's RotorLB capacity (model): {pc['within']}/{bb['flows']}, worst "
-                           f"{pc['worst_ratio']:.2f}x, median {pc['median_ratio']:.2f}x" if pc else "")))
+                           f"{pc['worst_ratio']:.2f}x, median {pc['median_ratio']:.2f}x" if pc else "")
+                        + _alone_numbers(bb)))
     ll = modes.get("opera", {}).get("classes", {}).get("low-latency")
     if ll:
         n = sum(v["flows"] for v in ll.values())
@@ -403,6 +420,21 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
                         f"median {percentile(rn, 50) * 1e3:.0f} vs {percentile(op, 50) * 1e3:.0f} ms ({med:.1f}x); "
                         f"{len(rn)} flows"))
     return out
+
+
+def _alone_numbers(bb: dict) -> str:
+    """The bulk bound's ``rotorlb_alone`` in words: what RotorLB itself could do, and how far
+    the agents were from it."""
+    ra = bb.get("rotorlb_alone")
+    if not ra:
+        return ""
+    n = bb["flows"]
+    slots = ra.get("excess_slots_median") is not None
+    return (f"; RotorLB alone (model) meets it for {ra['model_within']}/{n}, with the rack's hosts sharing "
+            f"its circuits {ra['rack_shared_within']}/{n}; measured vs the model alone: median "
+            f"{ra['median_ratio']:.2f}x" + (f" ({ra['excess_slots_median']:+.1f} slots)" if slots else "")
+            + f", p90 {ra['p90_ratio']:.2f}x" + (f" ({ra['excess_slots_p90']:+.1f}), {ra['within_one_slot']}/{n} "
+                                                 "within a slot of it" if slots else ""))
 
 
 def checks_table(results: Sequence[dict]) -> list[str]:
