@@ -682,12 +682,13 @@ def test_bulk_is_also_judged_against_rotorlb_alone():
     hosts = sorted(plane.where)
     a, b = next((x, y) for x in hosts for y in hosts if plane.where[x][0] == 0 and plane.where[y][0] == 1)
     big = Flow(0, a, b, 100 * plane.unit_bytes, 0.0)
-    planes_s, rack_s = alone(big)
+    planes_s, rack_s, frames_bound_s = alone(big)
     assert rack_s < planes_s  # the host's link, not the plane's 3.5 uplinks, is the bottleneck
-    assert alone(big) == (planes_s, rack_s)  # memoised
+    assert frames_bound_s == pytest.approx((100 / 4 + 3) * plane.slot_s)
+    assert alone(big) == (planes_s, rack_s, frames_bound_s)  # memoised
     bps, duty, wait = 4 * 100 * 1442 * 8, 0.5, 0.3
     d = F.Done(big, "bulk", 0, int((planes_s + 0.05) * 1e9))
     res = F.bulk_bound_check([d], bps, duty, wait, model=alone, slot_s=plane.slot_s)["rotorlb_alone"]
-    assert res["model_within"] == 0 and res["rack_shared_within"] == 1
+    assert res["model_within"] == 0 and res["rack_shared_within"] == res["rack_shared_within_frames"] == 1
     assert res["excess_slots_median"] == pytest.approx(0.5) and res["within_one_slot"] == 1
     assert res["median_ratio"] == pytest.approx((planes_s + 0.05) / planes_s)

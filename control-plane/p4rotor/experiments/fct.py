@@ -272,24 +272,28 @@ def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0
 
 
 def rotorlb_alone(sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int):
-    """``alone(flow) -> (s, s)``: a bulk flow's FCT alone in RotorLB's model (rotorlb/model.py:
+    """``alone(flow) -> (s, s, s)``: a bulk flow's FCT alone in RotorLB's model (rotorlb/model.py:
     ``alone_slots``, the mean over a cycle's slots it can arrive in), in wall seconds: as the
     agents run the fabric (one plane per host: a circuit carries one unit, the flow is queued at
     once), and with the rack's circuits shared by its hosts (a circuit carries ``hosts_per_rack``
     units; the host's link feeds the rack's queue at its bulk rate, one unit per rotor a slot:
-    docs/experiments.md, "The bulk bound").  Memoised per (rack pair, frames)."""
+    docs/experiments.md, "The bulk bound"); third, the issue's bound on the agents' own frames
+    (their header counted: a unit per rotor a slot, plus matchings + 1 slots).  Memoised per
+    (rack pair, frames)."""
     from ..rotorlb.model import alone_slots
 
     k = len(sched.rotors)
-    memo: dict[tuple[int, int, int], tuple[float, float]] = {}
+    wait = len(sched.rotors[0].matchings) + 1
+    memo: dict[tuple[int, int, int], tuple[float, float, float]] = {}
 
-    def alone(flow) -> tuple[float, float]:
+    def alone(flow) -> tuple[float, float, float]:
         key = (plane.where[flow.src][0], plane.where[flow.dst][0], plane.frames(flow.size))
         if key not in memo:
             sr, dr, frames = key
             units = frames / plane.frames_per_unit
             memo[key] = (alone_slots(sched, sr, dr, units) * plane.slot_s,
-                         alone_slots(sched, sr, dr, units, capacity=hosts_per_rack, feed=k) * plane.slot_s)
+                         alone_slots(sched, sr, dr, units, capacity=hosts_per_rack, feed=k) * plane.slot_s,
+                         (units / k + wait) * plane.slot_s)
         return memo[key]
 
     return alone
