@@ -144,6 +144,26 @@ def test_cli_flow_list_alone_before_a_run(tmp_path, capsys):
     assert "PAST RotorLB's capacity" in capsys.readouterr().out
 
 
+def test_rack_shared_plane_is_one_plane_of_whole_circuits():
+    shared = PLANE.rack_shared()
+    assert {p for _, p in shared.where.values()} == {0}
+    assert all(shared.where[h][0] == PLANE.where[h][0] for h in HOSTS)
+    assert shared.frames_per_unit == 2 * PLANE.frames_per_unit
+
+
+def test_cli_flow_list_rack_shared_queues_less(tmp_path, capsys):
+    # The same flows on racks whose hosts share their circuits: a unit is twice the frames, so
+    # the model's queue (in bytes) is never longer, and shorter when a host's plane was the limit.
+    fl = tmp_path / "f.json"
+    flowlist.write(fl, _flows(8, 20), {"workload": "test"})
+    from p4rotor.experiments.fct import capacity_of
+
+    planes, shared = capacity_of(str(fl)), capacity_of(str(fl), rack_shared=True)
+    assert shared["rotornet"]["mean_bytes"][-1] < planes["rotornet"]["mean_bytes"][-1]
+    assert main(["workload", "stability", str(fl), "--rack-shared"]) == 0
+    assert "the rack's hosts sharing its circuits): within RotorLB's capacity" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--write"], "--write: only for a run's directory"),
     (["--hosts-per-rack", "1"], "is not in the default fabric with 1 hosts per rack"),
@@ -177,3 +197,14 @@ def test_cli_judges_bulk_again_against_rotorlb_alone(tmp_path, capsys):
     assert f"opera: bulk within the low-load bound: 0/{len(fl)}" in out and "RotorLB alone (model)" in out
     bb = json.loads((run / "fct.json").read_text())["modes"]["opera"]["bulk_bound"]
     assert bb["flows"] == len(fl) and bb["rotorlb_alone"]["excess_slots_median"] > 0
+
+
+def test_cli_rack_shared_on_a_run_one_line_exit2(tmp_path, capsys):
+    fl = _flows(8, 5)
+    run = _run_dir(tmp_path, fl, [], 5)
+    before = (run / "fct.json").read_text()
+    with pytest.raises(SystemExit) as e:
+        main(["workload", "stability", str(run), "--rack-shared", "--write"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and "--rack-shared: only for a flow list alone" in err and "\n" not in err
+    assert (run / "fct.json").read_text() == before

@@ -254,10 +254,12 @@ def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_
 
 
 def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0, rate: float = 100.0,
-                guard_us: float = 10000.0) -> dict[str, dict]:
+                guard_us: float = 10000.0, rack_shared: bool = False) -> dict[str, dict]:
     """Before a run: is this flow list within RotorLB's capacity on the default fabric, for
     Opera (the default cutoff) and RotorNet (cutoff 0)?  The model alone (workload/stability.py,
-    question 1), in seconds rather than the run's hours."""
+    question 1), in seconds rather than the run's hours.  ``rack_shared``: the same question for
+    racks whose hosts share their circuits (:meth:`ST.Plane.rack_shared`) instead of a plane per
+    host."""
     flows = flowlist.read(flow_list)[0]
     s, plane = stability_plane(dilation, hosts_per_rack, rate, guard_us)
     for f in flows:
@@ -267,6 +269,7 @@ def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0
                                       f"{hosts_per_rack} hosts per rack (--hosts-per-rack?)")
     access_bps = HEADROOM * len(s.rotors) * rate * (FRAME + 42) * 8
     cutoff = access_bps / 8 * S.dilate(s, dilation).hyperperiod_us / 1e6
+    plane = plane.rack_shared() if rack_shared else plane
     return {mode: dict(ST.capacity(s, flows, cut, plane), cutoff_bytes=cut)
             for mode, cut in (("opera", cutoff), ("rotornet", 0.0))}
 

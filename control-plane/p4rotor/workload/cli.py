@@ -236,6 +236,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     st.add_argument("--write", action="store_true",
                     help="replace the modes' stability and bulk_bound in RUN/fct.json")
     st.add_argument("--hosts-per-rack", type=int, default=2, help="a flow list alone: its fabric's (default 2)")
+    st.add_argument("--rack-shared", action="store_true",
+                    help="a flow list alone: the same question for racks whose hosts share their circuits "
+                         "(one RotorLB per rack) instead of a plane per host")
     st.set_defaults(fn=cmd_stability)
 
 
@@ -332,13 +335,16 @@ def cmd_stability(a: argparse.Namespace) -> int:
         if a.write:
             die("--write: only for a run's directory (a flow list alone has no fct.json)")
         try:
-            caps = capacity_of(str(run), hosts_per_rack=a.hosts_per_rack)
+            caps = capacity_of(str(run), hosts_per_rack=a.hosts_per_rack, rack_shared=a.rack_shared)
         except C.WorkloadError as ex:
             die(str(ex))
+        shared = ", the rack's hosts sharing its circuits" if a.rack_shared else ""
         for mode, c in caps.items():
-            print(f"{mode} (cutoff {c['cutoff_bytes']:.0f} B, {c['bulk_flows']} bulk flows): "
+            print(f"{mode} (cutoff {c['cutoff_bytes']:.0f} B, {c['bulk_flows']} bulk flows{shared}): "
                   f"{'within' if c['stable'] else 'PAST'} RotorLB's capacity: {c['why']}")
         return 0
+    if a.rack_shared:
+        die("--rack-shared: only for a flow list alone (a run's fabric had a plane per host)")
     for name in ("fct.json", "flows.json"):
         if not (run / name).is_file():
             die(f"{run}: no {name} (a directory p4rotor experiment fct wrote)")

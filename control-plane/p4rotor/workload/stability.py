@@ -59,6 +59,14 @@ class Plane:
     def unit_bytes(self) -> int:
         return self.frames_per_unit * self.payload
 
+    def rack_shared(self) -> "Plane":
+        """The same fabric with every rack's hosts sharing its circuits (one RotorLB per rack, as
+        a ToR's queues are shared) instead of a plane per host: one plane, whose unit is a whole
+        circuit's slot, all its hosts' planes' worth (docs/experiments.md, "The bulk bound")."""
+        planes = len({p for _, p in self.where.values()})
+        return dataclasses.replace(self, where={h: (rack, 0) for h, (rack, _) in self.where.items()},
+                                   frames_per_unit=self.frames_per_unit * planes)
+
 
 def arrivals(flows: Iterable, cutoff: float, plane: Plane, shift_s: float = 0.0) -> dict[int, list]:
     """Bulk flows (``size >= cutoff``) as the model's arrivals per plane: (slot, src rack, dst
