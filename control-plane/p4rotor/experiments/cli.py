@@ -29,8 +29,9 @@ def add_parser(sub) -> None:
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")
     fct.add_argument("--modes", metavar="M,M",
-                     help="which runs (default opera,rotornet,packet-switch): a 1%% point takes "
-                          "about half an hour of arrivals per mode")
+                     help="which runs (default opera,rotornet,packet-switch): 2000 flows at 1%% take "
+                          "about 35 min of arrivals per mode for Web Search, 2 h for Data Mining (the "
+                          "real system's arrival rate, dilated)")
     pe.add_argument("--epsilon-us", type=float, metavar="US",
                     help="low-latency, fct: low-latency routes keep off a rotor this long (schedule us) before "
                          "its night (low-latency: half the shortest slice; fct: 150)")
