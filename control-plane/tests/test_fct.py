@@ -692,3 +692,64 @@ def test_bulk_is_also_judged_against_rotorlb_alone():
     assert res["model_within"] == 0 and res["rack_shared_within"] == res["rack_shared_within_frames"] == 1
     assert res["excess_slots_median"] == pytest.approx(0.5) and res["within_one_slot"] == 1
     assert res["median_ratio"] == pytest.approx((planes_s + 0.05) / planes_s)
+
+
+# --- workload merge: a point run a mode per session ---------------------------------------------
+
+def _mode_run(d, mode, fct_s, flows, **top):
+    from p4rotor.workload import flowlist
+
+    d.mkdir()
+    flowlist.write(d / "flows.json", flows, {"workload": "datamining", "load": 0.01})
+    r = {"workload": "datamining", "load": 0.01, "flows": len(flows), "hosts_per_rack": 2, "access_mbps": 5.768,
+         "dilation": 100.0, "scaling_factor": 0.05768, "default_cutoff_bytes": 144200.0,
+         "alone_one_packet_s": {"floor": 0.002, "from": str(d)}, "verdict": "x",
+         "modes": {mode: {"cutoff_bytes": 0.0 if mode == "rotornet" else 144200.0, "unfinished": 0,
+                          "per_flow": [[f.id, "bulk" if mode == "rotornet" else "low-latency", "<100KB", fct_s,
+                                        f.size] for f in flows]}}}
+    r.update(top)
+    (d / "fct.json").write_text(json.dumps(r))
+    return d
+
+
+def test_merge_puts_each_sessions_mode_in_one_result(tmp_path, capsys):
+    flows = [Flow(i, "h0x0", "h1x0", 1460, i * 0.5) for i in range(12)]
+    a = _mode_run(tmp_path / "a", "opera", 0.004, flows)
+    b = _mode_run(tmp_path / "b", "rotornet", 0.150, flows)
+    assert main(["workload", "merge", str(a), str(b), "-o", str(tmp_path / "ab")]) == 0
+    assert "opera from" in capsys.readouterr().out
+    r = json.loads((tmp_path / "ab" / "fct.json").read_text())
+    assert sorted(r["modes"]) == ["opera", "rotornet"] and r["flows"] == 12 and "verdict" not in r
+    # What each run measured of its own fabric stays with it, not at the top.
+    assert "alone_one_packet_s" not in r
+    assert r["merged_from"][str(b)]["alone_one_packet_s"]["from"] == str(b)
+    assert (tmp_path / "ab" / "flows.json").read_text() == (a / "flows.json").read_text()
+    # The cross-mode check now has both modes: 150 ms against 4 ms.
+    rn = [c for c in F.checks(r) if c[0].startswith("rotornet one-packet")]
+    assert rn and rn[0][1] is True
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("other list", "not runs of one flow list"),
+    ("same mode", "mode 'opera' is also in"),
+    ("other load", "load is 0.1"),
+    ("output used", "exists and is not an empty directory"),
+    ("no fct.json", "no fct.json"),
+])
+def test_merge_bad_input_one_line_exit2_nothing_written(tmp_path, capsys, case, needle):
+    flows = [Flow(i, "h0x0", "h1x0", 1460, i * 0.5) for i in range(4)]
+    a = _mode_run(tmp_path / "a", "opera", 0.004, flows)
+    other = flows[:3] if case == "other list" else flows
+    b = _mode_run(tmp_path / "b", "opera" if case == "same mode" else "rotornet", 0.15, other,
+                  **({"load": 0.1} if case == "other load" else {}))
+    if case == "no fct.json":
+        (b / "fct.json").unlink()
+    out = tmp_path / "ab"
+    if case == "output used":
+        out.mkdir()
+        (out / "x").write_text("")
+    with pytest.raises(SystemExit) as e:
+        main(["workload", "merge", str(a), str(b), "-o", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and needle in err and "\n" not in err, err
+    assert not (out / "fct.json").exists()

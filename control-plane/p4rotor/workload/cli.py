@@ -226,6 +226,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     t.add_argument("results", nargs="+", metavar="RUN/fct.json")
     t.set_defaults(fn=cmd_table)
 
+    mg = sw.add_parser("merge", help="fct results of one flow list, each with other modes (a mode per session), "
+                                     "as one RUN directory: fct.json with every mode, and the flow list")
+    mg.add_argument("runs", nargs="+", metavar="RUN", help="directories p4rotor experiment fct wrote")
+    mg.add_argument("-o", "--output", required=True, metavar="DIR", help="where the merged fct.json and flows.json go")
+    mg.set_defaults(fn=cmd_merge)
+
     st = sw.add_parser("stability", help="judge an fct run's stability again from its fct.json and flows.json: "
                                          "within RotorLB's capacity (the model on the flows repeated), and "
                                          "the fabric's pending bytes against the model's; and its bulk flows "
@@ -320,6 +326,39 @@ def cmd_compare(a: argparse.Namespace) -> int:
         return 0
     print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
     return 1
+
+
+def cmd_merge(a: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from . import fct as F
+
+    runs, lists = [], []
+    for d in map(Path, a.runs):
+        for name in ("fct.json", "flows.json"):
+            if not (d / name).is_file():
+                die(f"{d}: no {name} (a directory p4rotor experiment fct wrote)")
+        try:
+            lists.append(FL.read(str(d / "flows.json"))[0])
+        except C.WorkloadError as ex:
+            die(str(ex))
+        if lists[-1] != lists[0]:
+            die(f"{d}: its flows.json is not {a.runs[0]}'s: not runs of one flow list")
+        runs.append((str(d), _fct_json(str(d / "fct.json"))))
+    out = Path(a.output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        die(f"{out}: exists and is not an empty directory")
+    try:
+        res = F.merge(runs)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "flows.json").write_text((Path(a.runs[0]) / "flows.json").read_text())
+    (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
+    print(f"wrote {out / 'fct.json'}: " + ", ".join(f"{m} from {n}" for n, s in res["merged_from"].items()
+                                                     for m in s["modes"]) + "; plots stay in each run's fct.png")
+    return 0
 
 
 def cmd_stability(a: argparse.Namespace) -> int:

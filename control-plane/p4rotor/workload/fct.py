@@ -425,6 +425,40 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
     return out
 
 
+# A run's own measurements of the fabric it ran on: kept per source when runs are merged, since
+# each mode's slowdowns were divided by its own run's alone FCTs.
+RUN_SCOPED = ("alone_curve", "alone_one_packet_s", "alone_envelope", "switches_realtime", "replayed_from")
+
+
+def merge(runs: Sequence[tuple[str, dict]]) -> dict:
+    """Several ``fct.json`` results of ONE flow list, each with other modes (e.g. a Data Mining
+    1 % point run a mode per session: 2 h of arrivals each), as one result: the first run's
+    description, every run's modes, and per source what it measured of its own fabric
+    (``RUN_SCOPED``).  Raises :class:`~p4rotor.workload.cdf.WorkloadError` (one line) when the
+    runs disagree on what they ran or two have the same mode."""
+    from .cdf import WorkloadError
+
+    if len(runs) < 2:
+        raise WorkloadError("merge needs at least two runs")
+    (first_name, first), out_modes, sources = runs[0], {}, {}
+    same = ("workload", "load", "flows", "hosts_per_rack", "access_mbps", "dilation", "scaling_factor",
+            "default_cutoff_bytes")
+    for name, r in runs:
+        for k in same:
+            if r.get(k) != first.get(k):
+                raise WorkloadError(f"{name}: {k} is {r.get(k)!r}, {first_name} has {first.get(k)!r}: "
+                                    "not runs of one flow list")
+        for mode, m in r.get("modes", {}).items():
+            if mode in out_modes:
+                raise WorkloadError(f"{name}: mode {mode!r} is also in {out_modes[mode][0]}")
+            out_modes[mode] = (name, m)
+        sources[name] = {"modes": sorted(r.get("modes", {})), **{k: r.get(k) for k in RUN_SCOPED}}
+    res = {k: v for k, v in first.items() if k not in RUN_SCOPED + ("modes", "verdict")}
+    res["merged_from"] = sources
+    res["modes"] = {mode: m for mode, (_, m) in out_modes.items()}
+    return res
+
+
 def _alone_numbers(bb: dict) -> str:
     """The bulk bound's ``rotorlb_alone`` in words: what RotorLB itself could do, and how far
     the agents were from it."""
