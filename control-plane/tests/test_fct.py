@@ -692,6 +692,19 @@ def test_bulk_is_also_judged_against_rotorlb_alone():
     assert res["model_within"] == 0 and res["rack_shared_within"] == res["rack_shared_within_frames"] == 1
     assert res["excess_slots_median"] == pytest.approx(0.5) and res["within_one_slot"] == 1
     assert res["median_ratio"] == pytest.approx((planes_s + 0.05) / planes_s)
+    assert res["per_flow"] == [[0, big.size, pytest.approx(planes_s + 0.05), round(planes_s, 6), round(rack_s, 6),
+                                round(F.bulk_bound_s(big.size, bps, duty, wait), 6)]]
+
+
+def test_bulk_plot_draws_what_the_check_kept(tmp_path):
+    from p4rotor.experiments.fct import bulk_plot
+
+    ra = {"per_flow": [[0, 200_000, 3.0, 2.9, 2.5, 2.8], [1, 900_000, 9.0, 8.8, 7.9, 8.0]]}
+    assert bulk_plot({"modes": {"opera": {"bulk_bound": {"rotorlb_alone": ra}}}}, tmp_path / "b.png")
+    assert (tmp_path / "b.png").stat().st_size > 1000
+    # Runs before the check kept per-flow numbers (or with no bulk flows): nothing drawn.
+    assert not bulk_plot({"modes": {"packet-switch": {}}}, tmp_path / "c.png")
+    assert not (tmp_path / "c.png").exists()
 
 
 # --- workload merge: a point run a mode per session ---------------------------------------------

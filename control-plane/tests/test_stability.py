@@ -197,6 +197,7 @@ def test_cli_judges_bulk_again_against_rotorlb_alone(tmp_path, capsys):
     assert f"opera: bulk within the low-load bound: 0/{len(fl)}" in out and "RotorLB alone (model)" in out
     bb = json.loads((run / "fct.json").read_text())["modes"]["opera"]["bulk_bound"]
     assert bb["flows"] == len(fl) and bb["rotorlb_alone"]["excess_slots_median"] > 0
+    assert len(bb["rotorlb_alone"]["per_flow"]) == len(fl) and (run / "bulk.png").is_file()
 
 
 def test_cli_rack_shared_on_a_run_one_line_exit2(tmp_path, capsys):

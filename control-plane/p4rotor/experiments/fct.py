@@ -887,12 +887,41 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                             or "none"))
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
+    bulk_plot(res, out / "bulk.png")
     _plots(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
                                           for m, v in res["modes"].items() if "tracking" in v["stability"]})
     load = "?" if wl.meta["load"] is None else f"{wl.meta['load']:g}"
     res["verdict"] = (f"fct {wl.meta['workload']} load {load}, {len(wl.flows)} flows: "
                       + " | ".join(lines))
     return res
+
+
+def bulk_plot(r: dict, path: Path) -> bool:
+    """Every bulk flow's FCT over issue #14's low-load bound against its size, per fabric mode,
+    beside RotorLB alone in the model as the fabric runs (a plane per host) and with the rack's
+    hosts sharing its circuits (``bulk_bound.rotorlb_alone.per_flow``).  False: nothing to draw."""
+    modes = {mode: m["bulk_bound"]["rotorlb_alone"]["per_flow"] for mode, m in r.get("modes", {}).items()
+             if m.get("bulk_bound", {}).get("rotorlb_alone", {}).get("per_flow")}
+    if not modes:
+        return False
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.5), squeeze=False)
+    for ax, (mode, pts) in zip(axes[0], sorted(modes.items())):
+        pts = sorted(pts, key=lambda p: p[1])
+        size = [p[1] for p in pts]
+        ax.scatter(size, [p[2] / p[5] for p in pts], s=8, alpha=0.6, label="measured")
+        ax.plot(size, [p[3] / p[5] for p in pts], ".", ms=3, color="tab:orange",
+                label="RotorLB alone (model): a plane per host")
+        ax.plot(size, [p[4] / p[5] for p in pts], ".", ms=3, color="tab:green",
+                label="RotorLB alone (model): hosts share the rack's circuits")
+        ax.axhline(1, color="grey", linestyle=":", label="the bound")
+        ax.set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="FCT / bound",
+               title=f"{mode}: bulk flows against the low-load bound ({r.get('workload')} {r.get('load')})")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def _plots(runs: dict, access_bps: float, out: Path, models: dict | None = None) -> None:

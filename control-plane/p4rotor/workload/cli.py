@@ -240,7 +240,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                     help="a directory with fct.json and flows.json (p4rotor experiment fct); or a flow list "
                          "alone, before a run: is it within RotorLB's capacity on the default fabric")
     st.add_argument("--write", action="store_true",
-                    help="replace the modes' stability and bulk_bound in RUN/fct.json")
+                    help="replace the modes' stability and bulk_bound in RUN/fct.json, and draw "
+                         "RUN/bulk.png (bulk FCT over the bound, beside RotorLB alone)")
     st.add_argument("--hosts-per-rack", type=int, default=2, help="a flow list alone: its fabric's (default 2)")
     st.add_argument("--rack-shared", action="store_true",
                     help="a flow list alone: the same question for racks whose hosts share their circuits "
@@ -403,8 +404,10 @@ def cmd_stability(a: argparse.Namespace) -> int:
         if f"{mode}: bulk within the low-load bound" in bound:
             print(f"{mode}: bulk within the low-load bound: {bound[f'{mode}: bulk within the low-load bound']}")
     if a.write:
+        from ..experiments.fct import bulk_plot
+
         (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
-        print(f"wrote {run / 'fct.json'}")
+        print(f"wrote {run / 'fct.json'}" + (f", {run / 'bulk.png'}" if bulk_plot(r, run / "bulk.png") else ""))
     return 0
 
 

@@ -329,7 +329,10 @@ def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s:
             "median_ratio": percentile(ratio, 50), "p90_ratio": percentile(ratio, 90),
             "excess_slots_median": percentile(excess, 50) if excess else None,
             "excess_slots_p90": percentile(excess, 90) if excess else None,
-            "within_one_slot": sum(x <= 1 for x in excess) if excess else None}
+            "within_one_slot": sum(x <= 1 for x in excess) if excess else None,
+            # per flow: [id, size, measured s, model s (a plane per host), model s (shared), bound s]
+            "per_flow": [[d.flow.id, d.flow.size, d.fct_s, round(planes, 6), round(rack, 6), round(b, 6)]
+                         for d, planes, rack, _, b in m]}
     return out
 
 
