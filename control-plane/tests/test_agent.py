@@ -140,3 +140,17 @@ def test_progress_file_says_what_the_summary_says(tmp_path):
     assert rx == {k: v[0] for k, v in summary.items()}
     assert rx == {"0:1": 6, "2:201": 6}
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_host_alone_gets_its_racks_whole_circuit_when_hosts_share():
+    """Two hosts per rack: with a plane per host a lone host gets its plane's half of every
+    circuit; sharing the rack's circuits (host/share.py) it gets the whole when its sibling is idle
+    (here up to its own link: 1.2 circuits' worth).  Measured 1.7-1.8x; never more than 2."""
+    planes, _ = run_fabric([(0, 1)], planes=2, rate=1000)
+    shared, _ = run_fabric([(0, 1)], planes=2, rate=1000, shared=True, host_rate=2400)
+    a, b = planes[1]["delivered_in_window"].get("0", 0), shared[1]["delivered_in_window"].get("0", 0)
+    assert a > 0 and 1.4 < b / a <= 2.05, (a, b)
+    accepted = sum(sum(r["accepted"].values()) for r in shared)
+    delivered = sum(sum(r["delivered"].values()) for r in shared)
+    held = sum(r["held_local"] + sum(r["held_relay"].values()) for r in shared)
+    assert accepted == delivered + held and sum(r["duplicates"] for r in shared) == 0

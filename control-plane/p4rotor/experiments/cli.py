@@ -25,6 +25,9 @@ def add_parser(sub) -> None:
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
     fct.add_argument("--hosts-per-rack", type=int, help="hosts in each of the 8 racks, each with an agent (default 2)")
+    fct.add_argument("--share-circuits", action="store_true", default=None,
+                     help="a rack's agents share its circuits (each window's frames claimed between them) "
+                          "instead of a plane per host; experimental (docs/rotorlb.md)")
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")
@@ -73,7 +76,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     if a.quick:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
-                "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us"):
+                "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
+                "share_circuits"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -86,7 +90,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
                       ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list"),
                       ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
-                      ("epsilon_us", "--epsilon-us")):
+                      ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

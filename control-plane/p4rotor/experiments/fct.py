@@ -69,13 +69,15 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
-        epsilon_us: float = EPSILON_US) -> dict:
+        epsilon_us: float = EPSILON_US, share_circuits: bool = False) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
     hosts in each of the 8 racks (default 2, as the issue's fabric), every one with its own agent;
     ``modes``: which of opera, rotornet and packet-switch to run ("a,b"; default all three);
-    ``epsilon_us``: low-latency routes keep off a rotor this long (schedule time) before its night."""
+    ``epsilon_us``: low-latency routes keep off a rotor this long (schedule time) before its night;
+    ``share_circuits``: a rack's agents share its circuits (host/share.py) instead of a plane per
+    host, and stability is judged against RotorLB on racks that share."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
@@ -144,7 +146,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             for mode in fabric_modes:
                 cut = MODES[mode]
                 c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
-                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps)
+                runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps,
+                                  shared=share_circuits)
         finally:
             emu.stop()
         # Alone = the lower envelope of every FCT the fabric gave a TCP flow, alone or in a run
@@ -182,8 +185,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     bound["slot_s"] = ds.slot_us / 1e6
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
-                   judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us),
-                   agent_rate=rate, guard_us=guard_us)
+                   judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
+                   agent_rate=rate, guard_us=guard_us, shared=share_circuits)
 
 
 def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,
@@ -202,14 +205,17 @@ def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,
                            slot_s=ds.slot_us / 1e6)
 
 
-def stability_judge(sched: S.Schedule, dilation: float, hosts_per_rack: int, rate: float, guard_us: float):
+def stability_judge(sched: S.Schedule, dilation: float, hosts_per_rack: int, rate: float, guard_us: float,
+                    shared: bool = False):
     """``judge(flows, cutoff, pending, arrivals_s)``: a mode's stability (workload/stability.py).
     The slack on the model's queue: one cycle of every agent's every circuit (frames the agents'
-    protocol holds a slot or two longer than the model: offers, a relay's second hop)."""
+    protocol holds a slot or two longer than the model: offers, a relay's second hop).
+    ``shared``: the racks' hosts share their circuits (the model's plane is the rack's)."""
     s, plane = stability_plane(dilation, hosts_per_rack, rate, guard_us)
     from ..rotorlb.model import cycle_slots
 
     slack = hosts_per_rack * s.racks * len(s.rotors) * cycle_slots(s) * plane.unit_bytes
+    plane = plane.rack_shared() if shared else plane
 
     def judge(flows, cutoff: float, pending, arrivals_s: float) -> dict:
         return ST.judge(pending, s, flows, cutoff, plane, arrivals_s, slack)
@@ -226,7 +232,7 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
     sched = S.generate_opera(8, 4, 1000, 100)
     args = (r.get("dilation", 100.0), r.get("hosts_per_rack", 1), r.get("agent_rate", rate),
             r.get("guard_us", guard_us))
-    judge = stability_judge(sched, *args)
+    judge = stability_judge(sched, *args, r.get("shared_circuits", False))
     for mode, m in r["modes"].items():
         if m.get("pending_bytes") is None or m.get("arrivals_s") is None:
             continue
@@ -666,7 +672,7 @@ def _rack_of(h) -> str:
 
 
 def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float,
-         pace_bps: float = 0.0) -> dict:
+         pace_bps: float = 0.0, shared: bool = False) -> dict:
     """One mode's run of the flow list: its flows' records (alone not yet known: the caller sets it
     from every run's flows, :func:`_with_alone`), pending bytes, the agents' accounting."""
     out.mkdir(parents=True, exist_ok=True)
@@ -711,7 +717,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             # start_agents shares ``rate`` among a rack's hosts; here each host's agent gets all of it.
             per_rack = max(len(k.hosts) for k in topo.racks)
             agents = start_agents(emu, topo, ds, out / "agents", rate=rate * per_rack, guard_us=guard_us,
-                                  flows=bulk, stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us)
+                                  flows=bulk, stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us,
+                                  shared=shared)
         n_ll = sum(map(len, ll.values()))
         frames_of = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
         whole_at = None  # wall s (from base) at which every flow was whole
@@ -818,14 +825,14 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
             bound: dict | None = None, epsilon_us: float | None = None,
             curve: F.AloneCurve | None = None, envelope: dict | None = None,
             share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
-            guard_us: float | None = None) -> dict:
+            guard_us: float | None = None, shared: bool = False) -> dict:
     """``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
     the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it); ``judge``: a
     mode's stability (:func:`stability_judge`)."""
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
            "access_mbps": access_bps / 1e6, "alone_curve": curve.to_json() if curve else None, "dilation": dilation,
-           "agent_rate": agent_rate, "guard_us": guard_us,
+           "agent_rate": agent_rate, "guard_us": guard_us, "shared_circuits": shared,
            "epsilon_us": epsilon_us, "scaling_factor": factor,
            "alone_one_packet_s": {"floor": envelope["floor_s"] if envelope else min(alone.values()),
                                   "floor_alone": min(alone.values()),

@@ -165,14 +165,19 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  flows: dict[tuple[int, int], list[dict]] | None = None, one_hop: bool = False,
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
-                 retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False) -> Agents:
+                 retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
+                 shared: bool = False) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
     its TUN interface is up), or raises if one was not listening by ``start_ns`` -- its peers'
-    first frames to it would have been lost."""
+    first frames to it would have been lost.  ``rate`` is a rack's per circuit: a plane per host
+    splits it evenly; ``shared``, a rack's agents share its circuits instead (host/share.py:
+    each window's frames claimed through ``share-rack<k>.json``), each host sending at most its
+    plane's worth over all its circuits together, as with a plane per host."""
     out.mkdir(parents=True, exist_ok=True)
-    for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress")]:
+    for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
+                *out.glob("share-rack*.json")]:
         old.unlink()  # a summary read later must be this run's
     sched_file = out / "schedule.json"
     sched_file.write_text(ds.dumps())
@@ -193,7 +198,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(sched_file),
                         "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers,
                         "--flows", "@" + str(_flows_file(out, h.name, (flows or {}).get((k.id, n), []))),
-                        "--rate", str(rate / (1 if host_index is not None else hosts)),
+                        "--rate", str(rate / (1 if host_index is not None or shared else hosts)),
                         "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
                         "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json"),
                         "--start-ns", str(start_ns), "--ready", str(out / f"agent-{h.name}.ready"),
@@ -204,6 +209,9 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     args += ["--retransmit-us", str(retransmit_us)]
                     if ack_direct:
                         args.append("--ack-direct")
+                if shared and host_index is None:
+                    args += ["--share", str(out / f"share-rack{k.id}.json"), "--share-member", str(n),
+                             "--share-members", str(len(k.hosts)), "--host-rate", str(rate / hosts * len(ds.rotors))]
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user

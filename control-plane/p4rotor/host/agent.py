@@ -50,7 +50,8 @@ class Agent:
     def __init__(self, sched: S.Schedule, t0_ns: int, rack: int, peers: dict[int, str], *, rate: float,
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
                  end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0, start_ns: int = 0,
-                 ready_file: Path | None = None, ack_direct: bool = False, progress_file: Path | None = None):
+                 ready_file: Path | None = None, ack_direct: bool = False, progress_file: Path | None = None,
+                 share=None, host_rate: float | None = None, planes: int = 1):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
@@ -59,7 +60,14 @@ class Agent:
         # sender's pacing slips (timer granularity, a busy CPU), and a frame that misses its window
         # waits a whole cycle, breaking RotorLB's promise that a relay delivers before the pair
         # meets again (with 10%, 1-3 of ~35 000 relayed frames per full sweep waited 9-12 slots).
-        self.capacity = max(0, int(rate * window_s * (1 - WINDOW_SLACK)))
+        self.capacity = planes * max(0, int(rate / planes * window_s * (1 - WINDOW_SLACK)))
+        # Hosts sharing their rack's circuits (host/share.py): ``rate`` is then the whole
+        # circuit's, which carries its ``planes`` hosts' windows (exactly what a plane per host
+        # gives them together), each window's frames are claimed from the rack's agents, and the
+        # host's own link (``host_rate`` frames/s, every circuit's sends together) paces what leaves.
+        self.share = share
+        self.host_gap = 1e9 / host_rate if host_rate else 0.0
+        self.host_next = 0.0
         self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
         # No window opens before start_ns: the harness starts every agent's clock at once, after all
         # of them listen (a frame sent to an agent not yet listening is lost, counted as NoPorts).
@@ -86,6 +94,7 @@ class Agent:
         # counted as missed late_offer / late_accept (a peer with nothing to offer sends none).
         self.expired: collections.OrderedDict = collections.OrderedDict()
         self.quiet = 0  # offers not sent: nothing to relay, or no spare capacity
+        self.claimed = 0  # frames of shared windows this agent claimed (host/share.py)
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
         # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
         # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
@@ -138,7 +147,12 @@ class Agent:
         start, end = c.window(self.guard_ns)
         await _sleep_until(start)
         self._refill()
-        cap = Fraction(self.capacity)
+        whole = Fraction(self.capacity)
+        cap = whole
+        if self.share is not None:
+            held = sum(map(len, self.local.values())) + sum(map(len, self.relay.values()))
+            cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, held)))
+            self.claimed += int(cap)
         rq, direct = core.phase1(self.queues(), c.peer, cap)
         out: list[bytes] = []  # every frame of this window goes to the circuit's peer
         n_relay = int(sum(ch.amount for ch in direct.relayed))
@@ -178,9 +192,10 @@ class Agent:
             if peer_offer is None:
                 pass  # the peer had nothing to offer, or its offer came too late: nothing to grant
             else:
+                # Headroom is a whole circuit per destination (RotorLB's one slot), shared or not.
                 grant = core.accept(rq, self.me, [core.Offer(Fraction(peer_offer.spare),
                                                               {d: Fraction(v) for d, v in peer_offer.demand.items()})],
-                                    cap)[0]
+                                    whole)[0]
                 self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in grant.items()
                                                                                     if int(v) > 0})))
             acc = await self._wait(("accept",) + key, wait) if offering else None
@@ -232,10 +247,12 @@ class Agent:
                     break
                 nxt = max(nxt, time.time_ns())  # idle (waited for an ACCEPT): no burst after it
                 continue
-            if now < nxt:
-                await asyncio.sleep(max(0.0005, min(nxt - now, end - now) / 1e9))
+            if now < max(nxt, self.host_next):
+                await asyncio.sleep(max(0.0005, min(max(nxt, self.host_next) - now, end - now) / 1e9))
                 continue
             self._send(peer, out[i])
+            if self.host_gap:  # the host's link, shared by every circuit's pacer (at most two at once)
+                self.host_next = max(self.host_next + self.host_gap, now - self.host_gap)
             if self.retransmit_ns:
                 m = wire.decode(out[i])
                 if m.origin == self.me and not m.relayed:
@@ -463,6 +480,7 @@ class Agent:
 
     def summary(self) -> dict:
         return {"rack": self.me, "capacity_frames": self.capacity, "frame_bytes": self.frame,
+                "claimed_frames": self.claimed if self.share is not None else None,
                 "accepted": {str(k): v for k, v in self.accepted.items()},
                 "delivered": {str(k): v for k, v in self.delivered.items()},
                 "delivered_in_window": {str(k): v for k, v in self.in_window.items()},
@@ -522,6 +540,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --retransmit-us: ACK over the direct circuit to the origin (its next window), "
                         "not the low-latency class (a schedule without one, e.g. RotorNet)")
     p.add_argument("--progress", help="write frames received per flow here once a second (JSON)")
+    p.add_argument("--share", metavar="FILE",
+                   help="share the rack's circuits with its other agents through this file (host/share.py): "
+                        "--rate is then the whole circuit's")
+    p.add_argument("--share-member", type=int, default=0, help="with --share: this agent's index in its rack")
+    p.add_argument("--share-members", type=int, default=1, help="with --share: the rack's agents")
+    p.add_argument("--host-rate", type=float,
+                   help="frames/s this host's link carries over all its circuits together (default: no cap)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     a = p.parse_args(argv)
     sched = S.load(a.schedule)
@@ -531,7 +556,12 @@ def main(argv: list[str] | None = None) -> int:
                   flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
                   measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
                   ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
-                  progress_file=Path(a.progress) if a.progress else None)
+                  progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
+                  planes=a.share_members if a.share else 1)
+    if a.share:
+        from .share import FileShare
+
+        agent.share = FileShare(Path(a.share), agent.capacity).member(a.share_member)
     if a.tun:
         from .tun import Tun
 

@@ -59,26 +59,40 @@ class Fabric:
 
 
 def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retransmit_us=0.0, drain_cycles=2,
-               frames=-1, guard_us=2000, rate=2000, frame=200, racks=4, ack_direct=False, progress_dir=None):
+               frames=-1, guard_us=2000, rate=2000, frame=200, racks=4, ack_direct=False, progress_dir=None,
+               planes=1, shared=False, host_rate=None):
     """Agents on ``racks`` racks (one rotor, RotorNet) over the in-process fabric; ``frames`` per
     flow (-1: saturated until the sending stops after ``cycles`` cycles); they end
     ``drain_cycles`` later; with ``progress_dir`` each publishes its progress there
-    (``agent-<rack>.progress``).  Returns (the agents' summaries, the fabric, CPU seconds used)."""
+    (``agent-<rack>.progress``).  ``planes`` hosts per rack, plane 0 sending ``pairs``, the
+    others idle, each plane at ``rate`` on its own fabric; ``shared``: the rack's agents share
+    its circuits instead (each at ``rate`` x ``planes``, claiming windows: host/share.py), and
+    ``host_rate`` caps what one agent sends over all its circuits.  Returns (the agents'
+    summaries, plane 0's then the others', the fabric of plane 0, CPU seconds used)."""
+    from .share import MemoryShare
+
     s = S.generate_rotornet(racks, 1, slot_us, slot_us // 10)
     t0 = time.time_ns() + 50_000_000
     H = s.hyperperiod_us * 1000
     stop = t0 + cycles * H
     end = stop + drain_cycles * H  # drain: every relay meets its destination within a cycle
-    fab = Fabric(s, t0, loss)
+    fabs = [Fabric(s, t0, loss) for _ in range(planes)]
+    fab = fabs[0]
     agents = []
-    for r in range(racks):
-        flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r]
-        a = Agent(s, t0, r, {i: f"10.0.{i}.1" for i in range(racks)}, rate=rate, frame=frame, guard_us=guard_us,
-                  flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end, measure=(t0 + H, stop),
-                  retransmit_us=retransmit_us, ack_direct=ack_direct,
-                  progress_file=None if progress_dir is None else progress_dir / f"agent-{r}.progress")
-        fab.attach(a)
-        agents.append(a)
+    each = rate * planes if shared else rate
+    shares = {}
+    for p in range(planes):
+        for r in range(racks):
+            flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r] if p == 0 else []
+            a = Agent(s, t0, r, {i: f"10.0.{i}.{p + 1}" for i in range(racks)}, rate=each, frame=frame,
+                      guard_us=guard_us, flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end,
+                      measure=(t0 + H, stop), retransmit_us=retransmit_us, ack_direct=ack_direct,
+                      progress_file=None if progress_dir is None or p else progress_dir / f"agent-{r}.progress",
+                      host_rate=host_rate, planes=planes if shared else 1)
+            if shared:
+                a.share = shares.setdefault(r, MemoryShare(a.capacity)).member(p)
+            fabs[p].attach(a)
+            agents.append(a)
 
     async def main():
         return await asyncio.gather(*(a.run() for a in agents))

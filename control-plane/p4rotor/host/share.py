@@ -1,0 +1,91 @@
+"""Hosts sharing their rack's circuits: before it sends in a circuit's window, each agent of a rack
+claims its part of the window's frames (docs/rotorlb.md, "Hosts sharing their rack's circuits").
+
+With a plane per host (the default), the n-th hosts of all racks run RotorLB on a fixed share of
+every circuit, so a host alone gets its plane's share, not the rack's.  Shared, the agents of a
+rack are one rack as far as a circuit goes: a window carries the whole circuit's frames, split
+between the agents that have something to send in it.  The rule (:func:`decide`): an agent gets
+what it asks for, up to what the others have not claimed, divided evenly among it and the others
+that are busy (hold frames) and have not claimed yet.  Whoever claims first with the others idle
+may take the whole window; a sibling that becomes busy after that waits for the next window.
+
+:class:`MemoryShare` keeps the claims in the process (the in-process fabric, host/loopback.py);
+:class:`FileShare` keeps them in one JSON file per rack under an exclusive lock, for agents in
+separate Mininet hosts (network namespaces share the file system).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+KEEP = 64  # windows whose claims are kept (a few cycles): older ones are over
+
+
+def decide(state: dict, member: int, key: str, demand: int, total: int) -> int:
+    """Claim up to ``demand`` of ``total`` frames of window ``key`` for ``member``; updates
+    ``state`` (``{"busy": {member: bool}, "claims": {key: {member: frames}}}``), returns the
+    frames claimed."""
+    busy = state.setdefault("busy", {})
+    claims = state.setdefault("claims", {})
+    busy[str(member)] = demand > 0
+    mine = claims.setdefault(key, {})
+    if str(member) in mine:  # asked twice for one window: the first answer stands
+        return mine[str(member)]
+    left = total - sum(mine.values())
+    waiting = sum(1 for m, b in busy.items() if b and m != str(member) and m not in mine)
+    got = max(0, min(demand, left // (1 + waiting) if waiting else left))
+    mine[str(member)] = got
+    while len(claims) > KEEP:
+        claims.pop(next(iter(claims)))
+    return got
+
+
+class MemoryShare:
+    """Claims of one rack's agents living in one process."""
+
+    def __init__(self, total: int):
+        self.total, self.state = total, {}
+
+    def member(self, n: int) -> "Claimer":
+        return Claimer(self, n)
+
+    def claim(self, member: int, key: str, demand: int) -> int:
+        return decide(self.state, member, key, demand, self.total)
+
+
+class FileShare:
+    """Claims of one rack's agents in ``path`` (JSON), read and written under ``flock``."""
+
+    def __init__(self, path: Path, total: int):
+        self.path, self.total = Path(path), total
+
+    def member(self, n: int) -> "Claimer":
+        return Claimer(self, n)
+
+    def claim(self, member: int, key: str, demand: int) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "r+") as f:
+                text = f.read()
+                state = json.loads(text) if text.strip() else {}
+                got = decide(state, member, key, demand, self.total)
+                f.seek(0)
+                f.truncate()
+                f.write(json.dumps(state))
+            return got
+        finally:
+            os.close(fd)  # releases the lock
+
+
+class Claimer:
+    """One agent's handle on its rack's share: ``claim((rotor, slot), demand)``."""
+
+    def __init__(self, share, n: int):
+        self.share, self.n = share, n
+
+    def claim(self, window: tuple[int, int], demand: int) -> int:
+        return self.share.claim(self.n, f"{window[0]}:{window[1]}", demand)

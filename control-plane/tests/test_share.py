@@ -1,0 +1,55 @@
+"""host/share.py: the agents of a rack claiming each circuit window's frames between them."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from p4rotor.host.share import KEEP, FileShare, MemoryShare, decide
+
+
+def test_alone_an_agent_takes_what_it_asks_up_to_the_window():
+    s = MemoryShare(10)
+    assert s.member(0).claim((0, 5), 4) == 4
+    assert s.member(1).claim((0, 5), 20) == 6  # what is left of the window
+    assert s.member(0).claim((1, 5), 20) == 5  # another window, the sibling still busy: half
+    s.member(1).claim((1, 5), 0)  # ... until it has nothing left
+    assert s.member(0).claim((2, 5), 20) == 10
+
+
+def test_busy_siblings_split_the_window_evenly():
+    s = MemoryShare(10)
+    a, b = s.member(0), s.member(1)
+    a.claim((0, 1), 10), b.claim((0, 1), 10)  # both say they are busy
+    assert a.claim((0, 2), 10) == 5  # b is busy and has not claimed window 2: half
+    assert b.claim((0, 2), 10) == 5
+    b.claim((0, 3), 0)  # b has nothing any more
+    assert a.claim((0, 4), 10) == 10
+
+
+def test_a_window_claimed_twice_keeps_its_first_answer():
+    s = MemoryShare(10)
+    assert s.member(0).claim((2, 7), 3) == 3
+    assert s.member(0).claim((2, 7), 9) == 3
+
+
+def test_old_windows_are_forgotten():
+    state: dict = {}
+    for k in range(KEEP + 10):
+        decide(state, 0, f"0:{k}", 1, 10)
+    assert len(state["claims"]) == KEEP and f"0:{KEEP + 9}" in state["claims"]
+
+
+def _claim(path, n, q):
+    q.put(FileShare(path, 10).member(n).claim((0, 1), 10))
+
+
+def test_file_share_between_processes_never_gives_more_than_the_window(tmp_path):
+    path = tmp_path / "share-rack0.json"
+    q = multiprocessing.Queue()
+    ps = [multiprocessing.Process(target=_claim, args=(path, n, q)) for n in range(3)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(10)
+    got = sorted(q.get(timeout=5) for _ in ps)
+    assert sum(got) == 10 and got[-1] == 10  # the first took the idle rack's whole window
