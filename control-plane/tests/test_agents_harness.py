@@ -1,0 +1,69 @@
+"""fabric/agents.py: what each agent is started with, a plane per host or sharing the rack's
+circuits (no Mininet: a stand-in emulation records the command lines)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from p4rotor import schedule as S
+from p4rotor.fabric import topology as TP
+from p4rotor.fabric.agents import start_agents
+
+
+class _Proc:
+    def poll(self):
+        return None
+
+    def kill(self):
+        pass
+
+    def wait(self, timeout=None):
+        return 0
+
+
+class _Emu:
+    """Starts nothing: records each agent's arguments and writes its ready file at once."""
+
+    t0_ns = 0
+
+    def __init__(self):
+        self.args: dict[str, list[str]] = {}
+
+    def popen(self, host, args, **kw):
+        self.args[host] = args
+        ready = args[args.index("--ready") + 1]
+        with open(ready, "w") as f:
+            json.dump({"ready_ns": time.time_ns()}, f)
+        return _Proc()
+
+
+def _start(tmp_path, shared):
+    ds = S.dilate(S.generate_opera(8, 4, 1000, 100), 100)
+    topo = TP.generate(ds, "schedule.json", hosts_per_rack=2)
+    emu = _Emu()
+    start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=10_000, flows={}, shared=shared,
+                 start_ns=time.time_ns() + 60 * 10**9)
+    return emu.args
+
+
+def _opt(args, flag):
+    return args[args.index(flag) + 1] if flag in args else None
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["plane-per-host", "shared"])
+def test_agents_rate_and_share(tmp_path, shared):
+    args = _start(tmp_path, shared)
+    assert len(args) == 16
+    a = args["h3x1"]
+    if not shared:  # each plane: half of every circuit, no claims, no host cap
+        assert float(_opt(a, "--rate")) == 100 and "--share" not in a and "--host-rate" not in a
+        return
+    # The whole circuit, claimed through the rack's file; the host's link: its plane's 4 circuits.
+    assert float(_opt(a, "--rate")) == 200
+    assert _opt(a, "--share") == str(tmp_path / "share-rack3.json")
+    assert (_opt(a, "--share-member"), _opt(a, "--share-members")) == ("1", "2")
+    assert float(_opt(a, "--host-rate")) == 4 * 100
+    assert _opt(args["h3x0"], "--share") == _opt(a, "--share") and _opt(args["h3x0"], "--share-member") == "0"
