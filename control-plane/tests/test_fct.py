@@ -694,6 +694,12 @@ def test_bulk_is_also_judged_against_rotorlb_alone():
     assert res["median_ratio"] == pytest.approx((planes_s + 0.05) / planes_s)
     assert res["per_flow"] == [[0, big.size, pytest.approx(planes_s + 0.05), round(planes_s, 6), round(rack_s, 6),
                                 round(F.bulk_bound_s(big.size, bps, duty, wait), 6)]]
+    assert res["compared_with"] == "plane_per_host"
+    # A run made with --share-circuits is compared with the model as it ran: the rack's hosts sharing.
+    shared = F.bulk_bound_check([d], bps, duty, wait, model=alone, slot_s=plane.slot_s, shared=True)["rotorlb_alone"]
+    assert shared["compared_with"] == "rack_shared"
+    assert shared["median_ratio"] == pytest.approx((planes_s + 0.05) / rack_s)
+    assert shared["excess_slots_median"] == pytest.approx((planes_s + 0.05 - rack_s) / plane.slot_s)
 
 
 def test_bulk_plot_draws_what_the_check_kept(tmp_path):

@@ -238,11 +238,12 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
             continue
         st = judge(flows, m["cutoff_bytes"], [tuple(x) for x in m["pending_bytes"]], m["arrivals_s"])
         m["stable"], m["stability"] = st["stable"], st
-    _rejudge_bulk(r, flows, *stability_plane(*args), args[1])
+    _rejudge_bulk(r, flows, *stability_plane(*args), args[1], r.get("shared_circuits", False))
     return r
 
 
-def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int) -> None:
+def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int,
+                  shared: bool = False) -> None:
     """Every mode's ``bulk_bound`` again from its ``per_flow`` FCTs, with the pair's capacity and
     RotorLB alone (:func:`rotorlb_alone`) beside the issue's bound, at the bound's own rate,
     duty and wait as the run recorded them."""
@@ -256,7 +257,7 @@ def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_
         done = [F.Done(by_id[fid], cls, 0, None if fct is None else round(fct * 1e9))
                 for fid, cls, _, fct, *_ in m["per_flow"]]
         m["bulk_bound"] = F.bulk_bound_check(done, bb["bulk_mbps"] * 1e6, bb["duty"], bb["wait_s"], share=share,
-                                             model=alone, slot_s=plane.slot_s)
+                                             model=alone, slot_s=plane.slot_s, shared=shared)
 
 
 def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0, rate: float = 100.0,
@@ -866,7 +867,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):
-            res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound, share=share)
+            res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound, share=share, shared=shared)
         if not st["stable"]:
             lines.append(f"{mode}: unstable ({st['why']}); unfinished {unfinished}")
             continue
