@@ -119,12 +119,13 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     fabric_modes = [m for m in MODES if m in chosen]
-    runs, alone, curve, envelope = {}, None, None, None
+    runs, alone, curve, envelope, idle_poll = {}, None, None, None, None
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
                            realtime=True)
+        idle_poll = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
         try:
             _shape_hosts(emu, topo, access_bps)
             # Alone, but with the run's machinery running: idle agents (no flows).  On a quiet
@@ -186,7 +187,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
-                   agent_rate=rate, guard_us=guard_us, shared=share_circuits)
+                   agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=idle_poll)
 
 
 def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,
@@ -826,8 +827,9 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
             bound: dict | None = None, epsilon_us: float | None = None,
             curve: F.AloneCurve | None = None, envelope: dict | None = None,
             share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
-            guard_us: float | None = None, shared: bool = False) -> dict:
-    """``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
+            guard_us: float | None = None, shared: bool = False, idle_poll: bool | None = None) -> dict:
+    """``idle_poll``: whether the fabric's idle CPUs polled (fabric/cpu.py; None: not run).
+    ``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
     the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it); ``judge``: a
     mode's stability (:func:`stability_judge`)."""
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
@@ -840,7 +842,8 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                   "per_pair_fastest_max": max(alone.values()),
                                   "pairs": len(alone), "rounds": ALONE_ROUNDS},
            "alone_envelope": envelope,
-           "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(), "modes": {}}
+           "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(),
+           "cpu_idle_poll": idle_poll, "modes": {}}
     lines = []
     for mode, r in runs.items():
         # Within RotorLB's capacity, and the fabric's queue no longer than the model's

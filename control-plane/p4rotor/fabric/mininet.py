@@ -23,6 +23,7 @@ from typing import Callable
 
 from . import topology as TP
 from ..control.status import read_status
+from .cpu import IdlePoll
 from .shaping import qdisc_drops
 from .switch import HarnessError, missing_tools, run, stop_process_group
 
@@ -42,6 +43,9 @@ class Emulation:
     epsilon_us: float = 0.0
     controller_args: tuple[str, ...] = ()  # more `p4rotor control` options, e.g. ("--quiet",)
     realtime: bool = False  # the switches under SCHED_RR where allowed (fabric/switch.py)
+    # ... and, with ``realtime``, idle CPUs poll instead of halting while the emulation runs
+    # (fabric/cpu.py: a cold packet paid ~0.4 ms per switch for waking halted vCPUs).
+    idle_poll: bool | None = None
     # Each switch's clock port (254) wired to a root-namespace veth the controller probes through:
     # offsets to ~15 us instead of the PacketOut probes' +/- 200-700 us, so a ToR and a rotor agree
     # on when a night ends (clock_iface_names; docs/dataplane.md "Clock port").
@@ -51,6 +55,7 @@ class Emulation:
     controller: subprocess.Popen | None = None
     switches: list = dataclasses.field(default_factory=list)
     t0_ns: int = 0
+    _poll: IdlePoll | None = None
 
     def start(self, timeout: float = 120.0, check_forwarding: bool = True) -> "Emulation":
         from mininet.link import Link, TCLink
@@ -76,6 +81,13 @@ class Emulation:
             raise HarnessError(f"gRPC ports already in use: {', '.join(busy)} (another emulation running?)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._remove_stale_interfaces([name for name, _, _ in t.switches()])
+        if self.idle_poll if self.idle_poll is not None else self.realtime:
+            self._poll = IdlePoll()
+            if self._poll.hold():
+                self.say("[run] idle CPUs poll while the emulation runs (PM QoS: /dev/cpu_dma_latency = 0)")
+            else:
+                self.say(f"[run] WARNING: idle CPUs will halt ({self._poll.why_not}): a packet after a quiet "
+                         "spell pays ~0.4 ms per switch to wake them (docs/experiments.md, 'Cold packets')")
         link_cls = TCLink if self.link_mbps else Link
         net = Mininet(topo=None, controller=None, link=link_cls, build=False, autoSetMacs=False)
         self.net = net
@@ -335,6 +347,11 @@ class Emulation:
         lines = (self.run_dir / "controller.log").read_text(errors="replace").strip().splitlines()
         return lines[-1] if lines else f"exited with status {self.controller.returncode}"
 
+    @property
+    def polling(self) -> bool:
+        """Whether idle CPUs poll during this emulation (the PM QoS request holds)."""
+        return self._poll is not None and self._poll.held
+
     def stop(self) -> None:
         stop_process_group(self.controller, signal.SIGINT)
         if self.net is not None:
@@ -347,6 +364,8 @@ class Emulation:
             # Not Mininet's links: removed here (deleting one end removes its peer).
             if os.path.exists(f"/sys/class/net/{clock_iface_names(name)[0]}"):
                 run(["ip", "link", "del", clock_iface_names(name)[0]], check=False)
+        if self._poll is not None:
+            self._poll.release()
 
     def _kill_host_processes(self) -> None:
         """Whatever still runs in a host's network namespace (a user's `iperf3 -s -D`, an agent):
