@@ -156,3 +156,27 @@ def test_control_topology_clock_ifaces(tmp_path):
         r = run("control", "--topology", str(tmp_path / "t.json"), "--build-dir", str(tmp_path), *bad)
         assert r.returncode == 2, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("flag, want", [([], None), (["--idle-poll"], True), (["--no-idle-poll"], False)])
+def test_fct_idle_poll_flag_reaches_the_experiment(monkeypatch, tmp_path, keep_signals, flag, want):
+    """``experiment fct --[no-]idle-poll``: passed on as given; absent, the experiment's default
+    (poll) applies; another experiment does not take it (one line, exit 2)."""
+    from p4rotor import experiments
+
+    seen = {}
+
+    def fake_fct(build, out, idle_poll="default"):
+        seen["idle_poll"] = idle_poll
+        return {"verdict": "ok"}
+
+    monkeypatch.setitem(experiments.EXPERIMENTS, "fct", fake_fct)
+    cli.main(["experiment", "fct", *flag, "--output", str(tmp_path / "o")])
+    assert seen["idle_poll"] == ("default" if want is None else want)
+
+
+def test_idle_poll_on_another_experiment_is_bad_input(tmp_path, capsys, keep_signals):
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["experiment", "duty-cycle", "--no-idle-poll", "--output", str(tmp_path / "o")])
+    assert ex.value.code == 2
+    assert capsys.readouterr().err.strip() == "p4rotor: error: experiment duty-cycle takes no --idle-poll"

@@ -28,6 +28,10 @@ def add_parser(sub) -> None:
     fct.add_argument("--share-circuits", action="store_true", default=None,
                      help="a rack's agents share its circuits (each window's frames claimed between them) "
                           "instead of a plane per host; experimental (docs/rotorlb.md)")
+    fct.add_argument("--idle-poll", action=argparse.BooleanOptionalAction, default=None,
+                     help="idle CPUs poll instead of halting while the fabric is up (PM QoS; default on: "
+                          "a packet after a quiet spell otherwise pays ~0.4 ms per switch to wake them, "
+                          "docs/experiments.md 'Cold packets'); --no-idle-poll runs as before 2026-11-25")
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")
@@ -77,7 +81,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
-                "share_circuits"):
+                "share_circuits", "idle_poll"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -90,7 +94,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("matrices_per_density", "--matrices"), ("plan", "--plan"), ("resync_every", "--resync-every"),
                       ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list"),
                       ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
-                      ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits")):
+                      ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits"),
+                      ("idle_poll", "--idle-poll")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

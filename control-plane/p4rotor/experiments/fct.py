@@ -69,7 +69,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
-        epsilon_us: float = EPSILON_US, share_circuits: bool = False) -> dict:
+        epsilon_us: float = EPSILON_US, share_circuits: bool = False, idle_poll: bool = True) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -77,7 +77,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     ``modes``: which of opera, rotornet and packet-switch to run ("a,b"; default all three);
     ``epsilon_us``: low-latency routes keep off a rotor this long (schedule time) before its night;
     ``share_circuits``: a rack's agents share its circuits (host/share.py) instead of a plane per
-    host, and stability is judged against RotorLB on racks that share."""
+    host, and stability is judged against RotorLB on racks that share; ``idle_poll``: idle CPUs
+    poll while the fabric is up (fabric/cpu.py; False: they halt, as before 2026-11-25)."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
@@ -119,13 +120,13 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     fabric_modes = [m for m in MODES if m in chosen]
-    runs, alone, curve, envelope, idle_poll = {}, None, None, None, None
+    runs, alone, curve, envelope, polled = {}, None, None, None, None
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
-                           realtime=True)
-        idle_poll = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
+                           realtime=True, idle_poll=idle_poll)
+        polled = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
         try:
             _shape_hosts(emu, topo, access_bps)
             # Alone, but with the run's machinery running: idle agents (no flows).  On a quiet
@@ -165,7 +166,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                 f"{envelope['floor_set_by']})")
     if baseline:
         runs["packet-switch"], alone_ps, curve_ps, env_ps = _packet_switch(build, topo, dilation, wl, out,
-                                                                           access_bps, rate, guard_us)
+                                                                           access_bps, rate, guard_us, idle_poll)
+        polled = polled if fabric_modes else runs["packet-switch"].get("idle_poll")
         curve = curve or curve_ps
         envelope = envelope or env_ps
         say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
@@ -187,7 +189,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
-                   agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=idle_poll)
+                   agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=polled)
 
 
 def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,
@@ -432,15 +434,17 @@ def _common_prefix(nets) -> int:
 
 
 def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
-                   rate: float, guard_us: float):
+                   rate: float, guard_us: float, idle_poll: bool = True):
     """The same flow list, hosts and access rates on one switch, every flow over TCP: the
     packet-switch FCTs and their own "alone" FCTs, measured (issue #14)."""
     from ..fabric.mininet import Emulation
 
     pt = packet_switch_topology(topo, dilation)
-    emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say, realtime=True)
+    emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say, realtime=True,
+                    idle_poll=idle_poll)
     try:
         emu.start()
+        polled = emu.polling
         _shape_hosts(emu, pt, access_bps)
         hosts = [h for h in pt.racks[0].hosts]
         alone = _alone(emu, pt, out / "alone-packet-switch", hosts=hosts, pace_bps=access_bps)
@@ -452,6 +456,7 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
     floor, curve, envelope = F.alone_envelope(min(alone.values()), calibration, tcp, access_bps)
     r["done"] = _with_alone(r["done"], floor, curve)
     r["alone_envelope"] = envelope
+    r["idle_poll"] = polled
     return r, alone, curve, envelope
 
 
