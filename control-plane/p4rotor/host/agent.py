@@ -68,6 +68,10 @@ class Agent:
         self.share = share
         self.host_gap = 1e9 / host_rate if host_rate else 0.0
         self.host_next = 0.0
+        self.host_rate = host_rate
+        # Windows open now: (rotor, slot) -> [frames planned, frames sent so far] (the pacer keeps
+        # the count): what a shared claim may still ask of the host's link (:meth:`_room`).
+        self.open_windows: dict[tuple[int, int], list] = {}
         self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
         # No window opens before start_ns: the harness starts every agent's clock at once, after all
         # of them listen (a frame sent to an agent not yet listening is lost, counted as NoPorts).
@@ -94,7 +98,8 @@ class Agent:
         # counted as missed late_offer / late_accept (a peer with nothing to offer sends none).
         self.expired: collections.OrderedDict = collections.OrderedDict()
         self.quiet = 0  # offers not sent: nothing to relay, or no spare capacity
-        self.claimed = 0  # frames of shared windows this agent claimed (host/share.py)
+        self.claimed = 0  # frames of shared windows this agent claimed and kept (host/share.py)
+        self.share_moves = collections.Counter()  # given_back / topped_up frames (host/share.py)
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
         # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
         # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
@@ -149,12 +154,18 @@ class Agent:
         self._refill()
         whole = Fraction(self.capacity)
         cap = whole
+        out: list[bytes] = []  # every frame of this window goes to the circuit's peer
+        win = self.open_windows[(c.rotor, c.slot)] = [out, 0]
         if self.share is not None:
-            held = sum(map(len, self.local.values())) + sum(map(len, self.relay.values()))
-            cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, held)))
+            # Ask for what this circuit can take from us: frames for its peer (own and relayed),
+            # and own frames it may relay (RotorLB's first hop), no more than the window and the
+            # host's link, with the other open windows' frames, can carry.
+            held = len(self.local[c.peer]) + len(self.relay[c.peer])
+            if not self.one_hop:
+                held += sum(len(q) for d, q in self.local.items() if d != c.peer)
+            cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, held, self._room((c.rotor, c.slot), end))))
             self.claimed += int(cap)
         rq, direct = core.phase1(self.queues(), c.peer, cap)
-        out: list[bytes] = []  # every frame of this window goes to the circuit's peer
         n_relay = int(sum(ch.amount for ch in direct.relayed))
         for _ in range(n_relay):
             origin, flow, seq, acc, payload = self.relay[c.peer].popleft()
@@ -173,7 +184,7 @@ class Agent:
         # kept 16 idle agents at 1.3 of the 2 cores and held BMv2's frames for 10-25 ms.
         more = asyncio.Event()
         adding = [True]
-        sender = asyncio.ensure_future(self._pace(c.peer, out, end, more, adding))
+        sender = asyncio.ensure_future(self._pace(c.peer, out, end, more, adding, win))
         if not self.one_hop:
             offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
             key = (c.rotor, c.slot, c.peer)
@@ -211,9 +222,12 @@ class Agent:
                         flow, seq, payload = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
+        if self.share is not None:
+            await self._settle_claim(c, int(cap), out, start, end, more)
         adding[0] = False
         more.set()
         sent = await sender
+        del self.open_windows[(c.rotor, c.slot)]
         # What the window could not carry (or what was granted after it closed) goes back to the
         # head of its queue: never dropped.
         for buf in reversed(out[sent:]):
@@ -224,12 +238,58 @@ class Agent:
                 self.local[m.dst].appendleft((m.flow, m.seq, m.payload))
             self.sent["unsent_returned"] += 1
 
+    def _room(self, w: tuple[int, int], end: int) -> int:
+        """More frames window ``w`` can send before ``end``: the circuit at the agent's rate less
+        what ``w`` still has to send, and the host's link (``host_rate``, every circuit together)
+        less what every open window still has to send (WINDOW_SLACK kept free, as in
+        :attr:`capacity`)."""
+        t = max(0, end - time.time_ns()) / 1e9 * (1 - WINDOW_SLACK)
+        out, n = self.open_windows[w]
+        room = int(self.rate * t) - (len(out) - n)
+        if self.host_rate:
+            queued = sum(len(o) - k for o, k in self.open_windows.values())
+            room = min(room, int(self.host_rate * t) - queued)
+        return max(0, room)
+
+    async def _settle_claim(self, c: Circuit, claimed: int, out: list, start: int, end: int,
+                            more: asyncio.Event) -> None:
+        """A shared window, once RotorLB's exchange has said what leaves: give back the frames
+        claimed and not planned, then, twice (now, and halfway through the window, after the
+        siblings gave back theirs), top up with what is left of the window for frames still held
+        for this circuit's peer (relayed ones first, as in phase 1)."""
+        w = (c.rotor, c.slot)
+        if claimed > len(out):
+            back = self.share.give_back(w, claimed - len(out))
+            self.claimed -= back
+            self.share_moves["given_back"] += back
+        for at in (0, start + (end - start) // 2):
+            await _sleep_until(at)
+            want = min(len(self.relay[c.peer]) + len(self.local[c.peer]), self._room(w, end))
+            if want <= 0:
+                continue
+            got = self.share.top_up(w, want)
+            if not got:
+                continue
+            self.claimed += got
+            self.share_moves["topped_up"] += got
+            for _ in range(got):
+                if self.relay[c.peer]:
+                    origin, flow, seq, acc, payload = self.relay[c.peer].popleft()
+                    out.append(self._data(c, origin, flow, seq, c.peer, True, acc, payload))
+                    self.sent["relay_second"] += 1
+                else:
+                    flow, seq, payload = self.local[c.peer].popleft()
+                    out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot, payload))
+                    self.sent["direct"] += 1
+            more.set()
+
     def _data(self, c: Circuit, origin: int, flow: int, seq: int, dst: int, relayed: bool, acc: int,
               payload: bytes = b"") -> bytes:
         return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns(),
                                           payload), self.frame)
 
-    async def _pace(self, peer: int, out: list[bytes], end: int, more: asyncio.Event, adding: list[bool]) -> int:
+    async def _pace(self, peer: int, out: list[bytes], end: int, more: asyncio.Event, adding: list[bool],
+                    win: list | None = None) -> int:
         """Send ``out`` (growing while the exchange adds relayed frames: it sets ``more`` when it
         does, and clears ``adding[0]`` when it is done) at the rate, until ``end``; returns how
         many were sent.  Idle, it sleeps until ``more`` or the window's end, never polls."""
@@ -258,6 +318,8 @@ class Agent:
                 if m.origin == self.me and not m.relayed:
                     self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, time.time_ns())
             i += 1
+            if win is not None:
+                win[1] = i
             # Behind (a late start, a busy CPU)?  Up to CATCH_UP faster, so what the window
             # holds still leaves inside it: a relayed frame that misses its relay's window
             # waits a whole cycle (issue #13: 3 of 34 545 did, at 12 slots).  Never a burst
@@ -481,6 +543,7 @@ class Agent:
     def summary(self) -> dict:
         return {"rack": self.me, "capacity_frames": self.capacity, "frame_bytes": self.frame,
                 "claimed_frames": self.claimed if self.share is not None else None,
+                "share_moves": dict(self.share_moves),
                 "accepted": {str(k): v for k, v in self.accepted.items()},
                 "delivered": {str(k): v for k, v in self.delivered.items()},
                 "delivered_in_window": {str(k): v for k, v in self.in_window.items()},

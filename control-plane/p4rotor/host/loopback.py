@@ -64,8 +64,8 @@ def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retrans
     """Agents on ``racks`` racks (one rotor, RotorNet) over the in-process fabric; ``frames`` per
     flow (-1: saturated until the sending stops after ``cycles`` cycles); they end
     ``drain_cycles`` later; with ``progress_dir`` each publishes its progress there
-    (``agent-<rack>.progress``).  ``planes`` hosts per rack, plane 0 sending ``pairs``, the
-    others idle, each plane at ``rate`` on its own fabric; ``shared``: the rack's agents share
+    (``agent-<rack>.progress``).  ``planes`` hosts per rack, plane 0 sending ``pairs`` (a pair ``(o, d, p)``: plane ``p``),
+    the others idle, each plane at ``rate`` on its own fabric; ``shared``: the rack's agents share
     its circuits instead (each at ``rate`` x ``planes``, claiming windows: host/share.py), and
     ``host_rate`` caps what one agent sends over all its circuits.  Returns (the agents'
     summaries, plane 0's then the others', the fabric of plane 0, CPU seconds used)."""
@@ -83,7 +83,8 @@ def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retrans
     shares = {}
     for p in range(planes):
         for r in range(racks):
-            flows = [{"flow": 100 * r + d, "dst": d, "frames": frames} for (o, d) in pairs if o == r] if p == 0 else []
+            flows = [{"flow": 100 * r + d + 1000 * p, "dst": d, "frames": frames}
+                     for (o, d, *q) in pairs if o == r and (q[0] if q else 0) == p]
             a = Agent(s, t0, r, {i: f"10.0.{i}.{p + 1}" for i in range(racks)}, rate=each, frame=frame,
                       guard_us=guard_us, flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end,
                       measure=(t0 + H, stop), retransmit_us=retransmit_us, ack_direct=ack_direct,
