@@ -173,3 +173,18 @@ def test_busy_siblings_send_what_they_claim_when_hosts_share():
     accepted = sum(sum(r["accepted"].values()) for r in res)
     held = sum(r["held_local"] + sum(r["held_relay"].values()) for r in res)
     assert accepted == sum(sum(r["delivered"].values()) for r in res) + held
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["plane-per-host", "shared"])
+def test_a_flow_that_starts_while_its_circuit_is_open_sends_in_it(shared):
+    """A flow starting in the middle of the window of a circuit to its rack sends in that window
+    (before: at the next window's exchange, half a slot later at the median)."""
+    s = S.generate_rotornet(4, 1, 60_000, 6_000)
+    k = next(k for k in range(1, 10) if s.rotors[0].matchings[k % 3][0] == 1)
+    start_us = k * 60_000 + 30_000  # the day is 6-60 ms into the slot, the window 8-58 ms
+    kw = dict(planes=2, rate=1000, shared=True, host_rate=2400) if shared else {}
+    res, fab = run_fabric([(0, 1)], frames=10, cycles=3, flow_start_us=start_us, **kw)
+    frames, last_ns = res[1]["flows_rx"]["0:1"]
+    assert frames == 10
+    assert sum(r["sent"].get("joined_open_window", 0) for r in res) == 10
+    assert last_ns - fab.t0 < (k + 1) * 60_000_000, "delivered in the slot the flow started in"

@@ -40,6 +40,20 @@ from . import wire
 from .flowqueue import FlowQueue
 from .gate import Circuit, circuits
 
+
+class _Window:
+    """A circuit window open now: its frames (``out``, growing while it is open), how many of them
+    the pacer has sent, and the event that wakes the pacer when frames are added."""
+
+    def __init__(self, c: Circuit, end: int):
+        self.c, self.end = c, end
+        self.out: list[bytes] = []
+        self.sent = 0
+        self.more = asyncio.Event()
+
+    def queued(self) -> int:
+        return len(self.out) - self.sent
+
 PORT = 9977
 CATCH_UP = 1.2  # a window behind its schedule paces up to this much faster than the rate
 WINDOW_SLACK = 0.2  # share of a window's time left free (see Agent.capacity)
@@ -69,9 +83,9 @@ class Agent:
         self.host_gap = 1e9 / host_rate if host_rate else 0.0
         self.host_next = 0.0
         self.host_rate = host_rate
-        # Windows open now: (rotor, slot) -> [frames planned, frames sent so far] (the pacer keeps
-        # the count): what a shared claim may still ask of the host's link (:meth:`_room`).
-        self.open_windows: dict[tuple[int, int], list] = {}
+        # Windows open now, by (rotor, slot): what a claim may still ask of the host's link
+        # (:meth:`_room`), and where a flow that starts mid-window joins (:meth:`_join_open`).
+        self.open_windows: dict[tuple[int, int], _Window] = {}
         self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
         # No window opens before start_ns: the harness starts every agent's clock at once, after all
         # of them listen (a frame sent to an agent not yet listening is lost, counted as NoPorts).
@@ -122,6 +136,28 @@ class Agent:
             q.append((f["flow"], self.next_seq[f["flow"]], b""))
             self.next_seq[f["flow"]] += 1
         self.accepted[f["flow"]] += n
+        if "start_ns" in f:
+            self._join_open(f["dst"])
+
+    def _join_open(self, dst: int) -> None:
+        """A flow that starts while a circuit to its rack is open sends in it, as far as the
+        window has room (:meth:`_room`; shared, what a sibling left: ``share.top_up``), instead
+        of waiting for the next window (half a slot at the median: docs/experiments.md)."""
+        for w, win in self.open_windows.items():
+            if win.c.peer != dst:
+                continue
+            n = min(len(self.local[dst]), self._room(w, win.end))
+            if n > 0 and self.share is not None:
+                n = self.share.top_up(w, n)
+                self.claimed += n
+                self.share_moves["topped_up"] += n
+            for _ in range(n):
+                flow, seq, payload = self.local[dst].popleft()
+                win.out.append(self._data(win.c, self.me, flow, seq, dst, False, win.c.slot, payload))
+            if n > 0:
+                self.sent["direct"] += n
+                self.sent["joined_open_window"] += n
+                win.more.set()
 
     def _refill(self) -> None:
         """Saturated flows keep two windows' worth queued until the sending stops."""
@@ -154,8 +190,8 @@ class Agent:
         self._refill()
         whole = Fraction(self.capacity)
         cap = whole
-        out: list[bytes] = []  # every frame of this window goes to the circuit's peer
-        win = self.open_windows[(c.rotor, c.slot)] = [out, 0]
+        win = self.open_windows[(c.rotor, c.slot)] = _Window(c, end)
+        out = win.out  # every frame of this window goes to the circuit's peer
         if self.share is not None:
             # Ask for what this circuit can take from us: frames for its peer (own and relayed),
             # and own frames it may relay (RotorLB's first hop), no more than the window and the
@@ -179,12 +215,11 @@ class Agent:
             frames = self.acks_owed.pop(c.peer)
             for i in range(0, len(frames), wire.ACK_MAX):
                 self._send(c.peer, wire.encode_ack(wire.Ack(tuple(frames[i:i + wire.ACK_MAX]))))
-        # The pacer sleeps while it has nothing to send and wakes when the exchange adds
-        # frames or says it will add none (``more``): polling every 2 ms, 4 pacers per agent
-        # kept 16 idle agents at 1.3 of the 2 cores and held BMv2's frames for 10-25 ms.
-        more = asyncio.Event()
-        adding = [True]
-        sender = asyncio.ensure_future(self._pace(c.peer, out, end, more, adding, win))
+        # The pacer sleeps while it has nothing to send and wakes when frames are added
+        # (``more``): polling every 2 ms, 4 pacers per agent kept 16 idle agents at 1.3 of the
+        # 2 cores and held BMv2's frames for 10-25 ms.
+        more = win.more
+        sender = asyncio.ensure_future(self._pace(c.peer, win))
         if not self.one_hop:
             offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
             key = (c.rotor, c.slot, c.peer)
@@ -222,10 +257,9 @@ class Agent:
                         flow, seq, payload = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
+                more.set()
         if self.share is not None:
             await self._settle_claim(c, int(cap), out, start, end, more)
-        adding[0] = False
-        more.set()
         sent = await sender
         del self.open_windows[(c.rotor, c.slot)]
         # What the window could not carry (or what was granted after it closed) goes back to the
@@ -244,10 +278,9 @@ class Agent:
         less what every open window still has to send (WINDOW_SLACK kept free, as in
         :attr:`capacity`)."""
         t = max(0, end - time.time_ns()) / 1e9 * (1 - WINDOW_SLACK)
-        out, n = self.open_windows[w]
-        room = int(self.rate * t) - (len(out) - n)
+        room = int(self.rate * t) - self.open_windows[w].queued()
         if self.host_rate:
-            queued = sum(len(o) - k for o, k in self.open_windows.values())
+            queued = sum(x.queued() for x in self.open_windows.values())
             room = min(room, int(self.host_rate * t) - queued)
         return max(0, room)
 
@@ -288,18 +321,17 @@ class Agent:
         return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns(),
                                           payload), self.frame)
 
-    async def _pace(self, peer: int, out: list[bytes], end: int, more: asyncio.Event, adding: list[bool],
-                    win: list | None = None) -> int:
-        """Send ``out`` (growing while the exchange adds relayed frames: it sets ``more`` when it
-        does, and clears ``adding[0]`` when it is done) at the rate, until ``end``; returns how
-        many were sent.  Idle, it sleeps until ``more`` or the window's end, never polls."""
+    async def _pace(self, peer: int, win: _Window) -> int:
+        """Send the window's frames (``win.out``, growing while it is open: the exchange's relayed
+        frames, a top-up, a flow that starts; whoever adds sets ``win.more``) at the rate, until
+        its end; returns how many were sent.  Idle, it sleeps until ``more`` or the window's end,
+        never polls."""
+        out, end, more = win.out, win.end, win.more
         gap = 1e9 / self.rate
         nxt = time.time_ns()
         i = 0
         while (now := time.time_ns()) < end:
             if i >= len(out):
-                if not adding[0]:
-                    break  # all sent, and nothing more will come this window
                 more.clear()
                 try:
                     await asyncio.wait_for(more.wait(), (end - now) / 1e9)
@@ -318,8 +350,7 @@ class Agent:
                 if m.origin == self.me and not m.relayed:
                     self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, time.time_ns())
             i += 1
-            if win is not None:
-                win[1] = i
+            win.sent = i
             # Behind (a late start, a busy CPU)?  Up to CATCH_UP faster, so what the window
             # holds still leaves inside it: a relayed frame that misses its relay's window
             # waits a whole cycle (issue #13: 3 of 34 545 did, at 12 slots).  Never a burst

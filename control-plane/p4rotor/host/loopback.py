@@ -60,14 +60,15 @@ class Fabric:
 
 def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retransmit_us=0.0, drain_cycles=2,
                frames=-1, guard_us=2000, rate=2000, frame=200, racks=4, ack_direct=False, progress_dir=None,
-               planes=1, shared=False, host_rate=None):
+               planes=1, shared=False, host_rate=None, flow_start_us=None):
     """Agents on ``racks`` racks (one rotor, RotorNet) over the in-process fabric; ``frames`` per
     flow (-1: saturated until the sending stops after ``cycles`` cycles); they end
     ``drain_cycles`` later; with ``progress_dir`` each publishes its progress there
     (``agent-<rack>.progress``).  ``planes`` hosts per rack, plane 0 sending ``pairs`` (a pair ``(o, d, p)``: plane ``p``),
     the others idle, each plane at ``rate`` on its own fabric; ``shared``: the rack's agents share
     its circuits instead (each at ``rate`` x ``planes``, claiming windows: host/share.py), and
-    ``host_rate`` caps what one agent sends over all its circuits.  Returns (the agents'
+    ``host_rate`` caps what one agent sends over all its circuits.  ``flow_start_us``: every flow
+    starts that long after slot 0 (an FCT run's timed flow) instead of at once.  Returns (the agents'
     summaries, plane 0's then the others', the fabric of plane 0, CPU seconds used)."""
     from .share import MemoryShare
 
@@ -85,6 +86,9 @@ def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retrans
         for r in range(racks):
             flows = [{"flow": 100 * r + d + 1000 * p, "dst": d, "frames": frames}
                      for (o, d, *q) in pairs if o == r and (q[0] if q else 0) == p]
+            if flow_start_us is not None:
+                for f in flows:
+                    f["start_ns"] = t0 + int(flow_start_us * 1000)
             a = Agent(s, t0, r, {i: f"10.0.{i}.{p + 1}" for i in range(racks)}, rate=each, frame=frame,
                       guard_us=guard_us, flows=flows, one_hop=one_hop, stop_ns=stop, end_ns=end,
                       measure=(t0 + H, stop), retransmit_us=retransmit_us, ack_direct=ack_direct,
