@@ -256,6 +256,25 @@ def test_bulk_bound_is_bytes_at_the_duty_cycled_rate_plus_the_wait():
     assert "pair_capacity" not in res
 
 
+def test_bulk_is_also_judged_apart_for_flows_alone_at_their_racks():
+    """A bulk flow sharing its source or destination rack with another bulk flow at the same time
+    is contended; alone otherwise (the bound is one flow's)."""
+    bps, duty, wait = 1e6, 0.5, 0.3
+    rack = {"a0": 0, "a1": 0, "b0": 1, "c0": 2, "d0": 3}
+    bulk = [F.Done(Flow(0, "a0", "b0", 14_000, 0.0), "bulk", 0, int(0.2e9)),   # alone, within
+            F.Done(Flow(1, "a1", "c0", 14_000, 0.3), "bulk", 0, int(2e9)),     # from rack 0 after flow 0
+            F.Done(Flow(2, "d0", "c0", 14_000, 1.0), "bulk", 0, int(2e9)),     # to rack 2 with flow 1: both contended
+            F.Done(Flow(3, "d0", "b0", 14_000, 5.0), "bulk", 0, int(2e9)),     # alone, above the bound
+            F.Done(Flow(4, "c0", "d0", 14_000, 9.0), "low-latency", 0, int(5e9)),  # not bulk: no contention
+            F.Done(Flow(5, "b0", "a1", 14_000, 9.0), "bulk", 0, None)]         # unfinished: runs to the end
+    res = F.bulk_bound_check(bulk, bps, duty, wait, rack_of=rack)
+    assert (res["alone_at_racks"]["flows"], res["alone_at_racks"]["within"]) == (2, 1)
+    assert res["contended"]["flows"] == 2
+    assert "alone at their racks 1/2" in F.rack_alone_numbers(res)
+    assert "alone_at_racks" not in F.bulk_bound_check(bulk, bps, duty, wait)
+    assert F.rack_alone_numbers({}) == ""
+
+
 def test_bulk_is_also_judged_at_its_rack_pairs_rotorlb_capacity():
     """The issue's bound lets one flow use all K uplinks; RotorLB's model gives most rack pairs of
     the default Opera 8 x 4 3.5 of them (relays drain one slot per cycle each), a few 4: a flow at

@@ -186,6 +186,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # sharing its circuits.
     bound["model"] = rotorlb_alone(*stability_plane(dilation, hosts_per_rack, rate, guard_us), hosts_per_rack)
     bound["slot_s"] = ds.slot_us / 1e6
+    # ... and apart for the flows alone at their racks (no other bulk flow from their source
+    # rack or to their destination rack at the same time): the bound is one flow's, alone.
+    bound["rack_of"] = {h.name: k.id for k in topo.racks for h in k.hosts}
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
@@ -260,7 +263,8 @@ def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_
         done = [F.Done(by_id[fid], cls, 0, None if fct is None else round(fct * 1e9))
                 for fid, cls, _, fct, *_ in m["per_flow"]]
         m["bulk_bound"] = F.bulk_bound_check(done, bb["bulk_mbps"] * 1e6, bb["duty"], bb["wait_s"], share=share,
-                                             model=alone, slot_s=plane.slot_s, shared=shared)
+                                             model=alone, slot_s=plane.slot_s, shared=shared,
+                                             rack_of={h: rk for h, (rk, _) in plane.where.items()})
 
 
 def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0, rate: float = 100.0,
@@ -897,7 +901,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
             pc = bb.get("pair_capacity")
             parts.append(f"bulk within the low-load bound {bb['within']}/{bb['flows']} (worst {bb['worst_ratio']:.2f}x)"
                          + (f", at the pair's RotorLB capacity {pc['within']}/{bb['flows']} "
-                            f"(median {pc['median_ratio']:.2f}x)" if pc else ""))
+                            f"(median {pc['median_ratio']:.2f}x)" if pc else "") + F.rack_alone_numbers(bb))
         ll = summ.get("low-latency", {})
         if any("retransmitted" in v for v in ll.values()):
             parts.append(f"low-latency segments lost {sum(v.get('segments_lost', 0) for v in ll.values())} "
