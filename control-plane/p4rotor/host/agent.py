@@ -252,8 +252,17 @@ class Agent:
                 # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have
                 # sent some of this L since the snapshot (the core clips grants the same way).
                 _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
+                # Shared, the host's link is what runs out: no more first hops than it can still
+                # send before the window ends, with every open window's frames ahead of them (a
+                # grant is an upper bound; what is left stays queued).  Without this 34 % of the
+                # frames planned at Web Search 10 % went back unsent at the window's end.
+                room = self._room((c.rotor, c.slot), end) if self.share is not None else None
                 for d, amount in sorted(moved.items()):
-                    for _ in range(int(amount)):
+                    n = int(amount)
+                    if room is not None:
+                        n, room = min(n, room), room - min(n, room)
+                        self.share_moves["grant_beyond_link"] += int(amount) - n
+                    for _ in range(n):
                         flow, seq, payload = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
