@@ -156,25 +156,6 @@ def test_a_host_alone_gets_its_racks_whole_circuit_when_hosts_share():
     assert accepted == delivered + held and sum(r["duplicates"] for r in shared) == 0
 
 
-def test_busy_siblings_send_what_they_claim_when_hosts_share():
-    """Two busy hosts of rack 0, to different racks, sharing its circuits: a claim made at the
-    window's start asks only for what the circuit can take from the agent (frames for its peer,
-    own frames it may relay), is given back where RotorLB's exchange plans less, and topped up
-    from what a sibling gave back, so the frames an agent keeps claimed are the frames it sends (Web Search
-    10 % before this: 445 298 claimed, 264 990 sent).  Both hosts get their flow through."""
-    res, _ = run_fabric([(0, 1, 0), (0, 2, 1)], planes=2, rate=1000, shared=True, host_rate=2400)
-    claimed = sum(r["claimed_frames"] for r in res)
-    left = sum(sum(v for k, v in r["sent"].items() if k != "unsent_returned") - r["sent"].get("unsent_returned", 0)
-               for r in res)
-    # Measured: 2 778 claimed, 2 756 left; claiming min(window, everything held) it was 3 388 and 2 788.
-    assert claimed > 0 and left <= claimed <= 1.05 * left, (claimed, left, [r["share_moves"] for r in res])
-    delivered = {d: sum(r["delivered"].get("0", 0) for r in res if r["rack"] == d) for d in (1, 2)}
-    assert min(delivered.values()) > 0, delivered
-    accepted = sum(sum(r["accepted"].values()) for r in res)
-    held = sum(r["held_local"] + sum(r["held_relay"].values()) for r in res)
-    assert accepted == sum(sum(r["delivered"].values()) for r in res) + held
-
-
 @pytest.mark.parametrize("shared", [False, True], ids=["plane-per-host", "shared"])
 def test_a_flow_that_starts_while_its_circuit_is_open_sends_in_it(shared):
     """A flow starting in the middle of the window of a circuit to its rack sends in that window

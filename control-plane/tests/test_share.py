@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-from p4rotor.host.share import KEEP, FileShare, MemoryShare, decide, give_back, top_up
+from p4rotor.host.share import KEEP, FileShare, MemoryShare, decide, top_up
 
 
 def test_alone_an_agent_takes_what_it_asks_up_to_the_window():
@@ -32,25 +32,21 @@ def test_a_window_claimed_twice_keeps_its_first_answer():
     assert s.member(0).claim((2, 7), 9) == 3
 
 
-def test_what_is_given_back_tops_up_a_sibling_never_past_the_window():
+def test_a_top_up_takes_what_is_left_of_the_window_never_more():
     s = MemoryShare(10)
     a, b = s.member(0), s.member(1)
     a.claim((0, 1), 10), b.claim((0, 1), 10)
-    assert a.claim((0, 2), 10) == 5 and b.claim((0, 2), 10) == 5
-    assert b.top_up((0, 2), 4) == 0  # the window is all claimed
-    assert a.give_back((0, 2), 3) == 3  # RotorLB planned 2 of a's 5
-    assert b.top_up((0, 2), 4) == 3 and b.claim((0, 2), 0) == 8  # a claim again answers the total
-    assert a.give_back((0, 2), 9) == 2  # never more than it holds
-    assert s.state["claims"]["0:2"] == {"0": 0, "1": 8}
+    assert a.claim((0, 2), 10) == 5 and b.claim((0, 2), 3) == 3
+    assert a.top_up((0, 2), 4) == 2 and a.claim((0, 2), 0) == 7  # a claim again answers the total
+    assert b.top_up((0, 2), 4) == 0
 
 
-def test_top_up_and_give_back_through_the_file(tmp_path):
+def test_top_up_through_the_file(tmp_path):
     f = FileShare(tmp_path / "share-rack0.json", 10)
     assert f.member(0).claim((1, 1), 6) == 6
-    assert f.member(1).top_up((1, 1), 9) == 4
-    assert f.member(0).give_back((1, 1), 6) == 6 and f.member(1).top_up((1, 1), 9) == 6
+    assert f.member(1).top_up((1, 1), 9) == 4 and f.member(1).top_up((1, 1), 9) == 0
     state: dict = {}
-    assert top_up(state, 0, "k", 3, 2) == 2 and give_back(state, 0, "k", 5, 2) == 2
+    assert top_up(state, 0, "k", 3, 2) == 2
 
 
 def test_old_windows_are_forgotten():

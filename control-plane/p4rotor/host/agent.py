@@ -113,7 +113,7 @@ class Agent:
         self.expired: collections.OrderedDict = collections.OrderedDict()
         self.quiet = 0  # offers not sent: nothing to relay, or no spare capacity
         self.claimed = 0  # frames of shared windows this agent claimed and kept (host/share.py)
-        self.share_moves = collections.Counter()  # given_back / topped_up frames (host/share.py)
+        self.share_moves = collections.Counter()  # topped_up: frames of flows joining an open shared window
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
         # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
         # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
@@ -193,13 +193,12 @@ class Agent:
         win = self.open_windows[(c.rotor, c.slot)] = _Window(c, end)
         out = win.out  # every frame of this window goes to the circuit's peer
         if self.share is not None:
-            # Ask for what this circuit can take from us: frames for its peer (own and relayed),
-            # and own frames it may relay (RotorLB's first hop), no more than the window and the
-            # host's link, with the other open windows' frames, can carry.
-            held = len(self.local[c.peer]) + len(self.relay[c.peer])
-            if not self.one_hop:
-                held += sum(len(q) for d, q in self.local.items() if d != c.peer)
-            cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, held, self._room((c.rotor, c.slot), end))))
+            # Claimed at the window's start for all that is held.  Claiming only what the circuit
+            # can take from the agent, within the host link's room, giving back what RotorLB did
+            # not plan and topping up from the siblings (2026-11-26) fell further behind at Web
+            # Search 10 % (mean pending 5.98 MB against 4.22; docs/rotorlb.md): not kept.
+            held = sum(map(len, self.local.values())) + sum(map(len, self.relay.values()))
+            cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, held)))
             self.claimed += int(cap)
         rq, direct = core.phase1(self.queues(), c.peer, cap)
         n_relay = int(sum(ch.amount for ch in direct.relayed))
@@ -252,23 +251,12 @@ class Agent:
                 # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have
                 # sent some of this L since the snapshot (the core clips grants the same way).
                 _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
-                # Shared, the host's link is what runs out: no more first hops than it can still
-                # send before the window ends, with every open window's frames ahead of them (a
-                # grant is an upper bound; what is left stays queued).  Without this 34 % of the
-                # frames planned at Web Search 10 % went back unsent at the window's end.
-                room = self._room((c.rotor, c.slot), end) if self.share is not None else None
                 for d, amount in sorted(moved.items()):
-                    n = int(amount)
-                    if room is not None:
-                        n, room = min(n, room), room - min(n, room)
-                        self.share_moves["grant_beyond_link"] += int(amount) - n
-                    for _ in range(n):
+                    for _ in range(int(amount)):
                         flow, seq, payload = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
                 more.set()
-        if self.share is not None:
-            await self._settle_claim(c, int(cap), out, start, end, more)
         sent = await sender
         del self.open_windows[(c.rotor, c.slot)]
         # What the window could not carry (or what was granted after it closed) goes back to the
@@ -292,38 +280,6 @@ class Agent:
             queued = sum(x.queued() for x in self.open_windows.values())
             room = min(room, int(self.host_rate * t) - queued)
         return max(0, room)
-
-    async def _settle_claim(self, c: Circuit, claimed: int, out: list, start: int, end: int,
-                            more: asyncio.Event) -> None:
-        """A shared window, once RotorLB's exchange has said what leaves: give back the frames
-        claimed and not planned, then, twice (now, and halfway through the window, after the
-        siblings gave back theirs), top up with what is left of the window for frames still held
-        for this circuit's peer (relayed ones first, as in phase 1)."""
-        w = (c.rotor, c.slot)
-        if claimed > len(out):
-            back = self.share.give_back(w, claimed - len(out))
-            self.claimed -= back
-            self.share_moves["given_back"] += back
-        for at in (0, start + (end - start) // 2):
-            await _sleep_until(at)
-            want = min(len(self.relay[c.peer]) + len(self.local[c.peer]), self._room(w, end))
-            if want <= 0:
-                continue
-            got = self.share.top_up(w, want)
-            if not got:
-                continue
-            self.claimed += got
-            self.share_moves["topped_up"] += got
-            for _ in range(got):
-                if self.relay[c.peer]:
-                    origin, flow, seq, acc, payload = self.relay[c.peer].popleft()
-                    out.append(self._data(c, origin, flow, seq, c.peer, True, acc, payload))
-                    self.sent["relay_second"] += 1
-                else:
-                    flow, seq, payload = self.local[c.peer].popleft()
-                    out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot, payload))
-                    self.sent["direct"] += 1
-            more.set()
 
     def _data(self, c: Circuit, origin: int, flow: int, seq: int, dst: int, relayed: bool, acc: int,
               payload: bytes = b"") -> bytes:

@@ -9,11 +9,8 @@ what it asks for, up to what the others have not claimed, divided evenly among i
 that are busy (hold frames) and have not claimed yet.  Whoever claims first with the others idle
 may take the whole window; a sibling that becomes busy after that waits for the next window.
 
-A claim is made at the window's start, before RotorLB's exchange says what leaves, so an agent
-then gives back what it will not send (:func:`give_back`, once it knows: after the ACCEPT), and an
-agent whose first claim fell short takes more of what is left (:func:`top_up`) -- additive, up to
-the window.  Without the two, Web Search 10 % claimed 445 298 frames and sent 264 990
-(docs/experiments.md, "Hosts share their rack's circuits").
+A flow that starts while a window is open takes what is left of it (:func:`top_up`: additive, up
+to the window).
 
 :class:`MemoryShare` keeps the claims in the process (the in-process fabric, host/loopback.py);
 :class:`FileShare` keeps them in one JSON file per rack under an exclusive lock, for agents in
@@ -51,20 +48,11 @@ def decide(state: dict, member: int, key: str, demand: int, total: int) -> int:
 
 def top_up(state: dict, member: int, key: str, demand: int, total: int) -> int:
     """Up to ``demand`` more frames of window ``key`` for ``member``, from what no agent holds
-    (given back or never claimed); added to its claim, returns the frames added."""
+    (never claimed); added to its claim, returns the frames added."""
     mine = state.setdefault("claims", {}).setdefault(key, {})
     got = max(0, min(demand, total - sum(mine.values())))
     mine[str(member)] = mine.get(str(member), 0) + got
     return got
-
-
-def give_back(state: dict, member: int, key: str, frames: int, total: int) -> int:
-    """``member`` will not send ``frames`` of what it claimed in window ``key``: they go back to the
-    window for a sibling's :func:`top_up`; returns the frames given back (never more than held)."""
-    mine = state.setdefault("claims", {}).setdefault(key, {})
-    back = max(0, min(frames, mine.get(str(member), 0)))
-    mine[str(member)] = mine.get(str(member), 0) - back
-    return back
 
 
 class MemoryShare:
@@ -90,7 +78,7 @@ class FileShare:
         return Claimer(self, n)
 
     def apply(self, rule, member: int, key: str, n: int) -> int:
-        """``rule`` (decide, top_up, give_back) on the rack's state, read and written under the lock."""
+        """``rule`` (decide, top_up) on the rack's state, read and written under the lock."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -108,7 +96,7 @@ class FileShare:
 
 class Claimer:
     """One agent's handle on its rack's share, per window ``(rotor, slot)``: ``claim`` at its start,
-    ``give_back`` what it will not send, ``top_up`` when it could send more."""
+    ``top_up`` when a flow joins it open."""
 
     def __init__(self, share, n: int):
         self.share, self.n = share, n
@@ -118,6 +106,3 @@ class Claimer:
 
     def top_up(self, window: tuple[int, int], demand: int) -> int:
         return self.share.apply(top_up, self.n, f"{window[0]}:{window[1]}", demand)
-
-    def give_back(self, window: tuple[int, int], frames: int) -> int:
-        return self.share.apply(give_back, self.n, f"{window[0]}:{window[1]}", frames)
