@@ -3,7 +3,9 @@
 import os
 import struct
 
-from p4rotor.fabric.cpu import IdlePoll
+import pytest
+
+from p4rotor.fabric.cpu import IdlePoll, cpu_list, default_switch_cpus
 
 
 def test_holds_a_zero_latency_request_until_released(tmp_path):
@@ -47,3 +49,28 @@ def test_the_real_device_when_root():
         pytest.skip("no /dev/cpu_dma_latency or not root: idle CPUs cannot be made to poll here")
     with IdlePoll() as p:
         assert p.held, p.why_not
+
+
+def test_cpu_list_normalised_and_checked_against_the_machine():
+    assert cpu_list("1", {0, 1}) == "1"
+    assert cpu_list("3,1-2", {0, 1, 2, 3}) == "1,2,3"
+    assert cpu_list(" 2 , 3", {0, 1, 2, 3}) == "2,3"
+
+
+@pytest.mark.parametrize("text,needle", [("2", "CPU 2 is not one this machine lets us use (0,1)"),
+                                         ("0-1", "leaves no CPU for the hosts"),
+                                         ("x", "'x' is not a CPU number"),
+                                         ("", "is not a CPU number"),
+                                         ("1-0", "is not a range"),
+                                         ("-1", "is not a CPU number")])
+def test_cpu_list_bad_input_one_line(text, needle):
+    with pytest.raises(ValueError) as ex:
+        cpu_list(text, {0, 1})
+    assert needle in str(ex.value) and "\n" not in str(ex.value)
+
+
+def test_switches_get_the_upper_half_of_the_cpus():
+    assert default_switch_cpus({0, 1}) == "1"
+    assert default_switch_cpus({0, 1, 2, 3}) == "2,3"
+    assert default_switch_cpus({0, 1, 2}) == "2"
+    assert default_switch_cpus({5}) is None  # one CPU: the switches run anywhere

@@ -119,7 +119,9 @@ def test_the_receivers_side_of_a_flow_rides_the_flows_class(tmp_path):
                                       (["--modes", "opera,ideal"], "unknown mode 'ideal'"),
                                       (["--modes", "opera,opera"], "at most once"),
                                       (["--modes", ","], "at least one"),
-                                      (["--epsilon-us", "900"], "--epsilon-us")])
+                                      (["--epsilon-us", "900"], "--epsilon-us"),
+                                      (["--switch-cpus", "4096"], "--switch-cpus: CPU list '4096'"),
+                                      (["--switch-cpus", "one"], "is not a CPU number")])
 def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     """Exit 2 and one line; no fabric: the build directory does not even exist."""
     with pytest.raises(SystemExit) as ex:
@@ -418,6 +420,32 @@ def test_switches_run_realtime_only_when_asked_and_allowed(monkeypatch):
     assert SW.bmv2_command(1, {1: "a"}, 50051, 9090)[:3] == ["nice", "-n", "-10"]
     monkeypatch.setattr(SW, "realtime_allowed", lambda: False)
     assert SW.bmv2_command(1, {1: "a"}, 50051, 9090, realtime=True)[:3] == ["nice", "-n", "-10"]
+
+
+def test_switches_pinned_to_cpus_only_when_asked(monkeypatch):
+    """``cpus``: taskset execs the priority prefix, which execs the switch (the PID stays the
+    switch's); without it the command is as before."""
+    from p4rotor.fabric import switch as SW
+
+    monkeypatch.setattr(SW, "realtime_allowed", lambda: True)
+    cmd = SW.bmv2_command(1, {1: "a"}, 50051, 9090, realtime=True, cpus="1")
+    assert cmd[:6] == ["taskset", "-c", "1", "chrt", "--rr", str(SW.SWITCH_RT_PRIORITY)]
+    assert cmd[6] == "simple_switch_grpc"
+    assert SW.bmv2_command(1, {1: "a"}, 50051, 9090, realtime=True, cpus=None)[0] == "chrt"
+
+
+def test_switch_cpus_auto_none_or_a_checked_list():
+    """``--switch-cpus``: auto = the upper half of this machine's CPUs, none = anywhere."""
+    import os
+
+    from p4rotor.experiments.fct import switch_cpu_choice
+    from p4rotor.fabric.cpu import default_switch_cpus
+
+    assert switch_cpu_choice("none") is None
+    assert switch_cpu_choice("auto") == switch_cpu_choice(None) == default_switch_cpus()
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) >= 2:
+        assert switch_cpu_choice(str(mine[-1])) == str(mine[-1])
 
 
 def test_the_alone_curve_is_the_fastest_measured_per_size_and_never_falls():

@@ -69,7 +69,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
-        epsilon_us: float = EPSILON_US, share_circuits: bool = False, idle_poll: bool = True) -> dict:
+        epsilon_us: float = EPSILON_US, share_circuits: bool = False, idle_poll: bool = True,
+        switch_cpus: str | None = "auto") -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -78,7 +79,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     ``epsilon_us``: low-latency routes keep off a rotor this long (schedule time) before its night;
     ``share_circuits``: a rack's agents share its circuits (host/share.py) instead of a plane per
     host, and stability is judged against RotorLB on racks that share; ``idle_poll``: idle CPUs
-    poll while the fabric is up (fabric/cpu.py; False: they halt, as before 2026-11-25)."""
+    poll while the fabric is up (fabric/cpu.py; False: they halt, as before 2026-11-25);
+    ``switch_cpus``: the switches run on these CPUs only, the hosts' processes keep the rest
+    ("auto": the upper half of this machine's CPUs, fabric/cpu.py; "none": anywhere, as before
+    2026-11-26; or a list such as "1")."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
@@ -89,6 +93,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         raise C.WorkloadError(f"--rate {rate:g}: agent frames per second per circuit must be in [20, 100000]")
     if not 0 <= epsilon_us <= 500:  # a night's worth at most: past it no slice keeps a route
         raise C.WorkloadError(f"--epsilon-us {epsilon_us:g}: must be in [0, 500] (schedule us)")
+    pin = switch_cpu_choice(switch_cpus)
     if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
         raise C.WorkloadError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sizes = C.shipped(workload) if workload in C.SHIPPED else C.load(workload)
@@ -125,7 +130,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
-                           realtime=True, idle_poll=idle_poll)
+                           realtime=True, idle_poll=idle_poll, switch_cpus=pin)
         polled = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
         try:
             _shape_hosts(emu, topo, access_bps)
@@ -166,7 +171,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                 f"{envelope['floor_set_by']})")
     if baseline:
         runs["packet-switch"], alone_ps, curve_ps, env_ps = _packet_switch(build, topo, dilation, wl, out,
-                                                                           access_bps, rate, guard_us, idle_poll)
+                                                                           access_bps, rate, guard_us, idle_poll,
+                                                                           switch_cpus=pin)
         polled = polled if fabric_modes else runs["packet-switch"].get("idle_poll")
         curve = curve or curve_ps
         envelope = envelope or env_ps
@@ -192,7 +198,24 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     return _report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
-                   agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=polled)
+                   agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=polled,
+                   switch_cpus=pin)
+
+
+def switch_cpu_choice(text: str | None) -> str | None:
+    """``--switch-cpus``: "auto" (or None) -> the upper half of this machine's CPUs (None on one
+    CPU), "none" -> None (anywhere), else a checked CPU list; a WorkloadError (exit 2) names a
+    bad one."""
+    from ..fabric.cpu import cpu_list, default_switch_cpus
+
+    if text is None or text == "auto":
+        return default_switch_cpus()
+    if text == "none":
+        return None
+    try:
+        return cpu_list(text)
+    except ValueError as ex:
+        raise C.WorkloadError(f"--switch-cpus: {ex}") from None
 
 
 def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,
@@ -438,14 +461,14 @@ def _common_prefix(nets) -> int:
 
 
 def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
-                   rate: float, guard_us: float, idle_poll: bool = True):
+                   rate: float, guard_us: float, idle_poll: bool = True, switch_cpus: str | None = None):
     """The same flow list, hosts and access rates on one switch, every flow over TCP: the
     packet-switch FCTs and their own "alone" FCTs, measured (issue #14)."""
     from ..fabric.mininet import Emulation
 
     pt = packet_switch_topology(topo, dilation)
     emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say, realtime=True,
-                    idle_poll=idle_poll)
+                    idle_poll=idle_poll, switch_cpus=switch_cpus)
     try:
         emu.start()
         polled = emu.polling
@@ -843,8 +866,10 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
             bound: dict | None = None, epsilon_us: float | None = None,
             curve: F.AloneCurve | None = None, envelope: dict | None = None,
             share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
-            guard_us: float | None = None, shared: bool = False, idle_poll: bool | None = None) -> dict:
-    """``idle_poll``: whether the fabric's idle CPUs polled (fabric/cpu.py; None: not run).
+            guard_us: float | None = None, shared: bool = False, idle_poll: bool | None = None,
+            switch_cpus: str | None = None) -> dict:
+    """``idle_poll``: whether the fabric's idle CPUs polled (fabric/cpu.py; None: not run);
+    ``switch_cpus``: the CPUs the switches ran on (None: anywhere).
     ``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
     the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it); ``judge``: a
     mode's stability (:func:`stability_judge`)."""
@@ -859,7 +884,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                   "pairs": len(alone), "rounds": ALONE_ROUNDS},
            "alone_envelope": envelope,
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(),
-           "cpu_idle_poll": idle_poll, "modes": {}}
+           "cpu_idle_poll": idle_poll, "switch_cpus": switch_cpus, "modes": {}}
     lines = []
     for mode, r in runs.items():
         # Within RotorLB's capacity, and the fabric's queue no longer than the model's

@@ -65,3 +65,51 @@ class IdlePoll:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+# -- Which CPUs the switches run on ----------------------------------------------------------
+#
+# On a 2-CPU machine with the switches free to run anywhere, a one-packet flow's FCT was 4.1 ms
+# (median) and its sender's and receiver's Python took 0.67 and 0.78 ms of it to answer: the
+# switches' real-time threads held both CPUs.  With every switch on the last CPU the same flows
+# took 2.3 ms, the two Pythons 0.31 and 0.05 ms, and a switch's frames no longer cross CPUs
+# between its threads (docs/experiments.md, "Switches on their own CPU").
+
+
+def cpu_list(text: str, available: set[int] | None = None) -> str:
+    """``text``, a CPU list as taskset takes it ("1", "0-1", "1,3"), checked against the CPUs this
+    process may use (``available``; default its affinity) and normalised ("1,3"); ValueError
+    with a one-line reason otherwise."""
+    avail = set(os.sched_getaffinity(0)) if available is None else set(available)
+    cpus: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        lo, _, hi = part.partition("-")
+        try:
+            a, b = int(lo), int(hi) if hi else int(lo)
+        except ValueError:
+            raise ValueError(f"CPU list {text!r}: {part!r} is not a CPU number or range (e.g. 1, 0-1, 1,3)") from None
+        if a < 0 or b < a:
+            raise ValueError(f"CPU list {text!r}: {part!r} is not a range of CPU numbers")
+        cpus.update(range(a, b + 1))
+    missing = sorted(cpus - avail)
+    if missing:
+        raise ValueError(f"CPU list {text!r}: CPU {missing[0]} is not one this machine lets us use "
+                         f"({_ranges(sorted(avail))})")
+    if cpus == avail:
+        raise ValueError(f"CPU list {text!r}: leaves no CPU for the hosts (use 'none' to let the switches "
+                         "run anywhere)")
+    return ",".join(map(str, sorted(cpus)))
+
+
+def default_switch_cpus(available: set[int] | None = None) -> str | None:
+    """The switches' CPUs by default: the upper half of the CPUs this process may use (with 2:
+    the last one); None (anywhere) on one CPU."""
+    avail = sorted(os.sched_getaffinity(0) if available is None else available)
+    if len(avail) < 2:
+        return None
+    return ",".join(map(str, avail[len(avail) - len(avail) // 2:]))
+
+
+def _ranges(cpus: list[int]) -> str:
+    return ",".join(map(str, cpus)) if cpus else "none"

@@ -140,12 +140,14 @@ def priority_prefix(realtime: bool, rt_priority: int = SWITCH_RT_PRIORITY, nice:
 
 
 def bmv2_command(device_id: int, ports: dict[int, str], grpc_port: int, thrift_port: int,
-                 cpu_port: int = CPU_PORT, extra_args: Sequence[str] = (), realtime: bool = False) -> list[str]:
+                 cpu_port: int = CPU_PORT, extra_args: Sequence[str] = (), realtime: bool = False,
+                 cpus: str | None = None) -> list[str]:
     """The one simple_switch_grpc command line p4rotor uses (docs/toolchain.md): no program at
     start (the controller pushes it), ports by explicit number, the CPU port for PacketIn/Out;
     run at priority ``SWITCH_NICE`` (``nice`` execs it: the PID is the switch's), or under
-    SCHED_RR with ``realtime`` where that is allowed (``chrt`` execs it the same way)."""
-    cmd = priority_prefix(realtime) + ["simple_switch_grpc", "--device-id", str(device_id), "--thrift-port", str(thrift_port), "--no-p4"]
+    SCHED_RR with ``realtime`` where that is allowed (``chrt`` execs it the same way); on the
+    CPUs ``cpus`` only (a checked list, fabric/cpu.py: ``cpu_list``; ``taskset`` execs too)."""
+    cmd = (["taskset", "-c", cpus] if cpus else []) + priority_prefix(realtime) + ["simple_switch_grpc", "--device-id", str(device_id), "--thrift-port", str(thrift_port), "--no-p4"]
     for p, ifc in sorted(ports.items()):
         cmd += ["-i", f"{p}@{ifc}"]
     cmd += list(extra_args)
