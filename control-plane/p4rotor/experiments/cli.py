@@ -34,8 +34,9 @@ def add_parser(sub) -> None:
                           "docs/experiments.md 'Cold packets'); --no-idle-poll runs as before 2026-11-25")
     fct.add_argument("--switch-cpus", metavar="CPUS",
                      help="the switches run on these CPUs only, the hosts' processes keep the others: "
-                          "'auto' (default: the upper half, on 2 CPUs the last one; a one-packet flow took "
-                          "2.3 ms instead of 4.1), 'none' (anywhere, as before 2026-11-26) or a list such as 1")
+                          "'auto' (the upper half; on 2 CPUs the last one), a list such as 1, or 'none' "
+                          "(default: anywhere). Pinned, FCTs fall by a third but low-load slowdowns rise "
+                          "(docs/experiments.md 'Switches on their own CPU')")
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")

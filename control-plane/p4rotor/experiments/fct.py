@@ -70,7 +70,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
         epsilon_us: float = EPSILON_US, share_circuits: bool = False, idle_poll: bool = True,
-        switch_cpus: str | None = "auto") -> dict:
+        switch_cpus: str | None = "none") -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -81,8 +81,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     host, and stability is judged against RotorLB on racks that share; ``idle_poll``: idle CPUs
     poll while the fabric is up (fabric/cpu.py; False: they halt, as before 2026-11-25);
     ``switch_cpus``: the switches run on these CPUs only, the hosts' processes keep the rest
-    ("auto": the upper half of this machine's CPUs, fabric/cpu.py; "none": anywhere, as before
-    2026-11-26; or a list such as "1")."""
+    ("auto": the upper half of this machine's CPUs, fabric/cpu.py; or a list such as "1");
+    "none" (the default): anywhere.  Pinned, every FCT is shorter but the one-packet floor falls
+    further than the typical flow, so low-load slowdowns rise (docs/experiments.md, "Switches
+    on their own CPU")."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
@@ -203,14 +205,14 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
 
 
 def switch_cpu_choice(text: str | None) -> str | None:
-    """``--switch-cpus``: "auto" (or None) -> the upper half of this machine's CPUs (None on one
-    CPU), "none" -> None (anywhere), else a checked CPU list; a WorkloadError (exit 2) names a
-    bad one."""
+    """``--switch-cpus``: "auto" -> the upper half of this machine's CPUs (None on one CPU),
+    "none" (or None) -> None (anywhere), else a checked CPU list; a WorkloadError (exit 2) names
+    a bad one."""
     from ..fabric.cpu import cpu_list, default_switch_cpus
 
-    if text is None or text == "auto":
+    if text == "auto":
         return default_switch_cpus()
-    if text == "none":
+    if text is None or text == "none":
         return None
     try:
         return cpu_list(text)

@@ -73,7 +73,8 @@ class IdlePoll:
 # (median) and its sender's and receiver's Python took 0.67 and 0.78 ms of it to answer: the
 # switches' real-time threads held both CPUs.  With every switch on the last CPU the same flows
 # took 2.3 ms, the two Pythons 0.31 and 0.05 ms, and a switch's frames no longer cross CPUs
-# between its threads (docs/experiments.md, "Switches on their own CPU").
+# between its threads.  Not the fct default: the fastest flow gains more than the typical one,
+# so slowdowns against it rise at low load (docs/experiments.md, "Switches on their own CPU").
 
 
 def cpu_list(text: str, available: set[int] | None = None) -> str:
