@@ -53,12 +53,18 @@ class Emulation:
     # offsets to ~15 us instead of the PacketOut probes' +/- 200-700 us, so a ToR and a rotor agree
     # on when a night ends (clock_iface_names; docs/dataplane.md "Clock port").
     clock_ports: bool = True
+    # Every ``warm_ms`` a time probe through each switch's clock port (fabric/warm.py): a BMv2 that
+    # saw nothing for 30 ms took 230-310 us to forward a frame, 50-80 us right after another.
+    # None: no warmer.  On a one-switch fabric the clock port is wired for it alone.
+    warm_ms: float | None = None
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)
     net: object | None = None
     controller: subprocess.Popen | None = None
     switches: list = dataclasses.field(default_factory=list)
     t0_ns: int = 0
     _poll: IdlePoll | None = None
+    _warmer: subprocess.Popen | None = None
+    _clock_wired: list = dataclasses.field(default_factory=list)  # switch names
 
     def start(self, timeout: float = 120.0, check_forwarding: bool = True) -> "Emulation":
         from mininet.link import Link, TCLink
@@ -140,7 +146,7 @@ class Emulation:
                     sw.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1; "
                            f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
         net.staticArp()
-        if self.clock_ports and not one:
+        if (self.clock_ports and not one) or self.warm_ms:
             self._wire_clock_ports(net.switches)
         self.say("[run] starting switches")
         for sw in net.switches:
@@ -160,6 +166,8 @@ class Emulation:
             if pending:
                 time.sleep(0.25)
         self._start_controller(deadline)
+        if self.warm_ms:
+            self._start_warmer()
         # A probe may have to wait for its circuit: allow two cycles beyond the start deadline, and
         # a second per rack (each host tries the other racks one after another: at 128 racks on
         # 132 BMv2, 3 084 of 16 256 pairs had answered when two cycles were up).
@@ -188,6 +196,36 @@ class Emulation:
                 run(["ethtool", "-K", end, "tx", "off", "rx", "off"], check=False)
                 run(["ip", "link", "set", end, "up"])
             sw.extra_ports = {K.CLOCK_PORT: sw_end}
+            self._clock_wired.append(sw.name)
+
+    def _start_warmer(self) -> None:
+        """The warmer (fabric/warm.py) on the controller's ends of the clock ports, once every
+        program is in (before that a switch has nothing to reflect the probes with)."""
+        ifaces = [clock_iface_names(n)[1] for n in self._clock_wired]
+        log = open(self.run_dir / "warm.log", "w")
+        self._warmer = subprocess.Popen([sys.executable, "-m", "p4rotor.fabric.warm", "--period-ms", str(self.warm_ms),
+                                         "--summary", str(self.run_dir / "warm.json"), *ifaces],
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()  # the warmer holds its own copy
+        time.sleep(0.3)  # a bad interface or period: it says so in one line and exits at once
+        if self._warmer.poll() is not None:
+            why = (self.run_dir / "warm.log").read_text(errors="replace").strip().splitlines()
+            raise HarnessError(f"the warmer exited ({self._warmer.returncode}): {why[-1] if why else 'no output'}")
+        self.say(f"[run] switches kept warm: a clock-port probe through each of the {len(ifaces)} every "
+                 f"{self.warm_ms:g} ms")
+
+    def warm_summary(self) -> dict | None:
+        """What the warmer sent and got back (per interface), once it has stopped; None without one."""
+        try:
+            return json.loads((self.run_dir / "warm.json").read_text()) if self._warmer is not None else None
+        except (OSError, ValueError):
+            return None
+
+    def stop_warmer(self) -> dict | None:
+        """Stop the warmer (SIGTERM: it writes its counts) and return them."""
+        if self._warmer is not None:
+            stop_process_group(self._warmer)
+        return self.warm_summary()
 
     def _remove_stale_interfaces(self, switch_names: list[str]) -> None:
         """Delete root-namespace interfaces a killed run left behind under our switches' names.
@@ -357,6 +395,7 @@ class Emulation:
         return self._poll is not None and self._poll.held
 
     def stop(self) -> None:
+        self.stop_warmer()
         stop_process_group(self.controller, signal.SIGINT)
         if self.net is not None:
             self._kill_host_processes()
@@ -364,7 +403,7 @@ class Emulation:
                 self.net.stop()  # stops switches (by PID) and deletes every link
             for sw in self.switches:
                 sw.kill_process()
-        for name in self.clock_ifaces():
+        for name in self._clock_wired:
             # Not Mininet's links: removed here (deleting one end removes its peer).
             if os.path.exists(f"/sys/class/net/{clock_iface_names(name)[0]}"):
                 run(["ip", "link", "del", clock_iface_names(name)[0]], check=False)
