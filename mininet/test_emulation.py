@@ -155,10 +155,18 @@ def test_one_switch_fabric_carries_opera_low_latency_without_loss(tmp_path):
 def test_fct_small_run_accounts_for_every_flow(tmp_path):
     """p4rotor experiment fct end to end on 30 flows: Opera, RotorNet and the packet-switch baseline
     run one flow list, every flow is finished or counted unfinished, no agent frame is delivered
-    twice, the plots are written."""
+    twice, the plots are written.  With the switches kept warm (fabric/warm.py): every switch
+    reflected the warmer's probes, in both emulations (the fabric and the packet switch's)."""
     from p4rotor.experiments.fct import fct
 
-    res = fct(BUILD, tmp_path / "fct", flows=30, load=0.1)
+    res = fct(BUILD, tmp_path / "fct", flows=30, load=0.1, warm_switches="on")
+    assert res["warm_ms"] == 2.0
+    for mode, m in res["modes"].items():
+        w = m["warm"]
+        assert w and len(w["interfaces"]) == (3 if mode == "packet-switch" else 12), (mode, w)
+        for ifc, c in w["interfaces"].items():
+            # received: every frame back on that interface (the controller's own probes too)
+            assert c["sent"] > 100 and c["received"] >= 0.95 * c["sent"], (mode, ifc, c)
     assert set(res["modes"]) == {"opera", "rotornet", "packet-switch"}
     ps = res["modes"]["packet-switch"]
     assert not ps["classes"].get("bulk"), "the packet switch carries every flow over TCP"

@@ -5,7 +5,7 @@ the 56 rack pairs (one host per rack) ``--gaps`` ms apart, and captures them: on
 host's link (tcpdump in its namespace) and on every switch port (one ``tcpdump -i any`` in the
 root namespace, TCP and fabric frames).
 
-    sudo .venv/bin/python scripts/hops.py run OUT [--gaps 30,300] [--rounds 1] [--switch-cpus 1]
+    sudo .venv/bin/python scripts/hops.py run OUT [--gaps 30,300] [--rounds 1] [--switch-cpus 1] [--warm-switches on]
     .venv/bin/python scripts/hops.py report OUT
 
 ``report`` prints, per gap, the medians of: the sender's stack (its timer to the SYN on its
@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 
-def run(out: Path, gaps_ms: list[float], rounds: int, switch_cpus: str | None) -> None:
+def run(out: Path, gaps_ms: list[float], rounds: int, switch_cpus: str | None,
+        warm_switches: str | None = None) -> None:
     from p4rotor import schedule as S
     from p4rotor.experiments import fct as X
     from p4rotor.experiments.runner import launch
@@ -39,10 +40,11 @@ def run(out: Path, gaps_ms: list[float], rounds: int, switch_cpus: str | None) -
     ds = S.dilate(sched, 100.0)
     access_bps = X.HEADROOM * len(sched.rotors) * 100.0 * (X.FRAME + 42) * 8
     pin = X.switch_cpu_choice(switch_cpus)
+    warm = X.warm_choice(warm_switches or "off", None)
     # As the fct experiment: low-latency routes keep off a rotor EPSILON_US before its night (with
     # none, a slow first frame met the night and the ToR dropped it as STALE: a 1 s SYN timeout).
     emu, topo = launch(sched, 100.0, 2, Path("build").resolve(), out / "run", epsilon_us=X.EPSILON_US,
-                       realtime=True, idle_poll=True, switch_cpus=pin)
+                       realtime=True, idle_poll=True, switch_cpus=pin, warm_ms=warm)
     try:
         X._shape_hosts(emu, topo, access_bps)
         hosts = [k.hosts[0] for k in topo.racks]
@@ -210,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--gaps", default="30,300", help="ms between two flows, per pass (default 30,300)")
     r.add_argument("--rounds", type=int, default=1, help="flows per rack pair per gap (default 1)")
     r.add_argument("--switch-cpus", default="none", help="as fct's --switch-cpus (default none)")
+    r.add_argument("--warm-switches", default="off", help="as fct's --warm-switches (default off)")
     p = sub.add_parser("report")
     p.add_argument("out")
     a = ap.parse_args(argv)
@@ -220,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--gaps {a.gaps!r}: comma-separated ms")
         if not gaps or min(gaps) <= 0 or not 1 <= a.rounds <= 16:
             ap.error("--gaps must be > 0 ms and --rounds in 1..16")
-        run(Path(a.out), gaps, a.rounds, a.switch_cpus)
+        run(Path(a.out), gaps, a.rounds, a.switch_cpus, a.warm_switches)
     else:
         report(Path(a.out))
     return 0

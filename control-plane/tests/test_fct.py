@@ -121,7 +121,9 @@ def test_the_receivers_side_of_a_flow_rides_the_flows_class(tmp_path):
                                       (["--modes", ","], "at least one"),
                                       (["--epsilon-us", "900"], "--epsilon-us"),
                                       (["--switch-cpus", "4096"], "--switch-cpus: CPU list '4096'"),
-                                      (["--switch-cpus", "one"], "is not a CPU number")])
+                                      (["--switch-cpus", "one"], "is not a CPU number"),
+                                      (["--warm-switches", "0"], "--warm-switches: warm period 0 ms is out of range"),
+                                      (["--warm-switches", "fast"], "is not a number of ms")])
 def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     """Exit 2 and one line; no fabric: the build directory does not even exist."""
     with pytest.raises(SystemExit) as ex:
@@ -446,6 +448,34 @@ def test_switch_cpus_auto_none_or_a_checked_list():
     mine = sorted(os.sched_getaffinity(0))
     if len(mine) >= 2:
         assert switch_cpu_choice(str(mine[-1])) == str(mine[-1])
+
+
+def test_alone_spread_is_the_mean_over_the_fastest():
+    """The emulator's own spread: one-packet flows alone, their mean over the fastest (what a flow
+    alone scores on average as its slowdown against the floor)."""
+    from p4rotor.experiments.fct import alone_spread
+
+    sp = alone_spread([0.004, 0.002, 0.003, 0.003])
+    assert sp["samples"] == 4 and sp["min_s"] == 0.002 and sp["mean_s"] == pytest.approx(0.003)
+    assert sp["mean_over_min"] == pytest.approx(1.5) and sp["median_s"] == pytest.approx(0.003)
+    assert alone_spread([]) == {"samples": 0}
+
+
+def test_warm_switches_auto_on_off_or_a_checked_period():
+    """``--warm-switches``: auto (the default) = on at a load of 5 % or less, off above or when the
+    load is unknown (a user's own list); on = every 2 ms; off; else a period in ms."""
+    from p4rotor.experiments.fct import WARM_MAX_LOAD, warm_choice
+    from p4rotor.workload.cdf import WorkloadError
+
+    assert WARM_MAX_LOAD == 0.05
+    assert warm_choice("auto", 0.01) == 2.0 and warm_choice(None, 0.05) == 2.0
+    assert warm_choice("auto", 0.1) is None and warm_choice("auto", None) is None
+    assert warm_choice("off", 0.01) is None
+    assert warm_choice("on", 0.4) == 2.0
+    assert warm_choice("5", None) == 5.0 and warm_choice("0.5", 0.1) == 0.5
+    for bad in ("0", "-2", "nan", "inf", "2000", "warm"):
+        with pytest.raises(WorkloadError, match="--warm-switches"):
+            warm_choice(bad, 0.01)
 
 
 def test_the_alone_curve_is_the_fastest_measured_per_size_and_never_falls():

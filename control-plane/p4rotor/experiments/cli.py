@@ -37,6 +37,10 @@ def add_parser(sub) -> None:
                           "'auto' (the upper half; on 2 CPUs the last one), a list such as 1, or 'none' "
                           "(default: anywhere). Pinned, FCTs fall by a third but low-load slowdowns rise "
                           "(docs/experiments.md 'Switches on their own CPU')")
+    fct.add_argument("--warm-switches", metavar="MS",
+                     help="every MS ms a probe through each switch's clock port keeps it warm: 'on' (every "
+                          "2 ms), a period, 'off', or 'auto' (default: on at a load of 5%% or less). An idle "
+                          "BMv2 forwards a frame 3-4x slower than a busy one (docs/experiments.md 'Warm switches')")
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")
@@ -86,7 +90,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
-                "share_circuits", "idle_poll", "switch_cpus"):
+                "share_circuits", "idle_poll", "switch_cpus", "warm_switches"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -100,7 +104,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("corropt_threshold", "--corropt-threshold"), ("flow_list", "--flow-list"),
                       ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
                       ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits"),
-                      ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus")):
+                      ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
+                      ("warm_switches", "--warm-switches")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -70,7 +70,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
         epsilon_us: float = EPSILON_US, share_circuits: bool = False, idle_poll: bool = True,
-        switch_cpus: str | None = "none") -> dict:
+        switch_cpus: str | None = "none", warm_switches: str | None = "auto") -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -84,7 +84,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     ("auto": the upper half of this machine's CPUs, fabric/cpu.py; or a list such as "1");
     "none" (the default): anywhere.  Pinned, every FCT is shorter but the one-packet floor falls
     further than the typical flow, so low-load slowdowns rise (docs/experiments.md, "Switches
-    on their own CPU")."""
+    on their own CPU"); ``warm_switches``: every this many ms a probe through each switch's
+    clock port keeps it warm (fabric/warm.py; "on": every 2 ms; "off": never; "auto", the
+    default: on at a load of at most ``WARM_MAX_LOAD``, where the fabric is mostly idle and the
+    agents lose nothing to it, off above, where the traffic keeps the switches warm and the
+    warmer's frames cost the agents CPU: docs/experiments.md, "Warm switches")."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
@@ -96,6 +100,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     if not 0 <= epsilon_us <= 500:  # a night's worth at most: past it no slice keeps a route
         raise C.WorkloadError(f"--epsilon-us {epsilon_us:g}: must be in [0, 500] (schedule us)")
     pin = switch_cpu_choice(switch_cpus)
+    warm_choice(warm_switches, None)  # a bad value stops here; "auto" is decided by the flow list's load
     if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
         raise C.WorkloadError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sizes = C.shipped(workload) if workload in C.SHIPPED else C.load(workload)
@@ -126,13 +131,17 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                       name=workload)
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
+    warm = warm_choice(warm_switches, wl.meta.get("load"))
+    if warm_switches in (None, "auto"):
+        say(f"[experiment] fct: switches kept warm (--warm-switches auto, load {wl.meta.get('load')})" if warm else
+            f"[experiment] fct: switches not kept warm (--warm-switches auto: load above {WARM_MAX_LOAD:g} or unknown)")
     fabric_modes = [m for m in MODES if m in chosen]
     runs, alone, curve, envelope, polled = {}, None, None, None, None
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
-                           realtime=True, idle_poll=idle_poll, switch_cpus=pin)
+                           realtime=True, idle_poll=idle_poll, switch_cpus=pin, warm_ms=warm)
         polled = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
         try:
             _shape_hosts(emu, topo, access_bps)
@@ -148,8 +157,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             finally:
                 idle.kill()
             vals = sorted(alone.values())
+            sp = json.loads((out / "alone" / "spread.json").read_text())
             say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f} ms at the fastest "
-                f"(the fastest per rack pair: {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms, {len(vals)} pairs)")
+                f"(the fastest per rack pair: {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms, {len(vals)} pairs; "
+                f"the median of {sp['samples']}: {sp['median_s'] * 1e3:.1f} ms, their mean "
+                f"{sp['mean_over_min']:.2f}x the fastest)")
             _say_curve("alone", F.AloneCurve.from_samples([(z, t - vals[0]) for z, t in calibration], access_bps),
                        access_bps)
             for mode in fabric_modes:
@@ -157,6 +169,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                 c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
                 runs[mode] = _run(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps,
                                   shared=share_circuits)
+            warmed = emu.stop_warmer()  # what it sent and got back, over every fabric mode
+            for r in runs.values():
+                r["warm"] = warmed
         finally:
             emu.stop()
         # Alone = the lower envelope of every FCT the fabric gave a TCP flow, alone or in a run
@@ -174,7 +189,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     if baseline:
         runs["packet-switch"], alone_ps, curve_ps, env_ps = _packet_switch(build, topo, dilation, wl, out,
                                                                            access_bps, rate, guard_us, idle_poll,
-                                                                           switch_cpus=pin)
+                                                                           switch_cpus=pin, warm_ms=warm)
         polled = polled if fabric_modes else runs["packet-switch"].get("idle_poll")
         curve = curve or curve_ps
         envelope = envelope or env_ps
@@ -201,7 +216,31 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                    bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
                    agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=polled,
-                   switch_cpus=pin)
+                   switch_cpus=pin, warm_ms=warm)
+
+
+# --warm-switches auto warms at or below this load.  Measured side by side (docs/experiments.md,
+# "Warm switches"): Data Mining 1 %, first 400 flows: low-latency mean slowdown 2.04 -> 1.90, bulk
+# unchanged; Web Search 10 %: short flows 1.94 -> 1.85 but bulk 16-24 % slower.
+WARM_MAX_LOAD = 0.05
+
+
+def warm_choice(text: str | None, load: float | None) -> float | None:
+    """``--warm-switches``: "off" -> None, "on" -> the warmer's default period, "auto" (or None)
+    -> "on" at a known ``load`` of at most WARM_MAX_LOAD, else "off"; or a period in ms
+    (fabric/warm.py: 0.1-1000).  A WorkloadError (exit 2) names a bad one."""
+    from ..fabric.warm import DEFAULT_PERIOD_MS, WarmError, check_period
+
+    if text is None or text == "auto":
+        text = "on" if load is not None and load <= WARM_MAX_LOAD else "off"
+    if text == "off":
+        return None
+    if text == "on":
+        return DEFAULT_PERIOD_MS
+    try:
+        return check_period(text)
+    except WarmError as ex:
+        raise C.WorkloadError(f"--warm-switches: {ex} (or 'auto', 'on', 'off')") from None
 
 
 def switch_cpu_choice(text: str | None) -> str | None:
@@ -463,14 +502,15 @@ def _common_prefix(nets) -> int:
 
 
 def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
-                   rate: float, guard_us: float, idle_poll: bool = True, switch_cpus: str | None = None):
+                   rate: float, guard_us: float, idle_poll: bool = True, switch_cpus: str | None = None,
+                   warm_ms: float | None = None):
     """The same flow list, hosts and access rates on one switch, every flow over TCP: the
     packet-switch FCTs and their own "alone" FCTs, measured (issue #14)."""
     from ..fabric.mininet import Emulation
 
     pt = packet_switch_topology(topo, dilation)
     emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say, realtime=True,
-                    idle_poll=idle_poll, switch_cpus=switch_cpus)
+                    idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms)
     try:
         emu.start()
         polled = emu.polling
@@ -479,6 +519,7 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
         alone = _alone(emu, pt, out / "alone-packet-switch", hosts=hosts, pace_bps=access_bps)
         calibration = _calibrate(emu, pt, out / "calibrate-packet-switch", hosts=hosts, pace_bps=access_bps)
         r = _run(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, pace_bps=access_bps)
+        r["warm"] = emu.stop_warmer()
     finally:
         emu.stop()
     tcp = [(d.flow.size, d.fct_s) for d in r["done"] if d.fct_s is not None]
@@ -601,6 +642,7 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
             stop_process_group(p)
     starts = issued_starts({f["id"]: f["start_ns"] for fl in plan.values() for f in fl}, out, plan)
     best: dict[tuple[str, str], float] = {}
+    every: list[float] = []
     for h in plan:
         f = out / f"rx-{h}.jsonl"
         for line in (f.read_text().splitlines() if f.exists() else []):
@@ -608,8 +650,12 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
             fct = (r["done_ns"] - starts[r["id"]]) / 1e9
             key = pair[r["id"]]
             best[key] = min(best.get(key, fct), fct)
+            every.append(fct)
     if not best:
         raise HarnessError("no one-packet flow completed alone: the low-latency class does not carry TCP")
+    # The emulator's own spread: what one-packet flows alone take, beside the fastest of them.
+    # A flow alone scores this mean / floor as its slowdown against the floor.
+    (out / "spread.json").write_text(json.dumps(alone_spread(every)))
     # A pair whose every probe met a loss (a 1 s SYN timeout) was not measured alone: it gets the
     # median of the pairs instead (paths are 1-3 hops, within a few ms of each other).
     med = sorted(best.values())[len(best) // 2]
@@ -618,6 +664,17 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
     return {(a.name, b.name): best[(rep[_rack_of(a)], rep[_rack_of(b)])]
             for a in everyone for b in everyone
             if _rack_of(a) != _rack_of(b) and (rep[_rack_of(a)], rep[_rack_of(b)]) in best}
+
+
+def alone_spread(fcts: list[float]) -> dict:
+    """One-packet flows alone (FCT s each): how many, the fastest, median and mean, and the mean
+    over the fastest -- the slowdown a flow alone scores, on average, against the floor."""
+    if not fcts:
+        return {"samples": 0}
+    xs = sorted(fcts)
+    mean = sum(xs) / len(xs)
+    return {"samples": len(xs), "min_s": xs[0], "median_s": percentile(xs, 50), "mean_s": mean,
+            "p90_s": percentile(xs, 90), "mean_over_min": mean / xs[0]}
 
 
 FLOWS_RT_PRIORITY = SWITCH_RT_PRIORITY - 10  # the TCP senders and receivers: below the switches
@@ -869,9 +926,10 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
             curve: F.AloneCurve | None = None, envelope: dict | None = None,
             share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
             guard_us: float | None = None, shared: bool = False, idle_poll: bool | None = None,
-            switch_cpus: str | None = None) -> dict:
+            switch_cpus: str | None = None, warm_ms: float | None = None) -> dict:
     """``idle_poll``: whether the fabric's idle CPUs polled (fabric/cpu.py; None: not run);
-    ``switch_cpus``: the CPUs the switches ran on (None: anywhere).
+    ``switch_cpus``: the CPUs the switches ran on (None: anywhere); ``warm_ms``: the warmer's
+    period (fabric/warm.py; None: none).
     ``curve``: what a flow's size adds to its alone FCT, measured (``_calibrate``) and lowered by
     the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it); ``judge``: a
     mode's stability (:func:`stability_judge`)."""
@@ -886,7 +944,12 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                   "pairs": len(alone), "rounds": ALONE_ROUNDS},
            "alone_envelope": envelope,
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(),
-           "cpu_idle_poll": idle_poll, "switch_cpus": switch_cpus, "modes": {}}
+           "cpu_idle_poll": idle_poll, "switch_cpus": switch_cpus, "warm_ms": warm_ms, "modes": {},
+           # The emulator's own spread (one-packet flows alone; _alone): the slowdown a flow alone
+           # scores on average against the floor, per emulation.
+           "alone_spread": {name: json.loads((out / d / "spread.json").read_text())
+                            for name, d in (("fabric", "alone"), ("packet-switch", "alone-packet-switch"))
+                            if (out / d / "spread.json").exists()}}
     lines = []
     for mode, r in runs.items():
         # Within RotorLB's capacity, and the fabric's queue no longer than the model's
@@ -910,6 +973,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
                               "start_lag": r.get("start_lag", {}), "switch_drops": r.get("switch_drops"),
+                              "warm": r.get("warm"),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):

@@ -46,18 +46,20 @@ def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir:
             epsilon_us: float = 0.0, link_mbps: float | None = None,
             controller_args: tuple[str, ...] = (), one_switch: bool = False,
             check_forwarding: bool = True, realtime: bool = False,
-            idle_poll: bool | None = None, switch_cpus: str | None = None) -> tuple[Emulation, TP.Topology]:
+            idle_poll: bool | None = None, switch_cpus: str | None = None,
+            warm_ms: float | None = None) -> tuple[Emulation, TP.Topology]:
     """``link_mbps``: shape every link (host and fabric) to this rate (an access rate);
     ``controller_args``: more `p4rotor control` options; ``one_switch``: the one-switch fabric
     (one BMv2 emulating every ToR and rotor, docs/one-switch.md); ``check_forwarding``: ping
     every rack pair before returning (the connectivity check's own probes do more); ``realtime``:
     the switches under SCHED_RR where allowed (fabric/switch.py), and idle CPUs polling
     (fabric/cpu.py) unless ``idle_poll`` is False; ``switch_cpus``: the switches run on these
-    CPUs only (a list fabric/cpu.py's ``cpu_list`` checked; None: anywhere)."""
+    CPUs only (a list fabric/cpu.py's ``cpu_list`` checked; None: anywhere); ``warm_ms``: a probe
+    through each switch's clock port this often keeps it warm (fabric/warm.py; None: none)."""
     topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts, one_switch=one_switch)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say,
                     link_mbps=link_mbps, controller_args=controller_args, realtime=realtime,
-                    idle_poll=idle_poll, switch_cpus=switch_cpus)
+                    idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms)
     if switch_cpus:
         say(f"[run] the switches run on CPU {switch_cpus} only; the hosts' processes keep the others")
     try:
