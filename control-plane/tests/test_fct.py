@@ -849,3 +849,33 @@ def test_merge_bad_input_one_line_exit2_nothing_written(tmp_path, capsys, case, 
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and needle in err and "\n" not in err, err
     assert not (out / "fct.json").exists()
+
+
+def test_agents_stop_shares_one_deadline_and_reports_an_agent_without_a_summary(tmp_path):
+    """SIGTERMed agents get one deadline together (not a short one each, in turn); one that
+    does not end by then is killed and listed in ``dead`` -- never a silent loss."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from p4rotor.fabric.agents import Agents
+
+    summary = json.dumps({"flows_rx": {}})
+    well = subprocess.Popen([sys.executable, "-c",
+                             "import signal, sys, time, pathlib\n"
+                             "def bye(*_):\n"
+                             f"    pathlib.Path(sys.argv[1]).write_text({summary!r}); sys.exit(0)\n"
+                             "signal.signal(signal.SIGTERM, bye)\n"
+                             "time.sleep(60)\n", str(tmp_path / "agent-well.json")], start_new_session=True)
+    stuck = subprocess.Popen([sys.executable, "-c",
+                              "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                              "time.sleep(60)\n"], start_new_session=True)
+    time.sleep(0.5)  # both have set their handlers
+    agents = Agents(tmp_path, procs=[("stuck", stuck), ("well", well)], where={"stuck": (0, 0), "well": (1, 0)})
+    t = time.monotonic()
+    got = agents.stop(timeout=1.0)
+    assert time.monotonic() - t < 10
+    assert [s["host"] for s in got] == ["well"]
+    assert [d["host"] for d in agents.dead] == ["stuck"]
+    assert agents.dead[0]["exit"] == -signal.SIGKILL

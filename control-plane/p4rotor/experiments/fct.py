@@ -891,6 +891,10 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     # for the results before; ``agent_frames_held`` says how many of them were still queued).
     # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
     dead = agents.dead if agents is not None else []
+    for d in dead:  # its flows look unfinished and its frames lost: say so, never silently
+        say(f"[experiment] fct: {out.name}: WARNING: the agent in {d['host']} wrote no summary "
+            f"(exit {d['exit']}{': ' + d['log'] if d['log'] else ''}); the flows it received and "
+            "the frames it held count as unfinished and lost")
     acc = account(results, dead)
     lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
@@ -898,7 +902,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             # ... of which still queued when the agents stopped (a run cut off at the drain's end;
             # a copy queued for a resend counts here too), not lost on the way:
             "agent_frames_held": acc["held"],
-            "dead_agents": [d["host"] for d in dead], "switch_drops": drops,
+            "dead_agents": dead, "switch_drops": drops,
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
             "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts)}
@@ -973,7 +977,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
                               "start_lag": r.get("start_lag", {}), "switch_drops": r.get("switch_drops"),
-                              "warm": r.get("warm"),
+                              "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):
@@ -1003,7 +1007,9 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
         if sd.get("total") is not None:
             parts.append("switch drops " + (", ".join(f"{c} {n}" for c, n in sorted(sd["total"].items()))
                                             or "none"))
-        lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}")
+        dead = r.get("dead_agents") or []
+        lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}"
+                     + (f" (agents without a summary: {', '.join(d['host'] for d in dead)})" if dead else ""))
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     bulk_plot(res, out / "bulk.png")
     _plots(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
