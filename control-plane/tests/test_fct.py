@@ -77,6 +77,8 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
     for f in flows:
         assert rx[f["id"]]["bytes"] == f["size"]
         assert rx[f["id"]]["done_ns"] >= f["start_ns"]
+        # the kernel's stamp of the last byte's arrival: after the start, not after the read
+        assert f["start_ns"] <= rx[f["id"]]["rx_ns"] <= rx[f["id"]]["done_ns"]
         assert tx[f["id"]]["error"] is None and tx[f["id"]]["ack_ns"] >= rx[f["id"]]["done_ns"]
         assert tx[f["id"]]["retrans"] == 0 and rx[f["id"]]["retrans"] == 0  # TCP_INFO read: nothing lost here
         assert tx[f["id"]]["dsack"] == 0
@@ -88,6 +90,44 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
     refused.rx.close()
     rec = json.loads((tmp_path / "tx2.jsonl").read_text())
     assert rec["error"] and rec["ack_ns"] is None  # unfinished, and says why
+
+
+def test_a_flows_arrival_is_the_kernels_stamp_not_when_the_receiver_got_a_cpu(tmp_path):
+    """FCT ends when the last byte reached the receiving host (rx_ns, SO_TIMESTAMPNS), not when
+    the receiver's process read it: a receiver busy for 0.3 s still logs the arrival."""
+    import socket
+
+    from p4rotor.host.flows import HEADER, arrival_ns
+
+    runner = Flows([], port=_free_port(), dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
+                   end_ns=0)
+
+    async def go():
+        lst = runner.listener()
+        c = socket.create_connection(("127.0.0.1", runner.port), timeout=5)
+        conn, _ = await asyncio.get_running_loop().sock_accept(lst)
+        c.sendall(HEADER.pack(7, 1000) + bytes(1000))
+        sent = time.time_ns()
+        time.sleep(0.3)  # the receiver is busy: the bytes wait in its socket
+        serve = asyncio.create_task(runner._serve_one(conn))
+        c.setblocking(False)
+        assert await asyncio.get_running_loop().sock_recv(c, 1) == b"\x01"  # the answer
+        # The sender's FIN only now: sent earlier it would merge into the data's buffer, and
+        # the kernel stamps a merged buffer with its last segment's arrival.
+        c.shutdown(socket.SHUT_WR)
+        await serve
+        c.close()
+        lst.close()
+        return sent
+
+    sent = asyncio.run(go())
+    runner.rx.close()
+    runner.tx.close()
+    rec = json.loads((tmp_path / "rx.jsonl").read_text())
+    assert rec["id"] == 7 and rec["bytes"] == 1000
+    assert rec["rx_ns"] - sent < 50_000_000 and rec["done_ns"] - sent >= 300_000_000
+    assert arrival_ns(rec) == rec["rx_ns"]
+    assert arrival_ns({"done_ns": 5}) == 5 and arrival_ns({"rx_ns": None, "done_ns": 5}) == 5  # older logs
 
 
 def test_the_receivers_side_of_a_flow_rides_the_flows_class(tmp_path):
@@ -123,7 +163,8 @@ def test_the_receivers_side_of_a_flow_rides_the_flows_class(tmp_path):
                                       (["--switch-cpus", "4096"], "--switch-cpus: CPU list '4096'"),
                                       (["--switch-cpus", "one"], "is not a CPU number"),
                                       (["--warm-switches", "0"], "--warm-switches: warm period 0 ms is out of range"),
-                                      (["--warm-switches", "fast"], "is not a number of ms")])
+                                      (["--warm-switches", "fast"], "is not a number of ms"),
+                                      (["--share-circuits", "yes"], "--share-circuits 'yes': must be")])
 def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     """Exit 2 and one line; no fabric: the build directory does not even exist."""
     with pytest.raises(SystemExit) as ex:
@@ -270,11 +311,15 @@ def test_bulk_is_also_judged_apart_for_flows_alone_at_their_racks():
             F.Done(Flow(2, "d0", "c0", 14_000, 1.0), "bulk", 0, int(2e9)),     # to rack 2 with flow 1: both contended
             F.Done(Flow(3, "d0", "b0", 14_000, 5.0), "bulk", 0, int(2e9)),     # alone, above the bound
             F.Done(Flow(4, "c0", "d0", 14_000, 9.0), "low-latency", 0, int(5e9)),  # not bulk: no contention
-            F.Done(Flow(5, "b0", "a1", 14_000, 9.0), "bulk", 0, None)]         # unfinished: runs to the end
+            F.Done(Flow(5, "b0", "a1", 14_000, 6.0), "bulk", 0, None)]         # unfinished: runs to the end
     res = F.bulk_bound_check(bulk, bps, duty, wait, rack_of=rack)
     assert (res["alone_at_racks"]["flows"], res["alone_at_racks"]["within"]) == (2, 1)
     assert res["contended"]["flows"] == 2
     assert "alone at their racks 1/2" in F.rack_alone_numbers(res)
+    # alone in the whole fabric: flow 0 only (flow 3 overlaps the unfinished flow 5, elsewhere)
+    assert (res["alone_in_fabric"]["flows"], res["alone_in_fabric"]["within"]) == (1, 1)
+    assert res["beside_another"]["flows"] == 3
+    assert "alone in the fabric 1/1" in F.rack_alone_numbers(res)
     assert "alone_at_racks" not in F.bulk_bound_check(bulk, bps, duty, wait)
     assert F.rack_alone_numbers({}) == ""
 
@@ -476,6 +521,20 @@ def test_warm_switches_auto_on_off_or_a_checked_period():
     for bad in ("0", "-2", "nan", "inf", "2000", "warm"):
         with pytest.raises(WorkloadError, match="--warm-switches"):
             warm_choice(bad, 0.01)
+
+
+def test_share_circuits_auto_on_at_low_load_off_above():
+    """``--share-circuits``: auto (the default) = the rack's hosts share its circuits at a load of
+    1 % or less, a plane per host above or when the load is unknown; on (the bare flag); off."""
+    from p4rotor.experiments.fct import SHARE_MAX_LOAD, share_choice
+    from p4rotor.workload.cdf import WorkloadError
+
+    assert SHARE_MAX_LOAD == 0.01
+    assert share_choice("auto", 0.01) and share_choice(None, 0.01) and share_choice(True, 0.4)
+    assert not share_choice("auto", 0.05) and not share_choice("auto", 0.1) and not share_choice(None, None) and not share_choice(False, 0.01)
+    assert share_choice("on", 0.4) and not share_choice("off", 0.01)
+    with pytest.raises(WorkloadError, match="--share-circuits"):
+        share_choice("1", 0.01)
 
 
 def test_the_alone_curve_is_the_fastest_measured_per_size_and_never_falls():
@@ -692,14 +751,16 @@ def test_bulk_flows_whole_from_the_agents_progress(tmp_path):
     from p4rotor.experiments.fct import _bulk_whole
     from p4rotor.fabric.agents import Agents
 
-    (tmp_path / "agent-a.progress").write_text(json.dumps({"flows_rx": {"0:7": 3, "1:8": 5}}))
-    (tmp_path / "agent-b.progress").write_text(json.dumps({"flows_rx": {"0:7": 2}}))
+    (tmp_path / "agent-a.progress").write_text(json.dumps({"flows_rx": {"0:7": [3, 10], "1:8": [5, 20]}}))
+    (tmp_path / "agent-b.progress").write_text(json.dumps({"flows_rx": {"0:7": 2}}))  # before 2026-11-26: counts
     (tmp_path / "agent-c.progress").write_text("{")  # being written: counts nothing
     idle = subprocess.Popen([sys.executable, "-c", "pass"])
     idle.wait()
     agents = Agents(tmp_path, procs=[("a", idle), ("b", idle), ("c", idle), ("d", idle)])
     got = agents.received()
     assert got == {"0:7": 5, "1:8": 5}
+    assert agents.progress_of("a") == {"0:7": (3, 10), "1:8": (5, 20)} and agents.progress_of("c") == {}
+    assert agents.progress_of("b") == {"0:7": (2, None)}
     assert _bulk_whole(got, {7: 5, 8: 6}) == 1
     assert _bulk_whole(got, {7: 5, 8: 5}) == 2
     assert _bulk_whole({}, {7: 1}) == 0
@@ -849,6 +910,18 @@ def test_merge_bad_input_one_line_exit2_nothing_written(tmp_path, capsys, case, 
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and needle in err and "\n" not in err, err
     assert not (out / "fct.json").exists()
+
+
+def test_a_dead_agents_whole_flows_finish_from_its_last_progress():
+    """A flow its agent received whole finishes at its last frame, from the summary or, if the
+    agent died before writing one, from its last progress file; a flow short of frames does not."""
+    from p4rotor.experiments.fct import bulk_done
+
+    frames = {7: 3, 8: 5, 9: 2}
+    summaries = [{"flows_rx": {"0:7": [3, 100], "1:8": [4, 200]}}]
+    dead = [{"1:9": (2, 300), "1:8": (4, 250)}, {"0:9": (2, None)}]
+    assert bulk_done(summaries, dead, frames) == {7: 100, 9: 300}
+    assert bulk_done(summaries, [], frames) == {7: 100}
 
 
 def test_agents_stop_shares_one_deadline_and_reports_an_agent_without_a_summary(tmp_path):

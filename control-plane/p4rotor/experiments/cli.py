@@ -25,9 +25,11 @@ def add_parser(sub) -> None:
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
     fct.add_argument("--hosts-per-rack", type=int, help="hosts in each of the 8 racks, each with an agent (default 2)")
-    fct.add_argument("--share-circuits", action="store_true", default=None,
+    fct.add_argument("--share-circuits", nargs="?", const="on", metavar="on|off|auto",
                      help="a rack's agents share its circuits (each window's frames claimed between them) "
-                          "instead of a plane per host; experimental (docs/rotorlb.md)")
+                          "instead of a plane per host: 'on' (the flag alone), 'off', or 'auto' (default: on "
+                          "at a load of 1%% or less, where a lone bulk flow then meets issue #14's bound; at "
+                          "5%% it gains nothing, at 10%% the shared agents fall behind RotorLB: docs/rotorlb.md)")
     fct.add_argument("--idle-poll", action=argparse.BooleanOptionalAction, default=None,
                      help="idle CPUs poll instead of halting while the fabric is up (PM QoS; default on: "
                           "a packet after a quiet spell otherwise pays ~0.4 ms per switch to wake them, "

@@ -27,7 +27,7 @@ from ..fabric import topology as TP
 from ..fabric.agents import account, cycle_start_ns, start_agents
 from ..fabric.switch import SWITCH_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
 from ..host import wire
-from ..host.flows import CLOSE_WAIT_S
+from ..host.flows import CLOSE_WAIT_S, arrival_ns
 from ..workload import cdf as C
 from ..workload import fct as F
 from ..stats import percentile
@@ -69,7 +69,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         cutoff: float | None = None, seed: int = 1, dilation: float = 100.0, rate: float = 100.0,
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
-        epsilon_us: float = EPSILON_US, share_circuits: bool = False, idle_poll: bool = True,
+        epsilon_us: float = EPSILON_US, share_circuits: str | bool | None = "auto", idle_poll: bool = True,
         switch_cpus: str | None = "none", warm_switches: str | None = "auto") -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
@@ -78,7 +78,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     ``modes``: which of opera, rotornet and packet-switch to run ("a,b"; default all three);
     ``epsilon_us``: low-latency routes keep off a rotor this long (schedule time) before its night;
     ``share_circuits``: a rack's agents share its circuits (host/share.py) instead of a plane per
-    host, and stability is judged against RotorLB on racks that share; ``idle_poll``: idle CPUs
+    host, and stability is judged against RotorLB on racks that share ("on"/True, "off"/False, or
+    "auto", the default: on at a load of at most ``SHARE_MAX_LOAD``); ``idle_poll``: idle CPUs
     poll while the fabric is up (fabric/cpu.py; False: they halt, as before 2026-11-25);
     ``switch_cpus``: the switches run on these CPUs only, the hosts' processes keep the rest
     ("auto": the upper half of this machine's CPUs, fabric/cpu.py; or a list such as "1");
@@ -101,6 +102,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         raise C.WorkloadError(f"--epsilon-us {epsilon_us:g}: must be in [0, 500] (schedule us)")
     pin = switch_cpu_choice(switch_cpus)
     warm_choice(warm_switches, None)  # a bad value stops here; "auto" is decided by the flow list's load
+    share_choice(share_circuits, None)
     if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
         raise C.WorkloadError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sizes = C.shipped(workload) if workload in C.SHIPPED else C.load(workload)
@@ -136,6 +138,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         say(f"[experiment] fct: switches kept warm (--warm-switches auto, load {wl.meta.get('load')})" if warm else
             f"[experiment] fct: switches not kept warm (--warm-switches auto: load above {WARM_MAX_LOAD:g} or unknown)")
     fabric_modes = [m for m in MODES if m in chosen]
+    asked, share_circuits = share_circuits, share_choice(share_circuits, wl.meta.get("load"))
+    if fabric_modes:
+        how = "a rack's hosts share its circuits" if share_circuits else "a RotorLB plane per host"
+        why = f"auto, load {wl.meta.get('load')}" if asked in (None, "auto") else asked
+        say(f"[experiment] fct: {how} (--share-circuits {why})")
     runs, alone, curve, envelope, polled = {}, None, None, None, None
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
@@ -223,6 +230,27 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
 # "Warm switches"): Data Mining 1 %, first 400 flows: low-latency mean slowdown 2.04 -> 1.90, bulk
 # unchanged; Web Search 10 %: short flows 1.94 -> 1.85 but bulk 16-24 % slower.
 WARM_MAX_LOAD = 0.05
+
+
+# --share-circuits auto shares at or below this load.  Measured (docs/experiments.md, "Hosts share
+# their rack's circuits by default at 1 %"): Web Search 1 %, every bulk flow alone in the fabric
+# within issue #14's bound shared (236 of 236; a plane per host 33 of 146), bulk FCT median 0.63x
+# the bound against 1.09x; Web Search 5 %, side by side: bulk FCT median the same (2.27 / 2.25 s),
+# mean 6 % longer shared, 150 agent frames resent against 11; at 10 % the shared agents fall
+# behind RotorLB (docs/rotorlb.md, "Hosts sharing their rack's circuits").
+SHARE_MAX_LOAD = 0.01
+
+
+def share_choice(choice: str | bool | None, load: float | None) -> bool:
+    """``--share-circuits``: "on"/True, "off"/False, or "auto" (or None) -> on at a known ``load``
+    of at most SHARE_MAX_LOAD.  A WorkloadError (exit 2) names a bad one."""
+    if isinstance(choice, bool):
+        return choice
+    if choice is None or choice == "auto":
+        return load is not None and load <= SHARE_MAX_LOAD
+    if choice in ("on", "off"):
+        return choice == "on"
+    raise C.WorkloadError(f"--share-circuits {choice!r}: must be 'on', 'off' or 'auto'")
 
 
 def warm_choice(text: str | None, load: float | None) -> float | None:
@@ -647,7 +675,7 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
         f = out / f"rx-{h}.jsonl"
         for line in (f.read_text().splitlines() if f.exists() else []):
             r = json.loads(line)
-            fct = (r["done_ns"] - starts[r["id"]]) / 1e9
+            fct = (arrival_ns(r) - starts[r["id"]]) / 1e9
             key = pair[r["id"]]
             best[key] = min(best.get(key, fct), fct)
             every.append(fct)
@@ -730,7 +758,7 @@ def _calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000,
         for line in (f.read_text().splitlines() if f.exists() else []):
             r = json.loads(line)
             size = meta[r["id"]][2]
-            samples.append((size, (r["done_ns"] - starts[r["id"]]) / 1e9))
+            samples.append((size, (arrival_ns(r) - starts[r["id"]]) / 1e9))
     return samples
 
 
@@ -860,24 +888,25 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     done_ns: dict[int, int] = {}
     retrans: dict[int, int] = {}  # TCP segments sent again, both ends of a flow (host/flows.py)
     dsack: dict[int, int] = {}    # ... of which the receiver reported duplicates
+    wakeups: list[float] = []     # ms from a flow's last byte in to its receiver reading it
     for h in ll:
         for side in ("rx", "tx"):
             f = out / f"{side}-{h}.jsonl"
             for line in (f.read_text().splitlines() if f.exists() else []):
                 r = json.loads(line)
                 if side == "rx":
-                    done_ns[r["id"]] = r["done_ns"]
+                    done_ns[r["id"]] = arrival_ns(r)
+                    if r.get("rx_ns") is not None:
+                        wakeups.append((r["done_ns"] - r["rx_ns"]) / 1e6)
                 if r.get("retrans") is not None:
                     retrans[r["id"]] = retrans.get(r["id"], 0) + r["retrans"]
                 if r.get("dsack") is not None:
                     dsack[r["id"]] = dsack.get(r["id"], 0) + r["dsack"]
     frames = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
+    dead = agents.dead if agents is not None else []
+    done_ns.update(bulk_done(results, [agents.progress_of(d["host"]) for d in dead], frames))
     pending: dict[int, float] = {}
     for r in results:
-        for key, (count, last) in r.get("flows_rx", {}).items():
-            fid = int(key.split(":")[1])
-            if fid in frames and count >= frames[fid]:
-                done_ns[fid] = last
         for t_ns, local, relay in r.get("pending", []):
             b = int((t_ns - base) / (ds.slot_us * 1000))
             pending[b] = pending.get(b, 0) + (local + relay) * payload
@@ -890,11 +919,14 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     # dropped as duplicates) or counted here as not delivered (``agent_frames_lost``, a name kept
     # for the results before; ``agent_frames_held`` says how many of them were still queued).
     # (Still held at the end counts as not delivered; a dead agent's own frames are its loss.)
-    dead = agents.dead if agents is not None else []
-    for d in dead:  # its flows look unfinished and its frames lost: say so, never silently
+    for d in dead:  # its frames count as lost: say so, never silently
         say(f"[experiment] fct: {out.name}: WARNING: the agent in {d['host']} wrote no summary "
-            f"(exit {d['exit']}{': ' + d['log'] if d['log'] else ''}); the flows it received and "
-            "the frames it held count as unfinished and lost")
+            f"(exit {d['exit']}{': ' + d['log'] if d['log'] else ''}); the flows its last progress file "
+            "shows whole count as finished, the rest as unfinished, and the frames it held as lost")
+    if wakeups:
+        w = receiver_wakeup(wakeups)
+        say(f"[experiment] fct: {out.name}: a TCP flow's FCT ends when its last byte reached the receiving "
+            f"host; the receiver read it {w['p50_ms']:.2f} ms later (median; p90 {w['p90_ms']:.2f} ms), not counted")
     acc = account(results, dead)
     lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
@@ -905,7 +937,33 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             "dead_agents": dead, "switch_drops": drops,
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
-            "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts)}
+            "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts),
+            "receiver_wakeup": receiver_wakeup(wakeups)}
+
+
+def bulk_done(summaries: list[dict], dead: list[dict], frames: dict[int, int]) -> dict[int, int]:
+    """Bulk flow -> when its last frame reached an agent that had all ``frames[flow]`` of it: from
+    the agents' summaries (``flows_rx``), and for an agent that died before its summary
+    (``dead``: :meth:`Agents.progress_of` each), from its last progress file, at most a second
+    old (a file with counts only, from before 2026-11-26, says no time: not taken)."""
+    out: dict[int, int] = {}
+    for rx in [s.get("flows_rx", {}) for s in summaries] + dead:
+        for key, (count, last) in rx.items():
+            fid = int(key.split(":")[1])
+            if fid in frames and count >= frames[fid] and last is not None:
+                out[fid] = last
+    return out
+
+
+def receiver_wakeup(ms: list[float]) -> dict:
+    """How long after a low-latency flow's last byte reached its host the receiving process read
+    it (host/flows.py: ``done_ns - rx_ns``): the emulator's wait for a CPU, which the FCT no
+    longer counts (it ends at ``rx_ns``); reported, as ``start_lag`` is at the other end."""
+    if not ms:
+        return {"flows": 0}
+    ms = sorted(ms)
+    return {"p50_ms": round(percentile(ms, 50), 3), "p90_ms": round(percentile(ms, 90), 3),
+            "mean_ms": round(sum(ms) / len(ms), 3), "max_ms": round(ms[-1], 3), "flows": len(ms)}
 
 
 def drop_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict:
@@ -976,7 +1034,8 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "agent_frames_held": r.get("agent_frames_held"),
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
-                              "start_lag": r.get("start_lag", {}), "switch_drops": r.get("switch_drops"),
+                              "start_lag": r.get("start_lag", {}), "receiver_wakeup": r.get("receiver_wakeup", {}),
+                              "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}

@@ -63,16 +63,22 @@ class Agents:
                 stop_process_group(p)
         return self.summaries()
 
+    def progress_of(self, name: str) -> dict[str, tuple[int, int | None]]:
+        """What agent ``name`` last said it had received: ``"origin:flow"`` -> (frames, when the
+        last came, ns; None in a file from before 2026-11-26, which had counts only).  Empty if
+        it wrote none yet or is writing it (each is rewritten once a second, renamed into place)."""
+        try:
+            rx = json.loads((self.out / f"agent-{name}.progress").read_text())["flows_rx"]
+        except (OSError, ValueError, KeyError):
+            return {}
+        return {k: (v[0], v[1]) if isinstance(v, list) else (v, None) for k, v in rx.items()}
+
     def received(self) -> dict[str, int]:
         """Frames received so far per ``"origin:flow"``, summed over every agent's progress file
-        (each rewritten once a second; a file not yet written counts nothing)."""
+        (a file not yet written counts nothing)."""
         out: dict[str, int] = {}
         for name, _ in self.procs:
-            try:
-                rx = json.loads((self.out / f"agent-{name}.progress").read_text())["flows_rx"]
-            except (OSError, ValueError, KeyError):
-                continue
-            for key, n in rx.items():
+            for key, (n, _) in self.progress_of(name).items():
                 out[key] = out.get(key, 0) + n
         return out
 

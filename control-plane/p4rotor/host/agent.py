@@ -418,8 +418,10 @@ class Agent:
             await asyncio.sleep(self.s.slot_us / 1e6)
 
     def progress(self) -> dict:
-        """Frames received here per ``"origin:flow"``, and when (what :meth:`summary` ends with)."""
-        return {"t_ns": time.time_ns(), "flows_rx": {f"{o}:{fl}": v[0] for (o, fl), v in self.flow_rx.items()}}
+        """Frames received here per ``"origin:flow"`` and when the last came (``[frames, ns]``, as
+        :meth:`summary` ends with), and when this was written: what the harness has of a flow
+        this agent received if it dies before its summary."""
+        return {"t_ns": time.time_ns(), "flows_rx": {f"{o}:{fl}": list(v) for (o, fl), v in self.flow_rx.items()}}
 
     def _write_progress(self) -> None:
         """:meth:`progress` to ``progress_file``, whole or absent (written aside, renamed)."""

@@ -5,7 +5,10 @@ below a cutoff ride the expander's multi-hop paths at once).  The process
 
 * serves: accepts TCP connections on ``--port``; each carries one flow: a 16-byte header
   (flow id, size: two big-endian u64) then ``size`` bytes.  When the last byte is in, it writes one
-  JSON line ``{"id", "bytes", "first_ns", "done_ns", "retrans"}`` to ``--rx-log`` and answers one byte;
+  JSON line ``{"id", "bytes", "first_ns", "rx_ns", "done_ns", "retrans"}`` to ``--rx-log`` and
+  answers one byte.  ``rx_ns``: when the last of the bytes reached this host (the kernel's
+  receive stamp of its segment, SO_TIMESTAMPNS); ``done_ns``: when this process read it, later by
+  however long it waited for a CPU (0.05-0.8 ms on the fct fabric, docs/experiments.md);
 * sends: for each of its flows (``--flows``: a JSON list of ``{"id", "dst", "size", "start_ns"}``),
   at ``start_ns`` it opens a connection with the DSCP set (``--dscp``, default 46: the
   low-latency class), sends the header and the bytes, waits for the answer and writes one JSON
@@ -25,8 +28,10 @@ counts them, not only the flows that never finished.
 Both directions carry the DSCP: the listening socket has it too, so the SYN-ACK, the ACKs and the
 answer ride the flow's class (an unmarked reverse path rode the bulk class and lost SYN-ACKs).
 
-FCT = the receiver's ``done_ns`` - ``issued_ns`` (every host shares the machine's clock): the
-moment the sender really began the flow, at or after ``start_ns``.  A flow
+FCT = the receiver's ``rx_ns`` (:func:`arrival_ns`) - ``issued_ns`` (every host shares the
+machine's clock): from the moment the sender really began the flow, at or after ``start_ns``, to
+the moment its last byte reached the receiver -- neither process's wait for a CPU counts, as
+the fabric did not cause it (seed 001 §5.4: the FCT of a flow in the network).  A flow
 with an error or no ``done_ns`` is unfinished, never dropped silently.  The process stops at
 ``--end-ns`` (or SIGTERM), closing the logs.
 """
@@ -49,9 +54,40 @@ HEADER = struct.Struct("!QQ")
 CHUNK = 64 * 1024
 CLOSE_WAIT_S = 5.0  # how long either end waits for the other's FIN (DSACKs come before it)
 _ZEROS = bytes(CHUNK)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; absent from Python's socket module
+_STAMP = struct.Struct("qq")  # struct timespec
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Linux; absent from older Pythons
 # Byte offsets of u32 fields of Linux's struct tcp_info (include/uapi/linux/tcp.h).
 _TCPI_RTT, _TCPI_TOTAL_RETRANS, _TCPI_DSACK_DUPS = 68, 100, 216
+
+
+def arrival_ns(rec: dict) -> int:
+    """When a received flow's last byte reached its host: ``rx_ns`` (the kernel's stamp), or, in
+    logs written before it was recorded, ``done_ns`` (when the receiver read it)."""
+    return rec["rx_ns"] if rec.get("rx_ns") is not None else rec["done_ns"]
+
+
+async def _recv_stamped(sock: socket.socket, n: int) -> tuple[bytes, int | None]:
+    """Up to ``n`` bytes from a non-blocking TCP socket with SO_TIMESTAMPNS on, and the kernel's
+    receive stamp of the last segment they came from (None if the kernel gave none)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            data, anc, _, _ = sock.recvmsg(n, socket.CMSG_SPACE(_STAMP.size))
+        except (BlockingIOError, InterruptedError):
+            ready = loop.create_future()
+            loop.add_reader(sock.fileno(), lambda: ready.done() or ready.set_result(None))
+            try:
+                await ready
+            finally:
+                loop.remove_reader(sock.fileno())
+            continue
+        stamp = None
+        for level, kind, raw in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= _STAMP.size:
+                sec, ns = _STAMP.unpack(raw[:_STAMP.size])
+                stamp = sec * 1_000_000_000 + ns
+        return data, stamp
 
 
 def tcp_info(sock: socket.socket | None) -> dict:
@@ -87,7 +123,8 @@ class Flows:
         self.connect_timeout = connect_timeout
         self.rx = open(rx_log, "w", buffering=1)
         self.tx = open(tx_log, "w", buffering=1)
-        self.tasks: set[asyncio.Task] = set()
+        self.tasks: set[asyncio.Task] = set()    # senders
+        self.serving: set[asyncio.Task] = set()  # accepted connections
 
     # -- receiver ---------------------------------------------------------------------------
     def listener(self) -> socket.socket:
@@ -97,36 +134,57 @@ class Flows:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self.dscp << 2)
+        # Receive stamps, here rather than on the accepted socket (which inherits it): a flow's
+        # bytes can arrive before this process accepts its connection, and a segment is stamped
+        # only if stamping was on when it came in.
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         sock.bind(("0.0.0.0", self.port))
         sock.listen(512)
         sock.setblocking(False)
         return sock
 
-    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_one(self, sock: socket.socket) -> None:
+        """One accepted connection: its flow in, the line, the answer; read with the kernel's
+        receive stamps (:func:`_recv_stamped`), as a stream reader would lose them."""
+        loop = asyncio.get_running_loop()
         try:
-            fid, size = HEADER.unpack(await reader.readexactly(HEADER.size))
+            sock.setblocking(False)
+            head = b""
+            while len(head) < HEADER.size:
+                chunk, stamp = await _recv_stamped(sock, HEADER.size - len(head))
+                if not chunk:
+                    raise asyncio.IncompleteReadError(head, HEADER.size)
+                head += chunk
+            fid, size = HEADER.unpack(head)
             first = time.time_ns()
             left = size
             while left:
-                chunk = await reader.read(min(left, CHUNK))
+                chunk, stamp = await _recv_stamped(sock, min(left, CHUNK))
                 if not chunk:
                     raise asyncio.IncompleteReadError(b"", left)
                 left -= len(chunk)
             done = time.time_ns()
-            retrans = total_retrans(writer.get_extra_info("socket"))
-            self.rx.write(json.dumps({"id": fid, "bytes": size, "first_ns": first, "done_ns": done,
-                                      "retrans": retrans}) + "\n")
-            writer.write(b"\x01")
-            await writer.drain()
+            retrans = total_retrans(sock)
+            self.rx.write(json.dumps({"id": fid, "bytes": size, "first_ns": first, "rx_ns": stamp,
+                                      "done_ns": done, "retrans": retrans}) + "\n")
+            await loop.sock_sendall(sock, b"\x01")
             # Close only after the sender has: a duplicate of a resent segment that reaches us
             # after the answer still gets its DSACK (closed, we would answer it with a RST), and
             # it gets it before our FIN, which the sender waits for.
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(reader.read(1), CLOSE_WAIT_S)
+                await asyncio.wait_for(loop.sock_recv(sock, 1), CLOSE_WAIT_S)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass  # the sender records the error: the flow is unfinished
         finally:
-            writer.close()
+            sock.close()
+
+    async def _serve(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            sock, _ = await loop.sock_accept(listener)
+            t = asyncio.create_task(self._serve_one(sock))
+            self.serving.add(t)
+            t.add_done_callback(self.serving.discard)
 
     # -- sender -----------------------------------------------------------------------------
     async def _send_one(self, f: dict) -> None:
@@ -180,7 +238,8 @@ class Flows:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
-        server = await asyncio.start_server(self._serve_one, sock=self.listener())
+        listener = self.listener()
+        server = asyncio.create_task(self._serve(listener))
         try:
             for f in self.flows:
                 if stop.is_set() or f["start_ns"] >= self.end_ns:
@@ -203,7 +262,10 @@ class Flows:
             for t in list(self.tasks):
                 t.cancel()
             await asyncio.gather(*self.tasks, return_exceptions=True)
-            server.close()
+            for t in [server, *self.serving]:
+                t.cancel()
+            await asyncio.gather(server, *self.serving, return_exceptions=True)
+            listener.close()
             self.rx.close()
             self.tx.close()
 
