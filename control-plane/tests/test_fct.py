@@ -952,3 +952,103 @@ def test_agents_stop_shares_one_deadline_and_reports_an_agent_without_a_summary(
     assert [s["host"] for s in got] == ["well"]
     assert [d["host"] for d in agents.dead] == ["stuck"]
     assert agents.dead[0]["exit"] == -signal.SIGKILL
+
+
+def test_path_offsets_are_each_paths_fastest_over_the_floor():
+    assert F.path_offsets([("1-1", 0.0), ("2-2", 0.5e-3), ("2-2", 0.3e-3), (None, -1.0), ("3-3", -0.1)]) == \
+        pytest.approx({"1-1": 0.0, "2-2": 0.3e-3, "3-3": 0.0}, abs=2e-9)
+
+
+class _Keys:
+    """PathKeys' interface on a table: (src rack, dst rack) -> path class, whatever the time."""
+
+    def __init__(self, table, racks):
+        self.table, self.racks = table, racks
+
+    def __call__(self, a, b, t):
+        return self.table.get((a, b))
+
+    def of(self, d):
+        return self(self.racks[d.flow.src], self.racks[d.flow.dst], d.start_ns)
+
+
+def test_a_one_packet_flow_is_judged_against_the_fastest_alone_on_its_own_path():
+    """Seed 001 §5.4's OPT(i): the flow alone in the network, which for Opera is on the path of
+    the slice it starts in.  Racks 0-1 direct, 0-2 three hops: a 3-hop flow is no longer judged
+    against the direct pair's fastest; a run flow faster than the alone ones lowers its path's
+    alone (no slowdown below 1); larger flows keep the size curve."""
+    from p4rotor.experiments.fct import alone_by_path, one_packet
+
+    racks = {"a": 0, "b": 1, "c": 2}
+    keys = _Keys({(0, 1): "1-1", (0, 2): "3-3"}, racks)
+    floor = 0.002
+    samples = [(0, 1, 0, 0.002), (0, 1, 0, 0.003), (0, 2, 0, 0.005), (0, 2, 0, 0.006)]
+    done = [F.Done(Flow(1, "a", "b", 100, 0.0), "low-latency", 0, int(0.004e9), floor, 0.0),
+            F.Done(Flow(2, "a", "c", 100, 0.0), "low-latency", 0, int(0.0045e9), floor, 0.0),  # beats alone
+            F.Done(Flow(3, "a", "c", 100, 0.0), "low-latency", 0, int(0.009e9), floor, 0.0),
+            F.Done(Flow(4, "a", "c", 50_000, 0.0), "low-latency", 0, int(0.05e9), floor, 0.01),
+            F.Done(Flow(5, "a", "c", 50_000, 0.0), "bulk", 0, int(2e9))]
+    offsets, info = alone_by_path(done, floor, samples, keys)
+    assert offsets == pytest.approx({"1-1": 0.0, "3-3": 0.0025}, abs=2e-9)
+    assert info["3-3"] == {"offset_s": offsets["3-3"], "alone_samples": 2, "run_flows": 2}
+    assert [one_packet(d) for d in done] == [True, True, True, False, False]
+    judged = {d.flow.id: d.slowdown(1e6) for d in
+              (__import__("dataclasses").replace(d, alone_s=floor + offsets.get(keys.of(d), 0.0))
+               if one_packet(d) else d for d in done)}
+    assert judged[1] == pytest.approx(2.0) and judged[2] == pytest.approx(1.0) and judged[2] >= 1
+    assert judged[3] == pytest.approx(2.0)               # 9 ms on 3 hops, whose fastest took 4.5
+    assert judged[4] == pytest.approx(0.05 / 0.012)      # the size curve, as before
+
+
+def test_workload_paths_rejudges_a_run_from_its_logs(tmp_path, capsys):
+    """``p4rotor workload paths RUN``: the low-latency class of an earlier run against each path's
+    fastest, from its files; a run without its logs is one line and exit 2."""
+    from p4rotor import schedule as S
+
+    ds = S.dilate(S.generate_opera(8, 4, 1000, 100), 100.0)
+    run = tmp_path / "run1"
+    for d in ("alone", "opera", "run"):
+        (run / d).mkdir(parents=True)
+    (run / "run" / "schedule.json").write_text(ds.dumps())
+    (run / "run" / "status.json").write_text(json.dumps({"t0_ns": 0}))
+    hosts = {f"h{k}x0": {"ip": f"10.0.{k}.1", "rack": k} for k in range(8)}
+    (run / "flows.json").write_text(json.dumps({"version": 1, "columns": ["id", "src", "dst", "size", "start"],
+                                                "meta": {"hosts": hosts},
+                                                "flows": [{"id": i, "src": "h0x0", "dst": f"h{1 + i % 7}x0",
+                                                           "size": 1000, "start": i * 0.1} for i in range(14)]}))
+    t = [int(i * 0.1e9) for i in range(14)]
+    (run / "opera" / "tx-h0x0.jsonl").write_text("".join(json.dumps({"id": i, "issued_ns": t[i], "retrans": 0,
+                                                                      "dsack": 0}) + "\n" for i in range(14)))
+    (run / "opera" / "rx-h1x0.jsonl").write_text("".join(json.dumps({"id": i, "rx_ns": t[i] + 3_000_000,
+                                                                      "done_ns": t[i] + 3_500_000, "retrans": 0}) + "\n"
+                                                         for i in range(14)))
+    (run / "alone" / "flows-h0x0.json").write_text(json.dumps([{"id": 100 + k, "dst": f"10.0.{k}.1", "size": 1,
+                                                                "start_ns": 0} for k in range(1, 8)]))
+    (run / "alone" / "tx-h0x0.jsonl").write_text("".join(json.dumps({"id": 100 + k, "issued_ns": k * 10**9})
+                                                         + "\n" for k in range(1, 8)))
+    (run / "alone" / "rx-h1x0.jsonl").write_text("".join(json.dumps({"id": 100 + k, "done_ns": k * 10**9 + 2_000_000})
+                                                         + "\n" for k in range(1, 8)))
+    bucket = {"flows": 14, "unfinished": 0, "slowdown_mean": 1.5, "slowdown_min": 1.0}
+    (run / "fct.json").write_text(json.dumps({
+        "load": 0.01, "flows": 14, "access_mbps": 5.768, "scaling_factor": 0.05768, "dilation": 100.0,
+        "epsilon_us": 150.0, "alone_one_packet_s": {"floor": 0.002},
+        "alone_curve": {"points": [[1460, 0.0]], "tail_mbps": 5.768},
+        "modes": {"opera": {"per_flow": [[i, "low-latency", "<100KB", 0.003, 1000] for i in range(14)],
+                            "classes": {"low-latency": {"<100KB": bucket}}}}}))
+    assert main(["workload", "paths", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "against the fastest on any path: 1.50" in out
+    mean = float(out.split("pass: mean ")[1].split()[0])  # each flow against its own path's fastest
+    assert 1.0 <= mean <= 1.5
+    assert main(["workload", "paths", str(run), "--write"]) == 0
+    r = json.loads((run / "fct.json").read_text())
+    assert r["modes"]["opera"]["low_latency_vs_floor"] == pytest.approx(1.5)
+    assert set(r["modes"]["opera"]["alone_by_path"]) <= {"1-1", "2-2", "3-3"}
+
+    (run / "alone" / "rx-h1x0.jsonl").unlink()
+    import shutil
+    shutil.rmtree(run / "alone")
+    with pytest.raises(SystemExit) as ex:
+        main(["workload", "paths", str(run)])
+    err = capsys.readouterr().err.strip()
+    assert ex.value.code == 2 and "no alone" in err and "\n" not in err

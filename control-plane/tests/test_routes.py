@@ -140,3 +140,15 @@ def test_topology_bad(tmp_path, mutate, msg):
     p.write_text(json.dumps(d))
     with pytest.raises(TP.TopologyError, match=msg):
         TP.load(p)
+
+
+def test_path_clock_names_the_low_latency_hops_of_the_slice_at_a_moment():
+    """Slices [0,10) a dark, [10,50) both live, ...: racks 0 and 3 have no direct circuit, so two
+    hops whenever a path exists; 0-1 is direct only while rotor a is live; times wrap."""
+    s = four_racks()
+    clock = R.PathClock(s, R.compute(s))
+    assert clock.slice_at(0).index == 0 and clock.slice_at(49.9).index == 1 and clock.slice_at(100).index == 0
+    assert clock.hops(20, 0, 1) == 1 and clock.hops(20, 0, 3) == 2
+    assert clock.hops(5, 0, 2) == 1          # a dark: b's circuit 0-2 only
+    assert clock.hops(5, 0, 1) is None       # ... and nothing reaches rack 1 from 0 but over a
+    assert clock.hops(120, 0, 1) == clock.hops(20, 0, 1)

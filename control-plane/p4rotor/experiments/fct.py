@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
+from ..schedule import routes as R
 from ..fabric import topology as TP
 from ..fabric.agents import account, cycle_start_ns, start_agents
 from ..fabric.switch import SWITCH_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
@@ -179,6 +180,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             warmed = emu.stop_warmer()  # what it sent and got back, over every fabric mode
             for r in runs.values():
                 r["warm"] = warmed
+            t0_ns = emu.t0_ns  # the schedule's slot 0 in wall time: which path a flow met when
         finally:
             emu.stop()
         # Alone = the lower envelope of every FCT the fabric gave a TCP flow, alone or in a run
@@ -189,6 +191,23 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         for r in runs.values():
             r["done"] = _with_alone(r["done"], floor, curve)
             r["alone_envelope"] = envelope
+        # ... and by path: a flow alone rides the low-latency path of the slice it starts in
+        # (1-3 rack hops at 8 x 4), and a 3-hop flow alone is not as fast as a direct one.
+        clock = R.PathClock(ds, R.compute(ds, epsilon_us=epsilon_us * dilation))
+        racks = {h.name: k.id for k in topo.racks for h in k.hosts}
+        key_of = PathKeys(clock, t0_ns, racks)
+        samples = alone_samples(out / "alone", racks, {h.ip: k.id for k in topo.racks for h in k.hosts})
+        offsets, by_path = alone_by_path([d for r in runs.values() for d in r["done"]], floor, samples, key_of)
+        for r in runs.values():
+            r["low_latency_vs_floor"] = F.class_mean(F.summarize(r["done"], access_bps, scaling.factor)
+                                                     .get("low-latency", {}))
+            r["done"] = [dataclasses.replace(d, alone_s=floor + offsets.get(key_of.of(d), 0.0))
+                         if one_packet(d) else d for d in r["done"]]
+            r["alone_by_path"] = by_path
+        if by_path:
+            say("[experiment] fct: alone by path (rack hops there-back at the flow's start): " + ", ".join(
+                f"{k}: floor +{v['offset_s'] * 1e3:.2f} ms ({v['alone_samples']} alone, {v['run_flows']} run flows)"
+                for k, v in sorted(by_path.items())))
         if envelope["run_flows_lowered"]:
             say(f"[experiment] fct: the run's own flows lowered {envelope['run_flows_lowered']} flows' alone "
                 f"(by {envelope['most_lowered_by']:.2f}x at most; floor {floor * 1e3:.2f} ms, set by the "
@@ -340,6 +359,59 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
     return r
 
 
+def repath(run: Path) -> dict:
+    """An earlier run's low-latency class judged again, each flow against the fastest one-packet
+    flow alone on its own path (:func:`alone_by_path`), from the run's files: its fct.json (the
+    floor and size curve it divided by), flows.json, the senders' and receivers' logs of the
+    one-packet flows alone (``alone/``) and of Opera's run (``opera/``), and the fabric's
+    schedule and epoch (``run/``).  Returns the fct.json with Opera's low-latency summary,
+    ``alone_by_path`` and ``low_latency_vs_floor`` replaced (not written).  A WorkloadError (one
+    line) names a file the run lacks."""
+    r = json.loads((run / "fct.json").read_text())
+    m = r.get("modes", {}).get("opera")
+    need = [run / "flows.json", run / "alone", run / "opera", run / "run" / "schedule.json", run / "run" / "status.json"]
+    missing = next((p for p in need if not p.exists()), None)
+    if m is None or missing is not None or not r.get("alone_curve"):
+        raise C.WorkloadError(f"{run}: {'no ' + str(missing.relative_to(run)) if missing else 'no Opera run with a size curve'}"
+                              " (an fct run's directory, with its logs, from 2026-11-22 on)")
+    flows, meta = flowlist.read(str(run / "flows.json"))
+    racks = {h: v["rack"] for h, v in meta["hosts"].items()}
+    ip_rack = {v["ip"]: v["rack"] for v in meta["hosts"].values()}
+    cls = {x[0]: x[1] for x in m["per_flow"]}
+    ds = S.load(run / "run" / "schedule.json")
+    clock = R.PathClock(ds, R.compute(ds, epsilon_us=(r.get("epsilon_us") or 0.0) * r.get("dilation", 100.0)))
+    key_of = PathKeys(clock, json.loads((run / "run" / "status.json").read_text())["t0_ns"], racks)
+    floor = r["alone_one_packet_s"]["floor"]
+    # The size curve as fct.json keeps it, rounded to the us: half a us lower, so that the flow
+    # that set a point (its slowdown 1 in the run) is not put a hair below it.
+    curve = F.AloneCurve(tuple((int(a), max(0.0, b - 0.5e-6)) for a, b in r["alone_curve"]["points"]),
+                         r["alone_curve"]["tail_mbps"] * 1e6)
+    issued, arrived, retrans, dsack = {}, {}, {}, {}
+    for f in (run / "opera").glob("[rt]x-*.jsonl"):
+        for line in f.read_text().splitlines():
+            x = json.loads(line)
+            if f.name.startswith("tx-"):
+                issued[x["id"]] = x["issued_ns"]
+                if x.get("dsack") is not None:
+                    dsack[x["id"]] = x["dsack"]
+            else:
+                arrived[x["id"]] = arrival_ns(x)
+            if x.get("retrans") is not None:
+                retrans[x["id"]] = retrans.get(x["id"], 0) + x["retrans"]
+    ll = [F.Done(f, "low-latency", issued.get(f.id, 0), arrived.get(f.id) if f.id in issued else None, floor,
+                 curve.extra_s(f.size), retrans.get(f.id), dsack.get(f.id))
+          for f in flows if cls.get(f.id) == "low-latency"]
+    samples = alone_samples(run / "alone", racks, ip_rack)
+    offsets, by_path = alone_by_path(ll, floor, samples, key_of)
+    factor = r.get("scaling_factor", 1.0)
+    access = r["access_mbps"] * 1e6
+    m["low_latency_vs_floor"] = F.class_mean(F.summarize(ll, access, factor).get("low-latency", {}))
+    ll = [dataclasses.replace(d, alone_s=floor + offsets.get(key_of.of(d), 0.0)) if one_packet(d) else d for d in ll]
+    m["classes"]["low-latency"] = F.summarize(ll, access, factor).get("low-latency", {})
+    m["alone_by_path"] = by_path
+    return r
+
+
 def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int,
                   shared: bool = False) -> None:
     """Every mode's ``bulk_bound`` again from its ``per_flow`` FCTs, with the pair's capacity and
@@ -449,6 +521,72 @@ def _bulk_whole(received: dict[str, int], frames_of: dict[int, int]) -> int:
         fid = int(key.split(":")[1])
         got[fid] = got.get(fid, 0) + n
     return sum(1 for fid, n in frames_of.items() if got.get(fid, 0) >= n)
+
+
+class PathKeys:
+    """A TCP flow's path class: "F-B", the rack hops of the low-latency path there (SYN, data)
+    and back (SYN-ACK) in the slice where it began (``t_ns``, wall; ``t0_ns``: the schedule's
+    slot 0), None if either has no path then."""
+
+    def __init__(self, clock: R.PathClock, t0_ns: int, racks: dict[str, int]):
+        self.clock, self.t0_ns, self.racks = clock, t0_ns, racks
+
+    def __call__(self, src: int, dst: int, t_ns: int) -> str | None:
+        t_us = (t_ns - self.t0_ns) / 1000
+        there, back = self.clock.hops(t_us, src, dst), self.clock.hops(t_us, dst, src)
+        return None if there is None or back is None else f"{there}-{back}"
+
+    def of(self, d: F.Done) -> str | None:
+        return self(self.racks[d.flow.src], self.racks[d.flow.dst], d.start_ns)
+
+
+def alone_samples(d: Path, rack_of_host: dict[str, int], rack_of_ip: dict[str, int]) -> list[tuple[int, int, int, float]]:
+    """``_alone``'s one-packet flows, from its files in ``d`` (what each host sent, when it began
+    each, when each arrived): (source rack, destination rack, issued ns, FCT s) per flow."""
+    sent: dict[int, tuple[str, str]] = {}
+    for f in d.glob("flows-*.json"):
+        for fl in json.loads(f.read_text()):
+            sent[fl["id"]] = (f.name[len("flows-"):-len(".json")], fl["dst"])
+    issued: dict[int, int] = {}
+    for f in d.glob("tx-*.jsonl"):
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            issued[r["id"]] = r["issued_ns"]
+    out = []
+    for f in d.glob("rx-*.jsonl"):
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            if r["id"] in sent and r["id"] in issued:
+                src, dst = sent[r["id"]]
+                out.append((rack_of_host[src], rack_of_ip[dst], issued[r["id"]], (arrival_ns(r) - issued[r["id"]]) / 1e9))
+    return out
+
+
+def one_packet(d: F.Done) -> bool:
+    """A low-latency flow of one segment's payload: its alone FCT is the floor (by path), no size curve."""
+    return d.cls == "low-latency" and d.flow.size <= MSS
+
+
+def alone_by_path(done: list, floor_s: float, samples, key_of: PathKeys) -> tuple[dict[str, float], dict[str, dict]]:
+    """Per path class (:class:`PathKeys`), what it adds to the one-packet floor
+    (:func:`F.path_offsets`): the fastest one-packet flow of that class, alone (``samples``:
+    :func:`alone_samples`) or in the run (``done``'s finished one-packet flows).  Returns the
+    offsets and, per class, the offset and how many flows it is the fastest of.  Only one-packet
+    flows: a larger flow's alone comes from the size curve, itself the fastest of every path
+    (flows met a shorter path mid-flow), which judges it as before."""
+    res, counts = [], {}
+    for a, b, t, fct in samples:
+        k = key_of(a, b, t)
+        res.append((k, fct - floor_s))
+        counts.setdefault(k, [0, 0])[0] += 1
+    for d in done:
+        if one_packet(d) and d.fct_s is not None:
+            k = key_of.of(d)
+            res.append((k, d.fct_s - floor_s))
+            counts.setdefault(k, [0, 0])[1] += 1
+    offsets = F.path_offsets(res)
+    return offsets, {k: {"offset_s": v, "alone_samples": counts[k][0], "run_flows": counts[k][1]}
+                     for k, v in offsets.items()}
 
 
 def _with_alone(done: list, floor_s: float, curve: F.AloneCurve) -> list:
@@ -630,7 +768,9 @@ def _alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_00
     the one-packet "alone" FCT a flow's slowdown divides by (seed 001 §5.4: the flow alone in
     the network).  Not each pair's own fastest: a pair's samples spread 3.9-31 ms with the CPU's
     moments, the run's flows come from the same spread, and 1 in 9 of them beat the fastest of
-    8 (slowdowns of 0.73); the floor is the fastest of 16 x 56 samples.
+    8 (slowdowns of 0.73); the floor is the fastest of 16 x 56 samples.  (Since 2026-11-26 a
+    one-packet flow's alone is the fastest on the path it met, from these samples grouped by path
+    class and the run's own flows: :func:`alone_by_path`.)
 
     ``period_ns`` (the dilated hyperperiod): round r starts r/rounds of a hyperperiod later in
     the schedule than round 0 did, so a pair's samples fall in ``rounds`` different phases of it.
@@ -1035,6 +1175,8 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
                               "start_lag": r.get("start_lag", {}), "receiver_wakeup": r.get("receiver_wakeup", {}),
+                              "alone_by_path": r.get("alone_by_path"),
+                              "low_latency_vs_floor": r.get("low_latency_vs_floor"),
                               "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()

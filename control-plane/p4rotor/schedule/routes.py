@@ -22,6 +22,7 @@ import networkx as nx
 
 from ..p4.constants import TCLASS_BULK, TCLASS_BULK_TRANSIT, TCLASS_LOW_LATENCY
 from ..schedule import Schedule, Slice
+from .windows import SliceClock
 
 TCLASS_NAMES = {TCLASS_BULK: "bulk", TCLASS_LOW_LATENCY: "low-latency", TCLASS_BULK_TRANSIT: "bulk-transit"}
 
@@ -140,6 +141,24 @@ def compute(s: Schedule, epsilon_us: float = 0.0) -> list[SliceRoutes]:
         mask = sum(1 << r for r in live)
         out.append(SliceRoutes(idx, sl, mask, ll, hops, diam))
     return out
+
+
+class PathClock:
+    """Which low-latency path two racks have at a moment: the slice holding schedule time ``t_us``
+    (taken modulo the hyperperiod) and, in it, the rack hops from ``src`` to ``dst``.  What a
+    flow that starts then meets alone (experiments/fct.py: its "alone" FCT by path)."""
+
+    def __init__(self, s: Schedule, routes: list[SliceRoutes]):
+        self.clock = SliceClock(s)
+        self.routes = routes
+
+    def slice_at(self, t_us: float) -> SliceRoutes:
+        return self.routes[self.clock.index(t_us)]
+
+    def hops(self, t_us: float, src: int, dst: int) -> int | None:
+        """Rack-to-rack hops of the low-latency path at ``t_us`` (1: the direct circuit); None: none."""
+        h = self.slice_at(t_us).hops.get((src, dst, TCLASS_LOW_LATENCY))
+        return None if h is None else len(h.path) - 1
 
 
 def describe(s: Schedule, routes: list[SliceRoutes], k: int, src: int | None = None) -> str:

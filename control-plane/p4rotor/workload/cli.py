@@ -248,6 +248,15 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                          "(one RotorLB per rack) instead of a plane per host")
     st.set_defaults(fn=cmd_stability)
 
+    pa = sw.add_parser("paths", help="an fct run's low-latency class judged again, each flow against the fastest "
+                                     "one-packet flow alone on the path it met (rack hops there and back in "
+                                     "the slice it began in), from the run's logs")
+    pa.add_argument("run", metavar="RUN", help="a directory p4rotor experiment fct wrote, with its logs")
+    pa.add_argument("--write", action="store_true",
+                    help="replace Opera's low-latency summary in RUN/fct.json, and add alone_by_path and "
+                         "low_latency_vs_floor")
+    pa.set_defaults(fn=cmd_paths)
+
 
 def _fct_json(path: str) -> dict:
     import json
@@ -408,6 +417,36 @@ def cmd_stability(a: argparse.Namespace) -> int:
 
         (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
         print(f"wrote {run / 'fct.json'}" + (f", {run / 'bulk.png'}" if bulk_plot(r, run / "bulk.png") else ""))
+    return 0
+
+
+def cmd_paths(a: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..experiments.fct import repath
+    from .fct import checks
+
+    run = Path(a.run)
+    if not (run / "fct.json").is_file():
+        die(f"{run}: no fct.json (a directory p4rotor experiment fct wrote)")
+    _fct_json(str(run / "fct.json"))
+    try:
+        r = repath(run)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    except (KeyError, ValueError) as ex:
+        die(f"{run}: its files do not fit together ({type(ex).__name__}: {ex})")
+    m = r["modes"]["opera"]
+    for k, v in sorted(m["alone_by_path"].items()):
+        print(f"path {k} (rack hops there-back): floor +{v['offset_s'] * 1e3:.2f} ms "
+              f"({v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
+    for name, ok, numbers in checks(r):
+        if name.startswith("opera: low-latency"):
+            print(f"{name}: {'pass' if ok else 'FAIL' if ok is False else 'not judged'}: {numbers}")
+    if a.write:
+        (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
+        print(f"wrote {run / 'fct.json'}")
     return 0
 
 

@@ -160,6 +160,22 @@ def alone_envelope(alone_floor_s: float, calibration: Sequence[tuple[int, float]
     return floor, curve, info
 
 
+def path_offsets(residuals: Iterable[tuple[str | None, float]]) -> dict[str, float]:
+    """The alone FCT by path: seed 001 §5.4's OPT(i) is flow i alone in the network, and alone in
+    Opera's a flow rides the low-latency path of the slice it starts in -- one rack hop or three
+    (docs/experiments.md, "Alone on its own path").  ``residuals``: (path key, FCT less the floor
+    and what the size adds) for every TCP flow measured on the fabric, alone or in the run; per
+    key, the least of them (never below 0) is what that path adds to the floor.  A flow's alone
+    is then the floor + its path's offset + its size's extra: every flow's residual is at least
+    its path's offset, so no slowdown falls below 1 (a ns less: floor + offset, summed in floating
+    point, must not land a hair above the flow that set it).  A key of None (no path) is skipped."""
+    out: dict[str, float] = {}
+    for key, r in residuals:
+        if key is not None:
+            out[key] = min(out.get(key, math.inf), r)
+    return {k: max(0.0, v - 1e-9) for k, v in out.items()}
+
+
 def ideal_fct_s(size: int, access_bps: float, base_s: float = 0.0, mss: int = MSS,
                 header: int = HEADER_BYTES) -> float:
     """The flow alone: ``base_s`` (a one-packet flow's FCT alone on the fabric, measured: the
@@ -200,6 +216,12 @@ def summarize(done: Sequence[Done], access_bps: float, factor: float) -> dict:
                 per[name]["flows_timing_out"] = sum(1 for d in known if d.timed_out)
         out[cls] = per
     return out
+
+
+def class_mean(per: dict) -> float | None:
+    """A class's mean slowdown over its finished flows, from :func:`summarize`'s buckets."""
+    fin = [(v["slowdown_mean"], v["flows"] - v["unfinished"]) for v in per.values() if v["slowdown_mean"] is not None]
+    return sum(x * k for x, k in fin) / sum(k for _, k in fin) if fin else None
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -439,8 +461,7 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
     if ll:
         n = sum(v["flows"] for v in ll.values())
         lost = sum(v["unfinished"] for v in ll.values())
-        fin = [(v["slowdown_mean"], v["flows"] - v["unfinished"]) for v in ll.values() if v["slowdown_mean"] is not None]
-        mean = sum(x * k for x, k in fin) / sum(k for _, k in fin) if fin else None
+        mean = class_mean(ll)
         # Loss is frames, not only flows: TCP hides a lost segment behind a 0.2-1 s timeout and
         # the flow finishes.  A run that logged retransmissions is judged on them too.
         counted = all("retransmitted" in v for v in ll.values())
@@ -463,8 +484,12 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
             moved = {c: n for c, n in sd.get("total", {}).items() if n}
             fabric = "; the fabric dropped " + (", ".join(f"{c} {n}" for c, n in sorted(moved.items())) or "nothing") \
                 + (f", the kernel {sum(sd['kernel'].values())} on the links" if sd.get("kernel") else "")
+        vs_floor = modes["opera"].get("low_latency_vs_floor")
+        by_path = modes["opera"].get("alone_by_path")
         out.append(("opera: low-latency mean slowdown <= 2, no loss (at 1 % load)", ok,
                     f"mean {'-' if mean is None else f'{mean:.2f}'} over {n} flows, {lost} unfinished"
+                    + (f" (each against the fastest flow alone on its own path, {len(by_path)} path classes; "
+                       f"against the fastest on any path: {vs_floor:.2f})" if by_path and vs_floor is not None else "")
                     + (f", {gone} segments lost in {hit} flows ({resent} resent, {dups} of them reported "
                        f"as duplicates), {tout} flows waited for a retransmission timeout"
                        if counted else " (segments resent: not logged by this run)") + fabric))
