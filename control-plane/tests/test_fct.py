@@ -915,13 +915,13 @@ def test_merge_bad_input_one_line_exit2_nothing_written(tmp_path, capsys, case, 
 def test_a_dead_agents_whole_flows_finish_from_its_last_progress():
     """A flow its agent received whole finishes at its last frame, from the summary or, if the
     agent died before writing one, from its last progress file; a flow short of frames does not."""
-    from p4rotor.experiments.fct import bulk_done
+    from p4rotor.experiments.fct import finished_bulk
 
     frames = {7: 3, 8: 5, 9: 2}
     summaries = [{"flows_rx": {"0:7": [3, 100], "1:8": [4, 200]}}]
     dead = [{"1:9": (2, 300), "1:8": (4, 250)}, {"0:9": (2, None)}]
-    assert bulk_done(summaries, dead, frames) == {7: 100, 9: 300}
-    assert bulk_done(summaries, [], frames) == {7: 100}
+    assert finished_bulk(summaries, dead, frames) == {7: 100, 9: 300}
+    assert finished_bulk(summaries, [], frames) == {7: 100}
 
 
 def test_agents_stop_shares_one_deadline_and_reports_an_agent_without_a_summary(tmp_path):

@@ -1044,7 +1044,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
                     dsack[r["id"]] = dsack.get(r["id"], 0) + r["dsack"]
     frames = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
     dead = agents.dead if agents is not None else []
-    done_ns.update(bulk_done(results, [agents.progress_of(d["host"]) for d in dead], frames))
+    done_ns.update(finished_bulk(results, [agents.progress_of(d["host"]) for d in dead], frames))
     pending: dict[int, float] = {}
     for r in results:
         for t_ns, local, relay in r.get("pending", []):
@@ -1081,7 +1081,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             "receiver_wakeup": receiver_wakeup(wakeups)}
 
 
-def bulk_done(summaries: list[dict], dead: list[dict], frames: dict[int, int]) -> dict[int, int]:
+def finished_bulk(summaries: list[dict], dead: list[dict], frames: dict[int, int]) -> dict[int, int]:
     """Bulk flow -> when its last frame reached an agent that had all ``frames[flow]`` of it: from
     the agents' summaries (``flows_rx``), and for an agent that died before its summary
     (``dead``: :meth:`Agents.progress_of` each), from its last progress file, at most a second
