@@ -397,13 +397,8 @@ def cmd_stability(a: argparse.Namespace) -> int:
     for name in ("fct.json", "flows.json"):
         if not (run / name).is_file():
             die(f"{run}: no {name} (a directory p4rotor experiment fct wrote)")
-    _fct_json(str(run / "fct.json"))
-    try:
-        r = rejudge(run)
-    except C.WorkloadError as ex:
-        die(str(ex))
-    except KeyError as ex:
-        die(f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric")
+    r = _judged_again(run, rejudge, (KeyError,),
+                      lambda ex: f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric")
     from .fct import checks
 
     bound = {name: numbers for name, _, numbers in checks(r) if name.endswith("bulk within the low-load bound")}
@@ -420,6 +415,18 @@ def cmd_stability(a: argparse.Namespace) -> int:
     return 0
 
 
+def _judged_again(run, judge, misfits: tuple, misfit) -> dict:
+    """``judge(run)`` on an fct run's directory, its fct.json checked first; a WorkloadError, or
+    one of ``misfits`` (files of different runs), is one line (``misfit(ex)``) and exit 2."""
+    _fct_json(str(run / "fct.json"))
+    try:
+        return judge(run)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    except misfits as ex:
+        die(misfit(ex))
+
+
 def cmd_paths(a: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -430,13 +437,8 @@ def cmd_paths(a: argparse.Namespace) -> int:
     run = Path(a.run)
     if not (run / "fct.json").is_file():
         die(f"{run}: no fct.json (a directory p4rotor experiment fct wrote)")
-    _fct_json(str(run / "fct.json"))
-    try:
-        r = repath(run)
-    except C.WorkloadError as ex:
-        die(str(ex))
-    except (KeyError, ValueError) as ex:
-        die(f"{run}: its files do not fit together ({type(ex).__name__}: {ex})")
+    r = _judged_again(run, repath, (KeyError, ValueError),
+                      lambda ex: f"{run}: its files do not fit together ({type(ex).__name__}: {ex})")
     m = r["modes"]["opera"]
     for k, v in sorted(m["alone_by_path"].items()):
         print(f"path {k} (rack hops there-back): floor +{v['offset_s'] * 1e3:.2f} ms "
