@@ -22,6 +22,7 @@ flow began.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics as st
 import sys
@@ -94,11 +95,12 @@ def report(run: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
-        return 2
-    for a in argv:
-        report(Path(a))
+    ap = argparse.ArgumentParser(description="One-packet flows of fct runs, by the bulk running when each began.")
+    ap.add_argument("runs", nargs="+", metavar="RUN", help="an fct run's directory (results/fct/NAME)")
+    for run in ap.parse_args(argv).runs:
+        if not (Path(run) / "fct.json").is_file():
+            ap.error(f"{run}: no fct.json (a directory p4rotor experiment fct wrote)")
+        report(Path(run))
     return 0
 
 
