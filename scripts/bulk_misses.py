@@ -1,0 +1,108 @@
+"""The bulk flows of an fct run that took longer than issue #14's bound, and what ran beside each
+(docs/experiments.md, "Who shares what with the flows above the bound").  A diagnostic, not a test.
+
+The bound (``workload/fct.py: bulk_bound_s``) is one flow's: its bytes at its host's access rate
+while circuits are up, plus the wait for capacity.  A flow beside another bulk flow shares
+something with it; this says what, nearest first, and for what share of the flow's life:
+
+* ``src host`` / ``dst host``: the other flow left the same host or went to the same host, so the
+  two shared that host's access link (no fabric gives either the whole rate the bound assumes);
+* ``src rack`` / ``dst rack``: the same source or destination rack, other hosts (the rack's
+  circuits are shared between its hosts);
+* ``elsewhere``: between other racks (RotorLB relays it through every rack, on circuits the
+  flow's two-hop paths use too).
+
+A share is the overlap of the two flows' lives over the flow's own (summed over the flows of
+that kind, so two beside it all the time make 2.0).  At the end, every finished bulk flow is
+counted once, under the nearest kind it met ("nothing": it had the fabric to itself), and how
+many of each were within the bound.
+
+    .venv/bin/python scripts/bulk_misses.py RUN [RUN ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from p4rotor.workload import flowlist
+from p4rotor.workload.fct import bulk_bound_s
+
+KINDS = ("src host", "dst host", "src rack", "dst rack", "elsewhere")
+
+
+def _kind(f, g, rack: dict[str, int]) -> str:
+    if g.src == f.src:
+        return "src host"
+    if g.dst == f.dst:
+        return "dst host"
+    if rack[g.src] == rack[f.src]:
+        return "src rack"
+    if rack[g.dst] == rack[f.dst]:
+        return "dst rack"
+    return "elsewhere"
+
+
+def judged(run: Path, mode: str = "opera") -> list[tuple]:
+    """Every finished bulk flow: (flow, FCT s, FCT / bound, {kind: share of its life}), the
+    slowest over its bound first."""
+    r = json.loads((run / "fct.json").read_text())
+    m = r["modes"][mode]
+    bb = m["bulk_bound"]
+    flows, meta = flowlist.read(str(run / "flows.json"))
+    by_id = {f.id: f for f in flows}
+    rack = {h: v["rack"] for h, v in meta["hosts"].items()}
+    fct = {fid: t for fid, cls, _, t, *_ in m["per_flow"] if cls == "bulk"}
+    end = {fid: by_id[fid].start + (t if t is not None else float("inf")) for fid, t in fct.items()}
+    out = []
+    for fid, t in fct.items():
+        if t is None:
+            continue
+        f = by_id[fid]
+        ratio = t / bulk_bound_s(f.size, bb["bulk_mbps"] * 1e6, bb["duty"], bb["wait_s"])
+        beside: dict[str, float] = {}
+        for oid in fct:
+            if oid == fid:
+                continue
+            o = by_id[oid]
+            x = min(end[fid], end[oid]) - max(f.start, o.start)
+            if x > 0:
+                k = _kind(f, o, rack)
+                beside[k] = beside.get(k, 0.0) + x / t
+        out.append((f, t, ratio, beside))
+    return sorted(out, key=lambda x: -x[2])
+
+
+def nearest(beside: dict[str, float]) -> str:
+    return next((k for k in KINDS if k in beside), "nothing")
+
+
+def report(run: Path) -> None:
+    every = judged(run)
+    out = [x for x in every if x[2] > 1]
+    print(f"{run}: {len(out)} of {len(every)} finished bulk flows above the bound")
+    for f, t, ratio, beside in out:
+        print(f"  flow {f.id:5d} {f.src}->{f.dst} {f.size:9d} B  {t:7.2f} s  {ratio:.2f}x  beside: "
+              + (", ".join(f"{k} {beside[k]:.2f}" for k in KINDS if k in beside) or "no other bulk flow"))
+    print("  within the bound / flows, by the nearest thing each shared with another bulk flow: " + ", ".join(
+        f"{k} {sum(r <= 1 for _, _, r, b in every if nearest(b) == k)}/{n}"
+        for k in KINDS + ("nothing",) if (n := sum(nearest(b) == k for *_, b in every))))
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description="Bulk flows above issue #14's bound, and what ran beside each.")
+    ap.add_argument("runs", nargs="+", metavar="RUN", help="an fct run's directory (results/fct/NAME)")
+    for run in ap.parse_args(argv).runs:
+        p = Path(run)
+        if not (p / "fct.json").is_file() or not (p / "flows.json").is_file():
+            ap.error(f"{run}: no fct.json and flows.json (a directory p4rotor experiment fct wrote)")
+        if "bulk_bound" not in json.loads((p / "fct.json").read_text()).get("modes", {}).get("opera", {}):
+            ap.error(f"{run}: no Opera bulk bound in fct.json (a run without Opera, or judged before it)")
+        report(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
