@@ -7,8 +7,10 @@ something with it; this says what, nearest first, and for what share of the flow
 
 * ``src host`` / ``dst host``: the other flow left the same host or went to the same host, so the
   two shared that host's access link (no fabric gives either the whole rate the bound assumes);
+* ``host back``: the other flow went the other way through one of the flow's hosts (into its
+  source, out of its destination): the same agent relays, sends and receives both;
 * ``src rack`` / ``dst rack``: the same source or destination rack, other hosts (the rack's
-  circuits are shared between its hosts);
+  circuits are shared between its hosts); ``rack back``: one of its racks, the other way;
 * ``elsewhere``: between other racks (RotorLB relays it through every rack, on circuits the
   flow's two-hop paths use too).
 
@@ -30,7 +32,7 @@ from pathlib import Path
 from p4rotor.workload import flowlist
 from p4rotor.workload.fct import bulk_bound_s
 
-KINDS = ("src host", "dst host", "src rack", "dst rack", "elsewhere")
+KINDS = ("src host", "dst host", "host back", "src rack", "dst rack", "rack back", "elsewhere")
 
 
 def _kind(f, g, rack: dict[str, int]) -> str:
@@ -38,10 +40,14 @@ def _kind(f, g, rack: dict[str, int]) -> str:
         return "src host"
     if g.dst == f.dst:
         return "dst host"
+    if g.dst == f.src or g.src == f.dst:
+        return "host back"
     if rack[g.src] == rack[f.src]:
         return "src rack"
     if rack[g.dst] == rack[f.dst]:
         return "dst rack"
+    if rack[g.dst] == rack[f.src] or rack[g.src] == rack[f.dst]:
+        return "rack back"
     return "elsewhere"
 
 
