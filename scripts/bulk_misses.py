@@ -85,13 +85,29 @@ def nearest(beside: dict[str, float]) -> str:
     return next((k for k in KINDS if k in beside), "nothing")
 
 
+def went(a: dict) -> str:
+    """What the agents said of a flow above the bound (fct.json ``bulk_bound.above``; runs since
+    2026-11-26, fourteenth session), or ""."""
+    if "first_sent_s" not in a and "relayed" not in a:
+        return ""
+    parts = []
+    if "first_sent_s" in a:
+        parts.append(f"sent {a['first_sent_s']:.3f}-{a['last_sent_s']:.3f} s ({a['sent']} frames, "
+                     f"{a['resent']} resent, {a['returned']} returned unsent)")
+    if "relayed" in a:
+        parts.append(f"{a['relayed']}/{a['frames']} relayed, the longest {a['worst_relay_slots']} slots at its relay")
+    return "\n      agents: " + "; ".join(parts)
+
+
 def report(run: Path) -> None:
     every = judged(run)
     out = [x for x in every if x[2] > 1]
+    above = {a["id"]: a for a in json.loads((run / "fct.json").read_text())["modes"]["opera"]["bulk_bound"].get("above", [])}
     print(f"{run}: {len(out)} of {len(every)} finished bulk flows above the bound")
     for f, t, ratio, beside in out:
         print(f"  flow {f.id:5d} {f.src}->{f.dst} {f.size:9d} B  {t:7.2f} s  {ratio:.2f}x  beside: "
-              + (", ".join(f"{k} {beside[k]:.2f}" for k in KINDS if k in beside) or "no other bulk flow"))
+              + (", ".join(f"{k} {beside[k]:.2f}" for k in KINDS if k in beside) or "no other bulk flow")
+              + went(above.get(f.id, {})))
     print("  within the bound / flows, by the nearest thing each shared with another bulk flow: " + ", ".join(
         f"{k} {sum(r <= 1 for _, _, r, b in every if nearest(b) == k)}/{n}"
         for k in KINDS + ("nothing",) if (n := sum(nearest(b) == k for *_, b in every))))

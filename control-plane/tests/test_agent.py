@@ -169,3 +169,25 @@ def test_a_flow_that_starts_while_its_circuit_is_open_sends_in_it(shared):
     assert frames == 10
     assert sum(r["sent"].get("joined_open_window", 0) for r in res) == 10
     assert last_ns - fab.t0 < (k + 1) * 60_000_000, "delivered in the slot the flow started in"
+
+
+def test_agents_say_how_each_flow_went():
+    """Per flow, its sender's first and last frame out, frames sent, resent and returned unsent;
+    its receiver's frames relayed and the longest relay wait: what an FCT run keeps of a flow
+    above the bulk bound (experiments/fct.py: bulk_paths)."""
+    from p4rotor.experiments.fct import bulk_paths
+
+    res, fab = run_fabric([(0, 1), (2, 1)], frames=6, cycles=2)
+    tx = {k: v for r in res for k, v in r["flows_tx"].items()}
+    assert set(tx) == {"1", "201"}
+    for first, last, sent, resent, returned in tx.values():
+        assert fab.t0 <= first <= last and sent >= 6 and resent >= 0 and returned >= 0
+    rx = next(r for r in res if r["rack"] == 1)
+    assert set(rx["flows_rx_via"]) == set(rx["flows_rx"])
+    for key, (relayed, worst, first_rx) in rx["flows_rx_via"].items():
+        assert 0 <= relayed <= 6 and worst >= 0 and first_rx <= rx["flows_rx"][key][1]
+    paths = bulk_paths(res, {1: fab.t0, 201: fab.t0}, {1: 6, 201: 6})
+    assert set(paths) == {1, 201}
+    p = paths[1]
+    assert p["frames"] == 6 and 0 <= p["first_sent_s"] <= p["last_sent_s"] and p["first_rx_s"] >= p["first_sent_s"]
+    assert bulk_paths([{"flows_rx": {}}], {}, {}) == {}  # a summary from before: nothing

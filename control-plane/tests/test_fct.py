@@ -390,6 +390,28 @@ def test_checks_judge_the_issues_criteria_on_one_run():
     assert rows[0].startswith("| workload | load | check |") and any("**FAIL**" in x for x in rows)
 
 
+def test_the_low_load_bound_is_judged_on_the_flows_alone_in_the_fabric():
+    """The bound is one flow's at its host's whole access rate: at 1 % load a run is judged on its
+    bulk flows that had the fabric to themselves, every flow shown beside; not judged when none
+    had; a run from before the split is judged on every flow."""
+    r = dict(_fct_result(), workload="datamining", load=0.01)
+    bb = {"flows": 141, "within": 122, "worst_ratio": 1.64, "median_ratio": 0.69,
+          "alone_in_fabric": {"flows": 86, "within": 86, "worst_ratio": 0.97, "median_ratio": 0.66}}
+    r["modes"]["opera"]["bulk_bound"] = bb
+    ok, numbers = _checked(r)["opera: bulk within the low-load bound"]
+    assert ok is True and numbers.startswith("alone in the fabric (judged: the bound is one flow's) 86/86")
+    assert "shown, not judged: every flow 122/141" in numbers
+    bb["alone_in_fabric"].update(within=85, worst_ratio=1.04)
+    assert _checked(r)["opera: bulk within the low-load bound"][0] is False
+    bb["alone_in_fabric"] = {"flows": 0, "within": 0, "worst_ratio": None, "median_ratio": None}
+    ok, numbers = _checked(r)["opera: bulk within the low-load bound"]
+    assert ok is None and numbers.startswith("no bulk flow had the fabric to itself")
+    del bb["alone_in_fabric"]
+    assert _checked(r)["opera: bulk within the low-load bound"][0] is False  # every flow, 122/141
+    r["load"] = 0.1
+    assert _checked(r)["opera: bulk within the low-load bound"][0] is None
+
+
 @pytest.mark.parametrize("stability, stable, verdict", [
     ({"capacity": {"stable": True}, "why": "within RotorLB's capacity: ..."}, True, True),
     ({"capacity": {"stable": False}, "why": "past RotorLB's capacity: ..."}, False, None),  # a finding
@@ -1052,3 +1074,24 @@ def test_workload_paths_rejudges_a_run_from_its_logs(tmp_path, capsys):
         main(["workload", "paths", str(run)])
     err = capsys.readouterr().err.strip()
     assert ex.value.code == 2 and "no alone" in err and "\n" not in err
+
+
+def test_above_bound_keeps_the_slow_bulk_flows_and_how_they_went():
+    """The bulk flows above the bound, worst first, with whether another bulk flow ran meanwhile
+    and what the agents said of each (``bulk_paths``); flows within it and unfinished ones are
+    not kept."""
+    bps, duty, wait = 1e6, 0.5, 0.3
+    b = F.bulk_bound_s(100_000, bps, duty, wait)
+
+    def done(i, start_s, fct_s, cls="bulk"):
+        f = Flow(i, f"h{i}x0", "h9x0", 100_000, start_s)
+        return F.Done(f, cls, int(start_s * 1e9), None if fct_s is None else int((start_s + fct_s) * 1e9))
+
+    runs = [done(0, 0.0, 1.1 * b), done(1, 0.5, 0.9 * b), done(2, 100.0, 1.3 * b), done(3, 200.0, None),
+            done(4, 300.0, 5 * b, "low-latency")]
+    paths = {2: {"resent": 0, "relayed": 40, "worst_relay_slots": 12}}
+    above = F.above_bound(runs, paths, bulk_bps=bps, duty=duty, wait_s=wait, model=None, slot_s=0.025)
+    assert [a["id"] for a in above] == [2, 0]
+    assert above[0]["ratio"] == pytest.approx(1.3, abs=1e-3) and above[0]["worst_relay_slots"] == 12
+    assert above[0]["beside_another"] is False  # flow 3, unfinished, started after it ended
+    assert above[1]["beside_another"] is True and "relayed" not in above[1]

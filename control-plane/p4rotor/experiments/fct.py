@@ -1070,6 +1070,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
     acc = account(results, dead)
     lost = acc["accepted"] - acc["delivered"]
     return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
+            "bulk_paths": bulk_paths(results, {i: planned[i] for i in frames if i in planned}, frames),
             "arrivals_s": span_s, "cutoff": cutoff, "agent_frames_lost": lost,
             # ... of which still queued when the agents stopped (a run cut off at the drain's end;
             # a copy queued for a resend counts here too), not lost on the way:
@@ -1092,6 +1093,31 @@ def finished_bulk(summaries: list[dict], dead: list[dict], frames: dict[int, int
             fid = int(key.split(":")[1])
             if fid in frames and count >= frames[fid] and last is not None:
                 out[fid] = last
+    return out
+
+
+def bulk_paths(summaries: list[dict], start_ns: dict[int, int], frames: dict[int, int]) -> dict[int, dict]:
+    """How each bulk flow went, from the agents' summaries (host/agent.py: ``flows_tx`` at its
+    sender, ``flows_rx_via`` at its receiver), times in s after the flow's start (``start_ns``):
+    when its first and last own frames left (``first_sent_s``, ``last_sent_s``), frames sent (a
+    resent copy counted again), ``resent``, ``returned`` unsent from a window that closed,
+    ``relayed`` of those that arrived and the most slots one waited at its relay
+    (``worst_relay_slots``), when the first arrived (``first_rx_s``).  What an FCT run keeps of the
+    flows above the bulk bound, so a slow flow is explained from ``fct.json`` alone; summaries from
+    before 2026-11-26 have none of it ({})."""
+    out: dict[int, dict] = {}
+    for sm in summaries:
+        for key, (first, last, sent, resent, returned) in sm.get("flows_tx", {}).items():
+            fid = int(key)
+            if fid in frames and fid in start_ns:
+                out.setdefault(fid, {}).update(
+                    first_sent_s=round((first - start_ns[fid]) / 1e9, 6), last_sent_s=round((last - start_ns[fid]) / 1e9, 6),
+                    sent=sent, resent=resent, returned=returned)
+        for key, (relayed, worst, first_rx) in sm.get("flows_rx_via", {}).items():
+            fid = int(key.split(":")[1])
+            if fid in frames and fid in start_ns:
+                out.setdefault(fid, {}).update(frames=frames[fid], relayed=relayed, worst_relay_slots=worst,
+                                               first_rx_s=round((first_rx - start_ns[fid]) / 1e9, 6))
     return out
 
 
@@ -1183,6 +1209,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):
             res["modes"][mode]["bulk_bound"] = F.bulk_bound_check(r["done"], **bound, share=share, shared=shared)
+            res["modes"][mode]["bulk_bound"]["above"] = F.above_bound(r["done"], r.get("bulk_paths", {}), **bound)
         if not st["stable"]:
             lines.append(f"{mode}: unstable ({st['why']}); unfinished {unfinished}")
             continue

@@ -115,6 +115,12 @@ class Agent:
         self.claimed = 0  # frames of shared windows this agent claimed and kept (host/share.py)
         self.share_moves = collections.Counter()  # topped_up: frames of flows joining an open shared window
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
+        # How each flow went, for the flows an FCT run finds slow (experiments/fct.py:
+        # ``bulk_paths``): received here, (origin, flow) -> [frames relayed, most slots one waited
+        # at its relay, first ns]; sent from here, flow -> [first ns, last ns, frames sent, resent,
+        # returned unsent from a window that closed].
+        self.flow_via: dict[tuple[int, int], list[int]] = {}
+        self.flow_tx: dict[int, list[int]] = {}
         # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
         # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
         self.retransmit_ns = int(retransmit_us * 1000)
@@ -267,6 +273,8 @@ class Agent:
                 self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot, m.payload))
             else:
                 self.local[m.dst].appendleft((m.flow, m.seq, m.payload))
+                if m.flow in self.flow_tx:
+                    self.flow_tx[m.flow][4] += 1
             self.sent["unsent_returned"] += 1
 
     def _room(self, w: tuple[int, int], end: int) -> int:
@@ -310,10 +318,14 @@ class Agent:
             self._send(peer, out[i])
             if self.host_gap:  # the host's link, shared by every circuit's pacer (at most two at once)
                 self.host_next = max(self.host_next + self.host_gap, now - self.host_gap)
-            if self.retransmit_ns:
-                m = wire.decode(out[i])
-                if m.origin == self.me and not m.relayed:
-                    self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, time.time_ns())
+            m = wire.decode(out[i])
+            if m.origin == self.me and not m.relayed:  # its own frame, direct or to a relay
+                sent_ns = time.time_ns()
+                if self.retransmit_ns:
+                    self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, sent_ns)
+                tx = self.flow_tx.setdefault(m.flow, [sent_ns, 0, 0, 0, 0])
+                tx[1] = sent_ns
+                tx[2] += 1
             i += 1
             win.sent = i
             # Behind (a late start, a busy CPU)?  Up to CATCH_UP faster, so what the window
@@ -382,8 +394,11 @@ class Agent:
             rx[1] = now
             if self.measure[0] <= now < self.measure[1]:
                 self.in_window[m.origin] += 1
+            via = self.flow_via.setdefault((m.origin, m.flow), [0, 0, now])
             if m.relayed:
                 self.relay_delay[m.slot - m.accepted_slot] += 1
+                via[0] += 1
+                via[1] = max(via[1], m.slot - m.accepted_slot)
             if m.payload and self.tun is not None and not self.tun.write(m.payload):
                 self.missed["tun_write"] += 1  # delivered to the agent, refused by the kernel
         else:  # first hop of a relay: hold it for its final rack (N)
@@ -454,6 +469,8 @@ class Agent:
                     del self.inflight[key]
                     self.local[dst].appendleft((key[0], key[1], payload))
                     self.retransmitted += 1
+                    if key[0] in self.flow_tx:
+                        self.flow_tx[key[0]][3] += 1
 
     async def run(self) -> dict:
         await self.open()
@@ -554,6 +571,8 @@ class Agent:
                 "missed": dict(self.missed), "quiet_offers": self.quiet, "udp_rcvbuf_errors": _udp_counter("RcvbufErrors"),
                 "udp_no_ports": _udp_counter("NoPorts"),
                 "flows_rx": {f"{o}:{fl}": v for (o, fl), v in self.flow_rx.items()},
+                "flows_rx_via": {f"{o}:{fl}": v for (o, fl), v in self.flow_via.items()},
+                "flows_tx": {str(fl): v for fl, v in self.flow_tx.items()},
                 "retransmitted": self.retransmitted, "unacknowledged": len(self.inflight),
                 "pending": self.pending}
 
