@@ -99,15 +99,40 @@ def went(a: dict) -> str:
     return "\n      agents: " + "; ".join(parts)
 
 
+def _model_alone(bb: dict) -> dict[int, float]:
+    """Flow -> its FCT alone in RotorLB's model as the run's fabric ran (``rotorlb_alone``), or {}."""
+    ra = bb.get("rotorlb_alone") or {}
+    col = 4 if ra.get("compared_with") == "rack_shared" else 3
+    return {row[0]: row[col] for row in ra.get("per_flow", [])}
+
+
+def _others(run: Path, f, t: float) -> int:
+    """Flows of any class (the low-latency ones too) that ran while ``f`` did."""
+    m = json.loads((run / "fct.json").read_text())["modes"]["opera"]
+    flows, _ = flowlist.read(str(run / "flows.json"))
+    by_id = {g.id: g for g in flows}
+    return sum(1 for gid, _, _, gt, *_ in m["per_flow"] if gid != f.id and by_id[gid].start < f.start + t
+               and f.start < by_id[gid].start + (gt if gt is not None else float("inf")))
+
+
 def report(run: Path) -> None:
     every = judged(run)
     out = [x for x in every if x[2] > 1]
-    above = {a["id"]: a for a in json.loads((run / "fct.json").read_text())["modes"]["opera"]["bulk_bound"].get("above", [])}
+    bb = json.loads((run / "fct.json").read_text())["modes"]["opera"]["bulk_bound"]
+    above = {a["id"]: a for a in bb.get("above", [])}
+    model = _model_alone(bb)
     print(f"{run}: {len(out)} of {len(every)} finished bulk flows above the bound")
     for f, t, ratio, beside in out:
         print(f"  flow {f.id:5d} {f.src}->{f.dst} {f.size:9d} B  {t:7.2f} s  {ratio:.2f}x  beside: "
-              + (", ".join(f"{k} {beside[k]:.2f}" for k in KINDS if k in beside) or "no other bulk flow")
+              + (", ".join(f"{k} {beside[k]:.2f}" for k in KINDS if k in beside)
+                 or f"no other bulk flow ({_others(run, f, t)} flows of any class meanwhile)")
+              + (f"; RotorLB alone (model) {model[f.id]:.3f} s, {1e3 * (t - model[f.id]):+.0f} ms" if f.id in model else "")
               + went(above.get(f.id, {})))
+    alone = sorted(1e3 * (t - model[f.id]) for f, t, _, b in every if nearest(b) == "nothing" and f.id in model)
+    if alone:
+        print(f"  alone in the fabric ({len(alone)}): measured - RotorLB alone (model): least {alone[0]:+.0f} ms, "
+              f"median {alone[len(alone) // 2]:+.0f} ms, most {alone[-1]:+.0f} ms"
+              + (f" (next {alone[-2]:+.0f} ms)" if len(alone) > 1 else ""))
     print("  within the bound / flows, by the nearest thing each shared with another bulk flow: " + ", ".join(
         f"{k} {sum(r <= 1 for _, _, r, b in every if nearest(b) == k)}/{n}"
         for k in KINDS + ("nothing",) if (n := sum(nearest(b) == k for *_, b in every))))
