@@ -191,3 +191,60 @@ def test_agents_say_how_each_flow_went():
     p = paths[1]
     assert p["frames"] == 6 and 0 <= p["first_sent_s"] <= p["last_sent_s"] and p["first_rx_s"] >= p["first_sent_s"]
     assert bulk_paths([{"flows_rx": {}}], {}, {}) == {}  # a summary from before: nothing
+
+
+def _agent(**kw):
+    from p4rotor.host.agent import Agent
+
+    s = S.generate_rotornet(4, 1, 60_000, 6_000)
+    return Agent(s, 0, 0, {i: f"10.0.{i}.1" for i in range(4)}, rate=1000, frame=200, guard_us=2000, flows=[],
+                 one_hop=False, stop_ns=0, end_ns=0, measure=(0, 0), **kw)
+
+
+def test_a_windows_room_is_what_its_pacer_and_the_host_link_can_still_send():
+    """Kept free by default (WINDOW_SLACK, as in the window's capacity); ``at_most``: the most the
+    pacer could send at its catch-up rate, what an ACCEPT's grant may still put in."""
+    import time
+
+    from p4rotor.host.agent import CATCH_UP, WINDOW_SLACK, _Window
+    from p4rotor.host.gate import Circuit
+
+    a = _agent(host_rate=1500)
+    c = Circuit(rotor=0, slot=1, peer=1, day_start_ns=0, day_end_ns=0)
+    end = time.time_ns() + 100_000_000
+    for w, queued in (((0, 1), 10), ((1, 1), 20)):
+        a.open_windows[w] = _Window(c, end)
+        a.open_windows[w].out = [b""] * queued
+    t = 0.1
+    assert abs(a._room((0, 1), end) - min(1000 * t * (1 - WINDOW_SLACK) - 10, 1500 * t * (1 - WINDOW_SLACK) - 30)) <= 2
+    assert abs(a._room((0, 1), end, at_most=True) - min(1000 * CATCH_UP * t - 10, 1500 * t - 30)) <= 2
+    a.open_windows[(1, 1)].out = [b""] * 200  # the other window holds the host link past the end
+    assert a._room((0, 1), end, at_most=True) == 0
+
+
+def test_a_late_accept_puts_in_a_window_no_more_granted_frames_than_it_can_send(monkeypatch):
+    """An ACCEPT that comes late in the window (a busy CPU, a slow peer) grants frames sized at the
+    window's start; they go in only as far as the window can still send them.  The rest stay in
+    their queue for the next circuit instead of being held in a window until it closes (before:
+    returned unsent from it); every frame still arrives once or is held."""
+    import asyncio
+
+    from p4rotor.host.agent import Agent
+
+    wait = Agent._wait
+
+    async def late(self, key, timeout):
+        got = await wait(self, key, timeout)
+        if key[0] == "accept" and got is not None:
+            await asyncio.sleep(0.035)  # of a 50 ms window
+        return got
+
+    monkeypatch.setattr(Agent, "_wait", late)
+    res, fab = run_fabric([(0, 1)], cycles=4, drain_cycles=4, guard_us=5000)
+    sent = res[0]["sent"]
+    assert sent.get("grant_over_room", 0) > 0, sent
+    assert sent.get("unsent_returned", 0) <= sent.get("grant_over_room", 0) // 10, sent
+    accepted = sum(sum(r["accepted"].values()) for r in res)
+    delivered = sum(sum(r["delivered"].values()) for r in res)
+    held = sum(r["held_local"] + sum(r["held_relay"].values()) for r in res)
+    assert accepted == delivered + held and sum(r["duplicates"] for r in res) == 0
