@@ -256,20 +256,9 @@ class Agent:
             else:
                 # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have
                 # sent some of this L since the snapshot (the core clips grants the same way).
-                # What goes in is capped by the room left (:meth:`_room`): the grant was sized at
-                # the window's start, and the ACCEPT comes up to two waits later.  A frame put in a
-                # window that cannot send it sits there until the window closes, out of reach of
-                # the other open windows, before it goes back to its queue (flow 1439 of the Data
-                # Mining 1 % list: 97-282 frames returned so in its three slowest copies of 60,
-                # 21 at the median; docs/experiments.md).  Granted frames left out stay in their
-                # local queue; the peer's headroom for them goes unused this slot.
                 _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
-                room = self._room((c.rotor, c.slot), end, at_most=True)
                 for d, amount in sorted(moved.items()):
-                    take = min(int(amount), room)
-                    room -= take
-                    self.sent["grant_over_room"] += int(amount) - take
-                    for _ in range(take):
+                    for _ in range(int(amount)):
                         flow, seq, payload = self.local[d].popleft()
                         out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
                         self.sent["relay_first"] += 1
@@ -288,16 +277,13 @@ class Agent:
                     self.flow_tx[m.flow][4] += 1
             self.sent["unsent_returned"] += 1
 
-    def _room(self, w: tuple[int, int], end: int, *, at_most: bool = False) -> int:
+    def _room(self, w: tuple[int, int], end: int) -> int:
         """More frames window ``w`` can send before ``end``: the circuit at the agent's rate less
         what ``w`` still has to send, and the host's link (``host_rate``, every circuit together)
-        less what every open window still has to send.  WINDOW_SLACK is kept free, as in
-        :attr:`capacity`; ``at_most``: none kept, and the circuit at the pacer's catch-up rate
-        (CATCH_UP), the most it could send if nothing slips."""
-        t = max(0, end - time.time_ns()) / 1e9
-        if not at_most:
-            t *= 1 - WINDOW_SLACK
-        room = int(self.rate * (CATCH_UP if at_most else 1) * t) - self.open_windows[w].queued()
+        less what every open window still has to send (WINDOW_SLACK kept free, as in
+        :attr:`capacity`)."""
+        t = max(0, end - time.time_ns()) / 1e9 * (1 - WINDOW_SLACK)
+        room = int(self.rate * t) - self.open_windows[w].queued()
         if self.host_rate:
             queued = sum(x.queued() for x in self.open_windows.values())
             room = min(room, int(self.host_rate * t) - queued)
