@@ -191,34 +191,3 @@ def test_agents_say_how_each_flow_went():
     p = paths[1]
     assert p["frames"] == 6 and 0 <= p["first_sent_s"] <= p["last_sent_s"] and p["first_rx_s"] >= p["first_sent_s"]
     assert bulk_paths([{"flows_rx": {}}], {}, {}) == {}  # a summary from before: nothing
-
-
-def test_a_window_opening_takes_back_what_an_open_window_cannot_send_before_it_closes():
-    """A late ACCEPT's frames sit in a window that cannot send them all (Opera: another rotor's
-    window opens meanwhile).  The window opening takes back the agent's own frames from the tail
-    beyond what the pacer could send at its catch-up rate, in order, to the head of their queue;
-    a relayed frame stays (its relay promised it to that circuit's peer), and so does what the
-    old window can still send."""
-    import time
-
-    from p4rotor.host.agent import CATCH_UP, Agent, _Window
-    from p4rotor.host.gate import Circuit
-
-    s = S.generate_rotornet(4, 1, 60_000, 6_000)
-    a = Agent(s, 0, 0, {i: f"10.0.{i}.1" for i in range(4)}, rate=1000, frame=200, guard_us=2000, flows=[],
-              one_hop=False, stop_ns=0, end_ns=0, measure=(0, 0))
-    c = Circuit(rotor=0, slot=1, peer=1, day_start_ns=0, day_end_ns=0)
-    win = a.open_windows[(0, 1)] = _Window(c, time.time_ns() + 20_000_000)  # 20 ms left: ~24 frames
-    win.out = [a._data(c, 2, 7, 0, 1, True, 0)]  # relayed (phase 1), then own frames for rack 3 (phase 3)
-    win.out += [a._data(c, 0, 5, seq, 3, False, 1) for seq in range(100)]
-    win.sent = 1
-    a.local[3].append((5, 100, b""))  # not yet sent: after the window's frames
-    a._reclaim()
-    kept = len(win.out)
-    assert abs(kept - (1 + 1000 * CATCH_UP * 0.02)) <= 3, kept
-    assert [f[1] for f in a.local[3]] == list(range(kept - 1, 101))
-    assert a.sent["reclaimed"] == 101 - kept and not a.relay
-    # A window whose tail is a relayed frame it cannot send keeps it (and what is before it).
-    win.out = win.out[:1] + [a._data(c, 2, 8, seq, 1, True, 0) for seq in range(100)]
-    a._reclaim()
-    assert len(win.out) == 101 and a.sent["reclaimed"] == 101 - kept

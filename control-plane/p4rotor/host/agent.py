@@ -196,7 +196,6 @@ class Agent:
         self._refill()
         whole = Fraction(self.capacity)
         cap = whole
-        self._reclaim()
         win = self.open_windows[(c.rotor, c.slot)] = _Window(c, end)
         out = win.out  # every frame of this window goes to the circuit's peer
         if self.share is not None:
@@ -268,12 +267,7 @@ class Agent:
         del self.open_windows[(c.rotor, c.slot)]
         # What the window could not carry (or what was granted after it closed) goes back to the
         # head of its queue: never dropped.
-        self._give_back(out[sent:])
-        self.sent["unsent_returned"] += len(out) - sent
-
-    def _give_back(self, bufs: list[bytes]) -> None:
-        """Frames a window holds but will not send go back to the head of their queues, in order."""
-        for buf in reversed(bufs):
+        for buf in reversed(out[sent:]):
             m = wire.decode(buf)
             if m.relayed or m.origin != self.me:
                 self.relay[m.dst].appendleft((m.origin, m.flow, m.seq, m.accepted_slot, m.payload))
@@ -281,31 +275,7 @@ class Agent:
                 self.local[m.dst].appendleft((m.flow, m.seq, m.payload))
                 if m.flow in self.flow_tx:
                     self.flow_tx[m.flow][4] += 1
-
-    def _reclaim(self) -> None:
-        """Before a window plans, take back from the windows still open the agent's own frames
-        they cannot send before they close, so this one can send or offer them now.
-
-        An ACCEPT arrives up to two waits into its window but was sized at the window's start; the
-        frames it grants then sit in a window that cannot carry them all and came back unsent only
-        when it closed, while the windows opening meanwhile planned without them (flow 1439 at
-        Data Mining 1 %, 1.04x its bound: docs/experiments.md).  Capping the grant by a cautious
-        estimate of the room left most granted frames out (the fabric fell behind RotorLB); this
-        takes only what even the pacer's catch-up rate cannot send, from the tail (phase 3's
-        frames), never a relayed frame (its relay promised it to this circuit's peer)."""
-        now = time.time_ns()
-        for win in self.open_windows.values():
-            most = int(self.rate * CATCH_UP * max(0, win.end - now) / 1e9) + 1
-            keep = len(win.out)
-            while keep > win.sent + most:
-                m = wire.decode(win.out[keep - 1])
-                if m.relayed or m.origin != self.me:
-                    break
-                keep -= 1
-            if keep < len(win.out):
-                self.sent["reclaimed"] += len(win.out) - keep
-                self._give_back(win.out[keep:])
-                del win.out[keep:]
+            self.sent["unsent_returned"] += 1
 
     def _room(self, w: tuple[int, int], end: int) -> int:
         """More frames window ``w`` can send before ``end``: the circuit at the agent's rate less
