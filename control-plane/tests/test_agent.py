@@ -52,20 +52,11 @@ def test_one_heavy_pair_relays_through_every_other_rack():
     within = sum(n for k, n in delays.items() if k <= 3 + 1)
     assert within >= 0.9 * sum(delays.values()), delays
     assert max(delays) <= 2 * 3 + 1, delays
-    # Rack 0 offers in every window, so after the first hyperperiod the relays send it their
-    # room with their OFFER and it grants itself (no ACCEPT's round trip); the first windows'
-    # grants come by ACCEPT.
-    ex = lb[0]["exchange"]
-    assert ex.get("granted_from_room", 0) > ex.get("granted_by_accept", 0) > 0, ex
-    assert sum(r["exchange"].get("room_sent", 0) for r in lb[1:]) >= ex["granted_from_room"], lb
 
 
 def test_wire_roundtrip_and_truncation():
     o = wire.Offer(1, 7, 12, {2: 5, 3: 0})
-    assert wire.decode(wire.encode_offer(o)) == o and o.room is None
-    for room in ({}, {4: 9, 6: 1}):  # an empty room (nothing to give) is not no room
-        r = wire.Offer(2, 8, 0, {}, room)
-        assert wire.decode(wire.encode_offer(r)) == r
+    assert wire.decode(wire.encode_offer(o)) == o
     a = wire.Accept(0, 9, {4: 3})
     assert wire.decode(wire.encode_accept(a)) == a
     d = wire.Data(0, 3, 1, 42, 17, 2, True, 1, 123)

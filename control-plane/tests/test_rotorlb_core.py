@@ -154,22 +154,6 @@ def test_random_accept_is_feasible_and_max_min(seed):
             assert row_full or col_full, (r, d)
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_the_offerer_computes_the_acceptors_grant_from_its_room(seed):
-    """An acceptor's room (headroom per third rack) is all its grant to an offer depends on:
-    ``fill`` from the room gives the offerer exactly what ``accept`` from the queues would."""
-    rng = random.Random(2000 + seed)
-    n = rng.randint(3, 9)
-    me, peer = 0, rng.randint(1, n - 1)
-    rack = C.RackQueues(local={d: F(rng.randint(0, 10), 8) for d in range(1, n) if rng.random() < 0.8},
-                        relay={d: (C.Chunk(peer, 0, F(rng.randint(1, 6), 8)),) for d in range(1, n) if rng.random() < 0.3})
-    offer = C.Offer(F(rng.randint(0, 8), 8), {d: F(rng.randint(0, 12), 8) for d in range(n)
-                                              if d != peer and rng.random() < 0.7})
-    room = C.room(rack, me, peer, n, ONE)
-    assert me not in room and peer not in room and all(v > 0 for v in room.values())
-    assert C.fill(room, me, [offer]) == C.accept(rack, me, [offer], ONE)
-
-
 def test_bad_circuit():
     with pytest.raises(ValueError, match="bad circuit"):
         C.run_slot(C.FabricState.empty(3), [(0, 0)])

@@ -210,8 +210,6 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
             "udp_no_ports": sum(a.get("udp_no_ports") or 0 for a in agents),
             "retransmitted": sum(a.get("retransmitted", 0) for a in agents),
             "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("accept", "late_offer", "late_accept")},
-            "exchange": {k: sum(a.get("exchange", {}).get(k, 0) for a in agents)
-                         for k in ("room_sent", "granted_from_room", "granted_by_accept")},
             "quiet_offers": sum(a.get("quiet_offers", 0) for a in agents),
             "capacity_frames": agents[0]["capacity_frames"], "switch_drops": drops,
             "kernel_drops": kernel}

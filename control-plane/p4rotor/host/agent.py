@@ -12,9 +12,7 @@ the fluid model runs; amounts are in frames, capacity = frames one window carrie
 
 1. phase 1: send N[peer] (FIFO), then L[peer];
 2. OFFER its spare capacity and L for third racks; on the peer's OFFER, ACCEPT by water-filling
-   against its headroom; on the peer's ACCEPT, phase 3: send the granted L frames, relayed.  To a
-   peer that offered recently the OFFER also carries the agent's headroom (room), and that peer
-   computes the grant itself on reading it: one one-way trip instead of a round trip;
+   against its headroom; on the peer's ACCEPT, phase 3: send the granted L frames, relayed;
 3. frames it receives for itself are delivered (exactly once: (origin, flow, seq) seen before is
    counted as a duplicate); frames for another rack join N[final rack].
 
@@ -114,12 +112,6 @@ class Agent:
         # counted as missed late_offer / late_accept (a peer with nothing to offer sends none).
         self.expired: collections.OrderedDict = collections.OrderedDict()
         self.quiet = 0  # offers not sent: nothing to relay, or no spare capacity
-        # When the peer's OFFER / ACCEPT arrived, ms after its window opened -> count: what the
-        # exchange costs the window (phase 3's frames can only leave after the ACCEPT).
-        self.exchange_ms = {"offer": collections.Counter(), "grant": collections.Counter()}
-        # Phase 2's messages: OFFERs that carried room, grants read from a peer's room / an ACCEPT.
-        self.phase2_count = collections.Counter()
-        self.offered_by: dict[int, int] = {}  # peer rack -> when (ns) its last OFFER with demand came
         self.claimed = 0  # frames of shared windows this agent claimed and kept (host/share.py)
         self.share_moves = collections.Counter()  # topped_up: frames of flows joining an open shared window
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
@@ -234,7 +226,43 @@ class Agent:
         more = win.more
         sender = asyncio.ensure_future(self._pace(c.peer, win))
         if not self.one_hop:
-            await self._phase2(c, rq, cap - direct.total, whole, start, end, win)
+            offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
+            key = (c.rotor, c.slot, c.peer)
+            # An offer with no whole frame to relay, or no spare capacity to send it in, can be
+            # granted nothing: it is not sent (nor an ACCEPT awaited).  Idle circuits then carry
+            # no RotorLB chatter: at 1 % load 16 agents' offers and accepts (~1 300/s through
+            # the fabric) were most of what the BMv2 switches carried.
+            demand = {d: int(v) for d, v in offer.demand.items() if int(v) > 0}
+            offering = bool(demand) and int(offer.capacity) > 0
+            if offering:
+                self._send(c.peer, wire.encode_offer(wire.Offer(c.rotor, c.slot, int(offer.capacity), demand)))
+            else:
+                self.quiet += 1
+            wait = max(0.001, min(0.05, (end - start) / 4e9))
+            peer_offer = await self._wait(("offer",) + key, wait)
+            if peer_offer is None:
+                pass  # the peer had nothing to offer, or its offer came too late: nothing to grant
+            else:
+                # Headroom is a whole circuit per destination (RotorLB's one slot), shared or not.
+                grant = core.accept(rq, self.me, [core.Offer(Fraction(peer_offer.spare),
+                                                              {d: Fraction(v) for d, v in peer_offer.demand.items()})],
+                                    whole)[0]
+                self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in grant.items()
+                                                                                    if int(v) > 0})))
+            acc = await self._wait(("accept",) + key, wait) if offering else None
+            if acc is None:
+                if offering:
+                    self.missed["accept"] += 1
+            else:
+                # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have
+                # sent some of this L since the snapshot (the core clips grants the same way).
+                _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
+                for d, amount in sorted(moved.items()):
+                    for _ in range(int(amount)):
+                        flow, seq, payload = self.local[d].popleft()
+                        out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
+                        self.sent["relay_first"] += 1
+                more.set()
         sent = await sender
         del self.open_windows[(c.rotor, c.slot)]
         # What the window could not carry (or what was granted after it closed) goes back to the
@@ -248,84 +276,6 @@ class Agent:
                 if m.flow in self.flow_tx:
                     self.flow_tx[m.flow][4] += 1
             self.sent["unsent_returned"] += 1
-
-    async def _phase2(self, c: Circuit, rq: core.RackQueues, spare: Fraction, whole: Fraction, start: int,
-                      end: int, win: "_Window") -> None:
-        """RotorLB's phase 2 with the circuit's peer, then phase 3 as soon as the grant is known.
-
-        The OFFER (spare capacity, L for third racks) goes out at once.  The grant to it comes
-        either with the peer's own OFFER, when that carries the peer's headroom (``room``: the
-        offerer then computes the grant itself, :func:`core.fill`, the very grant the peer's
-        ACCEPT would carry), or as the peer's ACCEPT, a round trip after the OFFER; whichever
-        comes first.  An agent sends its room to a peer that offered it something in the last
-        hyperperiod (a long flow's rack offers in every window), so that exchange costs one
-        one-way trip: on this fabric the ACCEPT came 20-156 ms after the window opened (median
-        ~45 ms of a ~130 ms window, the peer's OFFER ~15 ms) and the frames it granted were late
-        for the window (issue #14, flow 1439).  Idle circuits carry nothing: an agent with nothing
-        to offer and no recent offerer for a peer sends no message.
-        """
-        key = (c.rotor, c.slot, c.peer)
-        offer = core.make_offer(rq, self.me, c.peer, spare)
-        # An offer with no whole frame to relay, or no spare capacity to send it in, can be
-        # granted nothing: it is not sent (nor a grant awaited).
-        demand = {d: int(v) for d, v in offer.demand.items() if int(v) > 0}
-        offering = bool(demand) and int(offer.capacity) > 0
-        recent = time.time_ns() - self.offered_by.get(c.peer, -(1 << 62)) < self.s.hyperperiod_us * 1000
-        room = ({d: int(v) for d, v in core.room(rq, self.me, c.peer, self.s.racks, whole).items()}
-                if recent else None)
-        if offering or recent:
-            self._send(c.peer, wire.encode_offer(wire.Offer(c.rotor, c.slot, int(offer.capacity) if offering else 0,
-                                                            demand if offering else {}, room)))
-            self.phase2_count["room_sent"] += room is not None
-        else:
-            self.quiet += 1
-        mine = core.Offer(Fraction(int(offer.capacity)), {d: Fraction(v) for d, v in demand.items()})
-        wait = max(0.001, min(0.05, (end - start) / 4e9))
-        t0 = time.time_ns()
-        # The peer's OFFER, to ACCEPT it, until t0 + wait; the grant to ours, from the peer's
-        # room or its ACCEPT, until t0 + 2 wait (before: an offer wait, then an accept wait).
-        deadline = {("offer",) + key: t0 + int((2 if offering else 1) * wait * 1e9)}
-        if offering:
-            deadline[("accept",) + key] = t0 + int(2 * wait * 1e9)
-        granted = False
-        while deadline:
-            got = await self._wait_any(deadline)
-            if got is None:
-                break
-            k, m = got
-            del deadline[k]
-            grant = None
-            if k[0] == "offer":
-                self.exchange_ms["offer"][(time.time_ns() - start) // 1_000_000] += 1
-                if m.demand and room is None:
-                    # Our room did not go to the peer: it waits for this ACCEPT.
-                    g = core.accept(rq, self.me, [core.Offer(Fraction(m.spare), {d: Fraction(v) for d, v in
-                                                                             m.demand.items()})], whole)[0]
-                    self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in g.items()
-                                                                                        if int(v) > 0})))
-                if offering and not granted and m.room is not None:
-                    grant = core.fill({d: Fraction(v) for d, v in m.room.items()}, c.peer, [mine])[0]
-                    self.phase2_count["granted_from_room"] += 1
-                    # The peer sends no ACCEPT when its OFFER carries room.
-                    if deadline.pop(("accept",) + key, None) is not None:
-                        self._expire(("accept",) + key)
-            elif not granted:
-                grant = {d: Fraction(v) for d, v in m.grant.items()}
-                self.phase2_count["granted_by_accept"] += 1
-            if grant is not None:
-                granted = True
-                self.exchange_ms["grant"][(time.time_ns() - start) // 1_000_000] += 1
-                # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have
-                # sent some of this L since the snapshot (the core clips grants the same way).
-                _, moved = core.phase3(self.queues(), grant)
-                for d, amount in sorted(moved.items()):
-                    for _ in range(int(amount)):
-                        flow, seq, payload = self.local[d].popleft()
-                        win.out.append(self._data(c, self.me, flow, seq, d, False, c.slot, payload))
-                        self.sent["relay_first"] += 1
-                win.more.set()
-        if offering and not granted:
-            self.missed["accept"] += 1  # no grant in time (no room, no ACCEPT)
 
     def _room(self, w: tuple[int, int], end: int) -> int:
         """More frames window ``w`` can send before ``end``: the circuit at the agent's rate less
@@ -389,38 +339,17 @@ class Agent:
             nxt = max(nxt + g, now - 2 * g)
         return i
 
-    async def _wait_any(self, deadline: dict[tuple, int]):
-        """The first of the messages ``deadline`` waits for (key -> until, ns) to arrive, as
-        (key, message); None once every wait is over.  A wait that ends is over for good: a
-        message arriving after it is counted late (:meth:`received`)."""
-        loop = asyncio.get_running_loop()
-        futs = {k: self.waiters.setdefault(k, loop.create_future()) for k in deadline}
+    async def _wait(self, key: tuple, timeout: float):
+        fut = self.waiters.setdefault(key, asyncio.get_running_loop().create_future())
         try:
-            while futs:
-                now = time.time_ns()
-                for k in [k for k in futs if deadline[k] <= now and not futs[k].done()]:
-                    self._expire(k)
-                    del futs[k], deadline[k]
-                if not futs:
-                    return None
-                done = [k for k, f in futs.items() if f.done()]
-                if done:
-                    self.waiters.pop(done[0], None)
-                    return done[0], futs[done[0]].result()
-                until = min(deadline[k] for k in futs)
-                await asyncio.wait(list(futs.values()), timeout=max(0, until - now) / 1e9,
-                                   return_when=asyncio.FIRST_COMPLETED)
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError:
+            self.expired[key] = None
+            while len(self.expired) > 4096:
+                self.expired.popitem(last=False)
             return None
-        except BaseException:
-            for k in futs:
-                self.waiters.pop(k, None)
-            raise
-
-    def _expire(self, key: tuple) -> None:
-        self.waiters.pop(key, None)
-        self.expired[key] = None
-        while len(self.expired) > 4096:
-            self.expired.popitem(last=False)
+        finally:
+            self.waiters.pop(key, None)
 
     # -- network ----------------------------------------------------------------------------
     def _send(self, peer: int, buf: bytes) -> None:
@@ -443,8 +372,6 @@ class Agent:
         if isinstance(m, (wire.Offer, wire.Accept)):
             peer = self.s.rotors[m.rotor].matchings[m.slot % len(self.s.rotors[m.rotor].matchings)][self.me]
             kind = "offer" if isinstance(m, wire.Offer) else "accept"
-            if kind == "offer" and m.demand:
-                self.offered_by[peer] = time.time_ns()
             if self.expired.pop((kind, m.rotor, m.slot, peer), 0) is None:
                 self.missed["late_" + kind] += 1  # its wait is over: too late to use
                 return
@@ -641,10 +568,7 @@ class Agent:
                 "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
                                                                  for o, _, _, _, _ in q)),
                 "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
-                "missed": dict(self.missed), "quiet_offers": self.quiet,
-                "exchange": dict(self.phase2_count),
-                "exchange_ms": {k: {str(ms): n for ms, n in sorted(c.items())} for k, c in self.exchange_ms.items()},
-                "udp_rcvbuf_errors": _udp_counter("RcvbufErrors"),
+                "missed": dict(self.missed), "quiet_offers": self.quiet, "udp_rcvbuf_errors": _udp_counter("RcvbufErrors"),
                 "udp_no_ports": _udp_counter("NoPorts"),
                 "flows_rx": {f"{o}:{fl}": v for (o, fl), v in self.flow_rx.items()},
                 "flows_rx_via": {f"{o}:{fl}": v for (o, fl), v in self.flow_via.items()},

@@ -5,9 +5,7 @@ only over a live circuit to the rack of its IP destination, and drops it (counte
 otherwise, so an agent's frame never takes a multi-hop path the algorithm did not choose.
 
 * OFFER  (phase 2): rotor, slot, the offerer's spare capacity and its local demand per
-  destination rack, in frames; and, when it comes with one, the sender's headroom (room) per
-  third rack: what the peer needs to compute the grant to its own offer itself, without waiting
-  for an ACCEPT (``room`` None: the sender will ACCEPT the peer's offer instead).
+  destination rack, in frames.
 * ACCEPT (phase 2): rotor, slot, the frames granted per destination rack.
 * ACK (with ``--retransmit-us``): the (flow, seq) of data frames delivered to the sender's
   rack, sent back to their origin over the low-latency class (DSCP 46: tiny, and it must not wait
@@ -26,7 +24,6 @@ OFFER, ACCEPT, DATA, ACK = 1, 2, 3, 4
 _HEAD = struct.Struct("!BHI")         # type, rotor, slot
 _PAIR = struct.Struct("!HI")          # dst rack, frames
 _OFFER = struct.Struct("!IH")         # spare frames, entries
-NO_ROOM = 0xFFFF                      # room entries: the offer carries no room
 _DATA = struct.Struct("!HIIHBIQ")     # origin, flow, seq, final dst, relayed, accepted slot, sent ns
 DATA_HEADER = _HEAD.size + _DATA.size
 _ACK = struct.Struct("!II")           # flow, seq
@@ -43,7 +40,6 @@ class Offer:
     slot: int
     spare: int
     demand: dict[int, int]
-    room: dict[int, int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,10 +76,8 @@ def encode_ack(m: Ack) -> bytes:
 
 
 def encode_offer(m: Offer) -> bytes:
-    room = b"" if m.room is None else b"".join(_PAIR.pack(d, n) for d, n in sorted(m.room.items()))
     return (_HEAD.pack(OFFER, m.rotor, m.slot) + _OFFER.pack(m.spare, len(m.demand))
-            + b"".join(_PAIR.pack(d, n) for d, n in sorted(m.demand.items()))
-            + struct.pack("!H", NO_ROOM if m.room is None else len(m.room)) + room)
+            + b"".join(_PAIR.pack(d, n) for d, n in sorted(m.demand.items())))
 
 
 def encode_accept(m: Accept) -> bytes:
@@ -106,12 +100,7 @@ def decode(buf: bytes) -> Offer | Accept | Data | Ack:
         if kind == OFFER:
             spare, n = _OFFER.unpack_from(buf, off)
             off += _OFFER.size
-            demand = dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(n))
-            off += n * _PAIR.size
-            (r,) = struct.unpack_from("!H", buf, off)
-            off += 2
-            room = None if r == NO_ROOM else dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(r))
-            return Offer(rotor, slot, spare, demand, room)
+            return Offer(rotor, slot, spare, dict(_PAIR.unpack_from(buf, off + i * _PAIR.size) for i in range(n)))
         if kind == ACCEPT:
             (n,) = struct.unpack_from("!H", buf, off)
             off += 2

@@ -6,7 +6,7 @@ over a Schedule; ``cli`` wires ``p4rotor model rotorlb``.
 """
 
 from .core import (Chunk, Direct, FabricState, Offer, RackQueues, SlotReport, accept, add_local,
-                   fill, headroom, make_offer, phase1, phase3, room, run_slot, store)
+                   headroom, make_offer, phase1, phase3, run_slot, store)
 
 __all__ = ["Chunk", "Direct", "FabricState", "Offer", "RackQueues", "SlotReport", "accept",
-           "add_local", "fill", "headroom", "make_offer", "phase1", "phase3", "room", "run_slot", "store"]
+           "add_local", "headroom", "make_offer", "phase1", "phase3", "run_slot", "store"]

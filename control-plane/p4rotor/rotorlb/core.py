@@ -193,24 +193,10 @@ def accept(rack: RackQueues, me: int, offers: Sequence[Offer],
     one limit exactly (it is set to zero, not left as float dust), so the loop
     ends after at most rows + columns + entries steps.
     """
-    dsts = sorted({d for o in offers for d in o.demand if d != me})
-    return fill({d: headroom(rack, d, capacity) for d in dsts}, me, offers)
-
-
-def room(rack: RackQueues, me: int, peer: int, racks: int, capacity: Amount = 1.0) -> dict[int, Amount]:
-    """The acceptor's headroom for every third rack (not ``me``, not ``peer``), none left out at
-    zero: all :func:`accept` needs of it to grant ``peer``'s offer, so ``peer`` can compute the
-    grant itself (:func:`fill`) from this alone."""
-    return _without_zeros({d: headroom(rack, d, capacity) for d in range(racks) if d not in (me, peer)})
-
-
-def fill(room: Mapping[int, Amount], me: int, offers: Sequence[Offer]) -> list[dict[int, Amount]]:
-    """:func:`accept` given the acceptor ``me``'s headroom per destination (``room``; a
-    destination it leaves out has none) instead of its queues: the same grants."""
     rem_cap = [o.capacity for o in offers]
     rem_offer = [{d: v for d, v in o.demand.items() if d != me} for o in offers]
     dsts = sorted({d for o in rem_offer for d in o})
-    avail = {d: room.get(d, 0) for d in dsts}
+    avail = {d: headroom(rack, d, capacity) for d in dsts}
     grants: list[dict[int, Amount]] = [{} for _ in offers]
     while True:
         active = [(r, d) for r, o in enumerate(rem_offer) for d, v in o.items()
