@@ -96,6 +96,8 @@ def went(a: dict) -> str:
                      f"{a['resent']} resent, {a['returned']} returned unsent)")
     if "relayed" in a:
         parts.append(f"{a['relayed']}/{a['frames']} relayed, the longest {a['worst_relay_slots']} slots at its relay")
+    if "lost" in a:  # runs since 2026-11-27: resent frames that arrived once
+        parts.append(f"{a['lost']} lost in the fabric ({a['duplicates']} second copies dropped)")
     return "\n      agents: " + "; ".join(parts)
 
 

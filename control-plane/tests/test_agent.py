@@ -80,6 +80,13 @@ def test_retransmission_delivers_every_frame_exactly_once_despite_loss():
     assert delivered == accepted, (delivered, accepted, [r["retransmitted"] for r in res])
     assert sum(r["retransmitted"] for r in res) >= fab.lost
     assert sum(r["duplicates"] for r in res) <= sum(r["retransmitted"] for r in res)
+    # Per flow: the receiver's second copies, and so the copies the fabric lost (resent less
+    # those), what an FCT run keeps of a slow flow (experiments/fct.py: bulk_paths).
+    from p4rotor.experiments.fct import bulk_paths
+
+    paths = bulk_paths(res, {1: fab.t0, 203: fab.t0}, {1: 60, 203: 60})
+    assert sum(p["duplicates"] for p in paths.values()) == sum(r["duplicates"] for r in res)
+    assert 0 < sum(p["lost"] for p in paths.values()) <= fab.lost
 
 
 def test_retransmission_with_acks_over_the_direct_circuit():
@@ -184,8 +191,8 @@ def test_agents_say_how_each_flow_went():
         assert fab.t0 <= first <= last and sent >= 6 and resent >= 0 and returned >= 0
     rx = next(r for r in res if r["rack"] == 1)
     assert set(rx["flows_rx_via"]) == set(rx["flows_rx"])
-    for key, (relayed, worst, first_rx) in rx["flows_rx_via"].items():
-        assert 0 <= relayed <= 6 and worst >= 0 and first_rx <= rx["flows_rx"][key][1]
+    for key, (relayed, worst, first_rx, dup) in rx["flows_rx_via"].items():
+        assert 0 <= relayed <= 6 and worst >= 0 and first_rx <= rx["flows_rx"][key][1] and dup == 0
     paths = bulk_paths(res, {1: fab.t0, 201: fab.t0}, {1: 6, 201: 6})
     assert set(paths) == {1, 201}
     p = paths[1]

@@ -1102,7 +1102,9 @@ def bulk_paths(summaries: list[dict], start_ns: dict[int, int], frames: dict[int
     when its first and last own frames left (``first_sent_s``, ``last_sent_s``), frames sent (a
     resent copy counted again), ``resent``, ``returned`` unsent from a window that closed,
     ``relayed`` of those that arrived and the most slots one waited at its relay
-    (``worst_relay_slots``), when the first arrived (``first_rx_s``).  What an FCT run keeps of the
+    (``worst_relay_slots``), when the first arrived (``first_rx_s``), second copies the receiver
+    dropped (``duplicates``) and so the frames the fabric lost (``lost``: resent less
+    duplicates; summaries from before 2026-11-27 have neither).  What an FCT run keeps of the
     flows above the bulk bound, so a slow flow is explained from ``fct.json`` alone; summaries from
     before 2026-11-26 have none of it ({})."""
     out: dict[int, dict] = {}
@@ -1113,11 +1115,15 @@ def bulk_paths(summaries: list[dict], start_ns: dict[int, int], frames: dict[int
                 out.setdefault(fid, {}).update(
                     first_sent_s=round((first - start_ns[fid]) / 1e9, 6), last_sent_s=round((last - start_ns[fid]) / 1e9, 6),
                     sent=sent, resent=resent, returned=returned)
-        for key, (relayed, worst, first_rx) in sm.get("flows_rx_via", {}).items():
+        for key, (relayed, worst, first_rx, *dup) in sm.get("flows_rx_via", {}).items():
             fid = int(key.split(":")[1])
             if fid in frames and fid in start_ns:
                 out.setdefault(fid, {}).update(frames=frames[fid], relayed=relayed, worst_relay_slots=worst,
-                                               first_rx_s=round((first_rx - start_ns[fid]) / 1e9, 6))
+                                               first_rx_s=round((first_rx - start_ns[fid]) / 1e9, 6),
+                                               **({"duplicates": dup[0]} if dup else {}))
+    for p in out.values():  # resent frames that arrived once: their first copy was lost
+        if "resent" in p and "duplicates" in p:
+            p["lost"] = max(0, p["resent"] - p["duplicates"])
     return out
 
 

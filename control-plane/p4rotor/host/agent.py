@@ -117,7 +117,8 @@ class Agent:
         self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
         # How each flow went, for the flows an FCT run finds slow (experiments/fct.py:
         # ``bulk_paths``): received here, (origin, flow) -> [frames relayed, most slots one waited
-        # at its relay, first ns]; sent from here, flow -> [first ns, last ns, frames sent, resent,
+        # at its relay, first ns, second copies dropped (a resent frame whose first copy came:
+        # its sender's resends less these are the frames the fabric lost)]; sent from here, flow -> [first ns, last ns, frames sent, resent,
         # returned unsent from a window that closed].
         self.flow_via: dict[tuple[int, int], list[int]] = {}
         self.flow_tx: dict[int, list[int]] = {}
@@ -383,18 +384,19 @@ class Agent:
             key = (m.origin, m.flow, m.seq)
             if self.retransmit_ns:
                 self.acks_owed[m.origin].append((m.flow, m.seq))  # a duplicate too: its ACK was lost
+            now = time.time_ns()
+            via = self.flow_via.setdefault((m.origin, m.flow), [0, 0, now, 0])
             if key in self.seen:
                 self.duplicates += 1
+                via[3] += 1
                 return
             self.seen.add(key)
             self.delivered[m.origin] += 1
-            now = time.time_ns()
             rx = self.flow_rx.setdefault((m.origin, m.flow), [0, 0])
             rx[0] += 1
             rx[1] = now
             if self.measure[0] <= now < self.measure[1]:
                 self.in_window[m.origin] += 1
-            via = self.flow_via.setdefault((m.origin, m.flow), [0, 0, now])
             if m.relayed:
                 self.relay_delay[m.slot - m.accepted_slot] += 1
                 via[0] += 1
