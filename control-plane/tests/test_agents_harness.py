@@ -67,3 +67,29 @@ def test_agents_rate_and_share(tmp_path, shared):
     assert (_opt(a, "--share-member"), _opt(a, "--share-members")) == ("1", "2")
     assert float(_opt(a, "--host-rate")) == 4 * 100
     assert _opt(args["h3x0"], "--share") == _opt(a, "--share") and _opt(args["h3x0"], "--share-member") == "0"
+
+
+@pytest.mark.parametrize("realtime", [False, True], ids=["default", "realtime"])
+def test_agents_realtime_under_sched_rr_below_the_switches(tmp_path, monkeypatch, realtime):
+    """``realtime``: every agent starts under SCHED_RR at HOST_RT_PRIORITY (below the switches),
+    where that is allowed, else at nice 0; without it, as it is."""
+    from p4rotor.fabric import switch
+
+    monkeypatch.setattr(switch, "realtime_allowed", lambda: True)
+    ds = S.dilate(S.generate_opera(8, 4, 1000, 100), 100)
+    topo = TP.generate(ds, "schedule.json", hosts_per_rack=2)
+    emu = _Emu()
+    start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=10_000, flows={}, realtime=realtime,
+                 start_ns=time.time_ns() + 60 * 10**9)
+    for args in emu.args.values():
+        head = args[:args.index("-m")]
+        if realtime:
+            assert head[:3] == ["chrt", "--rr", str(switch.HOST_RT_PRIORITY)]
+            assert switch.HOST_RT_PRIORITY < switch.SWITCH_RT_PRIORITY
+        else:
+            assert "chrt" not in head and "nice" not in head
+    monkeypatch.setattr(switch, "realtime_allowed", lambda: False)
+    emu = _Emu()
+    start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=10_000, flows={}, realtime=realtime,
+                 start_ns=time.time_ns() + 60 * 10**9)
+    assert all(("chrt" in a) is False for a in emu.args.values())

@@ -26,7 +26,7 @@ from .. import schedule as S
 from ..schedule import routes as R
 from ..fabric import topology as TP
 from ..fabric.agents import account, cycle_start_ns, start_agents
-from ..fabric.switch import SWITCH_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
+from ..fabric.switch import HOST_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
 from ..host import wire
 from ..host.flows import CLOSE_WAIT_S, arrival_ns
 from ..workload import cdf as C
@@ -157,7 +157,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             # machine the same one-packet flows took longer than in the loaded run (min 5.4 ms
             # for a pair whose run flows took 3.5: slowdowns of 0.46): the idle vCPUs wake slowly.
             per_rack = max(len(k.hosts) for k in topo.racks)
-            idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us, flows={})
+            idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us, flows={},
+                                realtime=True)
             try:
                 alone = _alone(emu, topo, out / "alone", period_ns=ds.hyperperiod_us * 1000, pace_bps=access_bps)
                 calibration = _calibrate(emu, topo, out / "calibrate", period_ns=ds.hyperperiod_us * 1000,
@@ -845,7 +846,7 @@ def alone_spread(fcts: list[float]) -> dict:
             "p90_s": percentile(xs, 90), "mean_over_min": mean / xs[0]}
 
 
-FLOWS_RT_PRIORITY = SWITCH_RT_PRIORITY - 10  # the TCP senders and receivers: below the switches
+FLOWS_RT_PRIORITY = HOST_RT_PRIORITY  # the TCP senders and receivers: below the switches
 # Flow sizes (in TCP segments) measured alone: dense enough that the line between two is near
 # the truth (with 3 and 5 only, a 4-frame flow's alone was 3.9 ms over the floor where 2.1 was
 # measured), and whole segments: the kernel's segment carries SEGMENT bytes (the MSS less
@@ -986,7 +987,7 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             per_rack = max(len(k.hosts) for k in topo.racks)
             agents = start_agents(emu, topo, ds, out / "agents", rate=rate * per_rack, guard_us=guard_us,
                                   flows=bulk, stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us,
-                                  shared=shared, start_ns=agents_start)
+                                  shared=shared, start_ns=agents_start, realtime=True)
         n_ll = sum(map(len, ll.values()))
         frames_of = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
         whole_at = None  # wall s (from base) at which every flow was whole

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from .switch import HarnessError, stop_process_group
+from .switch import HOST_RT_PRIORITY, HarnessError, priority_prefix, stop_process_group
 
 FAR_NS = 1 << 62  # wall ns in the year 2116: "until stopped"
 # What SIGTERMed agents get, all together, to finish their open windows and write their summaries.
@@ -179,7 +179,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
-                 shared: bool = False) -> Agents:
+                 shared: bool = False, realtime: bool = False) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -187,7 +187,10 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     first frames to it would have been lost.  ``rate`` is a rack's per circuit: a plane per host
     splits it evenly; ``shared``, a rack's agents share its circuits instead (host/share.py:
     each window's frames claimed through ``share-rack<k>.json``), each host sending at most its
-    plane's worth over all its circuits together, as with a plane per host."""
+    plane's worth over all its circuits together, as with a plane per host.  ``realtime``: each
+    agent under SCHED_RR below the switches where allowed (fabric/switch.py: HOST_RT_PRIORITY),
+    as an FCT run's TCP senders are: its pacer then sends when its window says, not when the
+    scheduler gets to it."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.json")]:
@@ -196,6 +199,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     sched_file.write_text(ds.dumps())
     hosts = max(len(k.hosts) for k in topo.racks)
     agents = Agents(out)
+    prefix = priority_prefix(True, HOST_RT_PRIORITY, 0) if realtime else []
     if start_ns is None:
         n_agents = sum(1 for k in topo.racks for n in range(len(k.hosts)) if host_index in (None, n))
         start_ns = time.time_ns() + int(start_lead_s(n_agents) * 1e9)
@@ -208,7 +212,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 if len(k.hosts) <= n:
                     continue
                 h = k.hosts[n]
-                args = [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(sched_file),
+                args = prefix + [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(sched_file),
                         "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers,
                         "--flows", "@" + str(_flows_file(out, h.name, (flows or {}).get((k.id, n), []))),
                         "--rate", str(rate / (1 if host_index is not None or shared else hosts)),

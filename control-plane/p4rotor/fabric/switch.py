@@ -119,6 +119,10 @@ SWITCH_NICE = -10
 # kernel's RT throttling still leaves 5 % of the CPU to the rest.  Not the default: 100+
 # switches at scale would keep the controller from its deadlines.
 SWITCH_RT_PRIORITY = 20
+# The hosts' processes that keep time (an FCT run's TCP senders and receivers, and its RotorLB
+# agents, whose pacers must send inside a circuit's window): SCHED_RR below the switches, so a
+# host waits for the fabric and never the fabric for a host.
+HOST_RT_PRIORITY = SWITCH_RT_PRIORITY - 10
 
 
 @functools.cache
