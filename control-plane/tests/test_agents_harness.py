@@ -71,8 +71,9 @@ def test_agents_rate_and_share(tmp_path, shared):
 
 @pytest.mark.parametrize("realtime", [False, True], ids=["default", "realtime"])
 def test_agents_realtime_under_sched_rr_below_the_switches(tmp_path, monkeypatch, realtime):
-    """``realtime``: every agent starts under SCHED_RR at HOST_RT_PRIORITY (below the switches),
-    where that is allowed, else at nice 0; without it, as it is."""
+    """``realtime``: every agent starts under SCHED_RR at AGENT_RT_PRIORITY (below the switches
+    and the FCT run's TCP processes: a woken receiver never waits for an agent), where that is
+    allowed, else at nice 0; without it, as it is."""
     from p4rotor.fabric import switch
 
     monkeypatch.setattr(switch, "realtime_allowed", lambda: True)
@@ -84,8 +85,8 @@ def test_agents_realtime_under_sched_rr_below_the_switches(tmp_path, monkeypatch
     for args in emu.args.values():
         head = args[:args.index("-m")]
         if realtime:
-            assert head[:3] == ["chrt", "--rr", str(switch.HOST_RT_PRIORITY)]
-            assert switch.HOST_RT_PRIORITY < switch.SWITCH_RT_PRIORITY
+            assert head[:3] == ["chrt", "--rr", str(switch.AGENT_RT_PRIORITY)]
+            assert 0 < switch.AGENT_RT_PRIORITY < switch.HOST_RT_PRIORITY < switch.SWITCH_RT_PRIORITY
         else:
             assert "chrt" not in head and "nice" not in head
     monkeypatch.setattr(switch, "realtime_allowed", lambda: False)

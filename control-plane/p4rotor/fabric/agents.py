@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from .switch import HOST_RT_PRIORITY, HarnessError, priority_prefix, stop_process_group
+from .switch import AGENT_RT_PRIORITY, HarnessError, priority_prefix, stop_process_group
 
 FAR_NS = 1 << 62  # wall ns in the year 2116: "until stopped"
 # What SIGTERMed agents get, all together, to finish their open windows and write their summaries.
@@ -188,9 +188,9 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     splits it evenly; ``shared``, a rack's agents share its circuits instead (host/share.py:
     each window's frames claimed through ``share-rack<k>.json``), each host sending at most its
     plane's worth over all its circuits together, as with a plane per host.  ``realtime``: each
-    agent under SCHED_RR below the switches where allowed (fabric/switch.py: HOST_RT_PRIORITY),
-    as an FCT run's TCP senders are: its pacer then sends when its window says, not when the
-    scheduler gets to it."""
+    agent under SCHED_RR below the switches and an FCT run's TCP processes, where allowed
+    (fabric/switch.py: AGENT_RT_PRIORITY): its pacer then sends when its window says, not when
+    the scheduler gets to it."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.json")]:
@@ -199,7 +199,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     sched_file.write_text(ds.dumps())
     hosts = max(len(k.hosts) for k in topo.racks)
     agents = Agents(out)
-    prefix = priority_prefix(True, HOST_RT_PRIORITY, 0) if realtime else []
+    prefix = priority_prefix(True, AGENT_RT_PRIORITY, 0) if realtime else []
     if start_ns is None:
         n_agents = sum(1 for k in topo.racks for n in range(len(k.hosts)) if host_index in (None, n))
         start_ns = time.time_ns() + int(start_lead_s(n_agents) * 1e9)

@@ -119,10 +119,16 @@ SWITCH_NICE = -10
 # kernel's RT throttling still leaves 5 % of the CPU to the rest.  Not the default: 100+
 # switches at scale would keep the controller from its deadlines.
 SWITCH_RT_PRIORITY = 20
-# The hosts' processes that keep time (an FCT run's TCP senders and receivers, and its RotorLB
-# agents, whose pacers must send inside a circuit's window): SCHED_RR below the switches, so a
-# host waits for the fabric and never the fabric for a host.
+# The hosts' processes that keep time: SCHED_RR below the switches, so a host waits for the
+# fabric and never the fabric for a host.  An FCT run's TCP senders and receivers (an application
+# answers at once on a real host) ...
 HOST_RT_PRIORITY = SWITCH_RT_PRIORITY - 10
+# ... and below them its RotorLB agents, whose pacers must send inside a circuit's window (at the
+# default priority they waited for the controller and the harness: flow 1439 of Data Mining 1 %
+# alone, 57 of 60 copies within the bulk bound; under SCHED_RR 60 of 60).  At the TCP processes'
+# own priority a woken receiver waited for an agent's turn: the low-latency class's mean slowdown
+# at Data Mining 1 % rose from 1.64 to 2.02 (docs/experiments.md, "The agents under SCHED_RR").
+AGENT_RT_PRIORITY = HOST_RT_PRIORITY - 5
 
 
 @functools.cache
