@@ -84,26 +84,3 @@ def test_sends_clock_probes_evenly_and_counts_on_sigterm(tmp_path):
     finally:
         for a, _ in pairs:
             subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
-
-
-@pytest.mark.parametrize("realtime", [False, True], ids=["default", "realtime"])
-def test_warmer_runs_above_the_agents_in_a_realtime_emulation(tmp_path, monkeypatch, realtime):
-    """With ``realtime`` the warmer starts under SCHED_RR above the agents and below the TCP
-    processes (at the default policy the agents under SCHED_RR kept it from its period), else
-    at nice 0 where SCHED_RR is not allowed; without ``realtime``, as it is."""
-    from p4rotor.fabric import switch
-    from p4rotor.fabric.mininet import Emulation
-
-    monkeypatch.setattr(switch, "realtime_allowed", lambda: True)
-    emu = Emulation(topo=None, build=tmp_path, run_dir=tmp_path, realtime=realtime, warm_ms=2.0)
-    cmd = emu.warmer_command(["c0", "c1"])
-    head = cmd[:cmd.index("-m") - 1]
-    assert cmd[cmd.index("-m") + 1] == "p4rotor.fabric.warm" and cmd[-2:] == ["c0", "c1"]
-    if realtime:
-        assert head == ["chrt", "--rr", str(switch.WARM_RT_PRIORITY)]
-        assert switch.AGENT_RT_PRIORITY < switch.WARM_RT_PRIORITY < switch.HOST_RT_PRIORITY
-    else:
-        assert head == []
-    monkeypatch.setattr(switch, "realtime_allowed", lambda: False)
-    cmd = emu.warmer_command(["c0"])
-    assert cmd[:cmd.index("-m") - 1] == (["nice", "-n", "0"] if realtime else [])

@@ -25,7 +25,7 @@ from . import topology as TP
 from ..control.status import read_status
 from .cpu import IdlePoll
 from .shaping import qdisc_drops
-from .switch import WARM_RT_PRIORITY, HarnessError, missing_tools, priority_prefix, run, stop_process_group
+from .switch import HarnessError, missing_tools, run, stop_process_group
 
 
 def _tcp_listening(port: int) -> bool:
@@ -198,19 +198,13 @@ class Emulation:
             sw.extra_ports = {K.CLOCK_PORT: sw_end}
             self._clock_wired.append(sw.name)
 
-    def warmer_command(self, ifaces: list[str]) -> list[str]:
-        """The warmer's command line: with ``realtime``, under SCHED_RR at WARM_RT_PRIORITY (above
-        the agents, which otherwise kept it from its period; fabric/switch.py) where allowed."""
-        prefix = priority_prefix(True, WARM_RT_PRIORITY, 0) if self.realtime else []
-        return prefix + [sys.executable, "-m", "p4rotor.fabric.warm", "--period-ms", str(self.warm_ms),
-                         "--summary", str(self.run_dir / "warm.json"), *ifaces]
-
     def _start_warmer(self) -> None:
         """The warmer (fabric/warm.py) on the controller's ends of the clock ports, once every
         program is in (before that a switch has nothing to reflect the probes with)."""
         ifaces = [clock_iface_names(n)[1] for n in self._clock_wired]
         log = open(self.run_dir / "warm.log", "w")
-        self._warmer = subprocess.Popen(self.warmer_command(ifaces),
+        self._warmer = subprocess.Popen([sys.executable, "-m", "p4rotor.fabric.warm", "--period-ms", str(self.warm_ms),
+                                         "--summary", str(self.run_dir / "warm.json"), *ifaces],
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()  # the warmer holds its own copy
         time.sleep(0.3)  # a bad interface or period: it says so in one line and exits at once

@@ -129,12 +129,6 @@ HOST_RT_PRIORITY = SWITCH_RT_PRIORITY - 10
 # own priority a woken receiver waited for an agent's turn: the low-latency class's mean slowdown
 # at Data Mining 1 % rose from 1.64 to 2.02 (docs/experiments.md, "The agents under SCHED_RR").
 AGENT_RT_PRIORITY = HOST_RT_PRIORITY - 5
-# The warmer (fabric/warm.py) keeps the switches hot for those TCP flows: above the agents, below
-# the TCP processes.  At the default policy the agents under SCHED_RR held it back >1.7 ms 894 055
-# times in a Data Mining 1 % run (124 718 with the agents at the default policy); a switch that
-# saw nothing for 30 ms forwards a frame ~0.2 ms slower, and the low-latency class's mean
-# slowdown was 2.05 against 1.64 (docs/experiments.md, "The whole list with the agents below").
-WARM_RT_PRIORITY = HOST_RT_PRIORITY - 1
 
 
 @functools.cache
