@@ -1095,3 +1095,14 @@ def test_above_bound_keeps_the_slow_bulk_flows_and_how_they_went():
     assert above[0]["ratio"] == pytest.approx(1.3, abs=1e-3) and above[0]["worst_relay_slots"] == 12
     assert above[0]["beside_another"] is False  # flow 3, unfinished, started after it ended
     assert above[1]["beside_another"] is True and "relayed" not in above[1]
+
+
+def test_plots_say_no_flow_finished_instead_of_failing(tmp_path):
+    # A run whose every flow stayed unfinished (the agents starved, 2026-11-27) still gets its
+    # fct.png: a log axis of nothing made matplotlib raise after fct.json was written.
+    from p4rotor.experiments.fct import _plots
+
+    f = Flow(0, "h0x0", "h2x0", 150_000, 0.0)
+    runs = {"opera": {"done": [F.Done(f, "bulk", 0, None)], "pending": [(0.0, 150_000), (1.0, 150_000)]}}
+    _plots(runs, 5.768e6, tmp_path)
+    assert (tmp_path / "fct.png").stat().st_size > 1000

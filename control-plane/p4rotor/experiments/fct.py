@@ -1301,15 +1301,22 @@ def _plots(runs: dict, access_bps: float, out: Path, models: dict | None = None)
             if model:
                 axes[2].plot([t for t, _ in model], [b / 1e3 for _, b in model], linestyle="--",
                              color=line.get_color(), alpha=0.7, label=f"{mode}: RotorLB model")
-    axes[0].set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="slowdown",
-                title="slowdown vs size")
-    axes[1].set(xscale="log", xlabel="FCT (wall s)", ylabel="CDF", title="FCT per class")
+    axes[0].set(xlabel="flow size (emulated bytes)", ylabel="slowdown", title="slowdown vs size")
+    axes[1].set(xlabel="FCT (wall s)", ylabel="CDF", title="FCT per class")
+    finished = any(d.fct_s for r in runs.values() for d in r["done"])
+    if finished:
+        axes[0].set(xscale="log", yscale="log")
+        axes[1].set(xscale="log")
+    else:  # a log axis of nothing is an error in matplotlib: say so on the plot instead
+        for ax in axes[:2]:
+            ax.text(0.5, 0.5, "no flow finished", ha="center", va="center", transform=ax.transAxes)
     arrivals = max((r.get("arrivals_s") or 0 for r in runs.values()), default=0)
     if arrivals:  # stability is judged left of it: the drain after the last arrival always falls
         axes[2].axvline(arrivals, color="grey", linestyle=":", label="last arrival")
     axes[2].set(xlabel="time from first arrival (wall s)", ylabel="pending KB (agents)", title="bytes pending")
     for ax in axes:
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "fct.png", dpi=110)
     plt.close(fig)
