@@ -1080,7 +1080,19 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
             "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts),
-            "receiver_wakeup": receiver_wakeup(wakeups)}
+            "receiver_wakeup": receiver_wakeup(wakeups), "agents_priority": agents_priority(results)}
+
+
+def agents_priority(summaries: list[dict]) -> dict | None:
+    """How long the agents held SCHED_RR (host/priority.py: while they held bulk), all together,
+    and the kernel's refusals; None for summaries from before it."""
+    ps = [s["priority"] for s in summaries if s.get("priority")]
+    if not ps:
+        return None
+    return {"agents": len(ps), "rt_priority": max((p["rt_priority"] or 0) for p in ps) or None,
+            "always": any(p["always"] for p in ps), "raised": sum(p["raised"] for p in ps),
+            "busy_s": round(sum(p["busy_s"] for p in ps), 3),
+            "errors": sorted({p["error"] for p in ps if p.get("error")})}
 
 
 def finished_bulk(summaries: list[dict], dead: list[dict], frames: dict[int, int]) -> dict[int, int]:
@@ -1212,6 +1224,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "low_latency_vs_floor": r.get("low_latency_vs_floor"),
                               "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
+                              "agents_priority": r.get("agents_priority"),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):

@@ -179,7 +179,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  tun: bool = False, stop_ns: int = FAR_NS, end_ns: int = FAR_NS,
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
-                 shared: bool = False, realtime: bool = False) -> Agents:
+                 shared: bool = False, realtime: bool = False, rt_always: bool = False) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -189,8 +189,9 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     each window's frames claimed through ``share-rack<k>.json``), each host sending at most its
     plane's worth over all its circuits together, as with a plane per host.  ``realtime``: each
     agent under SCHED_RR below the switches and an FCT run's TCP processes, where allowed
-    (fabric/switch.py: AGENT_RT_PRIORITY): its pacer then sends when its window says, not when
-    the scheduler gets to it."""
+    (fabric/switch.py: AGENT_RT_PRIORITY) while it holds bulk, the default policy while idle
+    (host/priority.py; ``rt_always``: idle too): its pacer then sends when its window says, not
+    when the scheduler gets to it, and an idle agent does not hold the CPU from the rest."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.json")]:
@@ -200,6 +201,10 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     hosts = max(len(k.hosts) for k in topo.racks)
     agents = Agents(out)
     prefix = priority_prefix(True, AGENT_RT_PRIORITY, 0) if realtime else []
+    # Started under SCHED_RR (its start-up keeps its lead), an agent keeps it only while it holds
+    # bulk (host/priority.py); ``rt_always``: idle too, as before 2026-11-27.
+    rt_args = (["--rt-priority", str(AGENT_RT_PRIORITY)] + (["--rt-always"] if rt_always else [])
+               if prefix[:1] == ["chrt"] else [])
     if start_ns is None:
         n_agents = sum(1 for k in topo.racks for n in range(len(k.hosts)) if host_index in (None, n))
         start_ns = time.time_ns() + int(start_lead_s(n_agents) * 1e9)
@@ -219,7 +224,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                         "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
                         "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json"),
                         "--start-ns", str(start_ns), "--ready", str(out / f"agent-{h.name}.ready"),
-                        "--progress", str(out / f"agent-{h.name}.progress")]
+                        "--progress", str(out / f"agent-{h.name}.progress")] + rt_args
                 if one_hop:
                     args.append("--one-hop")
                 if retransmit_us:

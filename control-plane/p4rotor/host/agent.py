@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import collections
 import json
+import os
 import socket
 import sys
 import time
@@ -39,6 +40,7 @@ from ..rotorlb import core
 from . import wire
 from .flowqueue import FlowQueue
 from .gate import Circuit, circuits
+from .priority import BusyPriority
 
 
 class _Window:
@@ -132,6 +134,8 @@ class Agent:
         self.acks_owed: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
         self.retransmitted = 0
         self.pending: list[tuple[int, int, int]] = []         # (ns, local frames, relayed frames held)
+        # SCHED_RR while it holds bulk (host/priority.py); main() sets the priority.
+        self.priority = BusyPriority(None)
         for f in flows:
             if f.get("frames", -1) > 0 and "start_ns" not in f:
                 self._make(f, f["frames"])
@@ -143,8 +147,15 @@ class Agent:
             q.append((f["flow"], self.next_seq[f["flow"]], b""))
             self.next_seq[f["flow"]] += 1
         self.accepted[f["flow"]] += n
+        if n > 0:
+            self.priority.set(True)
         if "start_ns" in f:
             self._join_open(f["dst"])
+
+    def holds(self) -> bool:
+        """Frames queued here (own or relayed) or still to leave in an open window."""
+        return (any(self.local.values()) or any(self.relay.values())
+                or any(w.queued() for w in self.open_windows.values()))
 
     def _join_open(self, dst: int) -> None:
         """A flow that starts while a circuit to its rack is open sends in it, as far as the
@@ -277,6 +288,7 @@ class Agent:
                 if m.flow in self.flow_tx:
                     self.flow_tx[m.flow][4] += 1
             self.sent["unsent_returned"] += 1
+        self.priority.set(self.holds())  # idle again: give the CPU priority back
 
     def _room(self, w: tuple[int, int], end: int) -> int:
         """More frames window ``w`` can send before ``end``: the circuit at the agent's rate less
@@ -405,6 +417,7 @@ class Agent:
                 self.missed["tun_write"] += 1  # delivered to the agent, refused by the kernel
         else:  # first hop of a relay: hold it for its final rack (N)
             self.relay[m.dst].append((m.origin, m.flow, m.seq, m.slot, m.payload))
+            self.priority.set(True)
 
     def from_tun(self, packet: bytes) -> None:
         """An IP packet an application sent to another rack's TUN address: bulk data for that rack
@@ -418,6 +431,7 @@ class Agent:
         self.next_seq[flow] = seq + 1
         self.local[dst].append((flow, seq, packet))
         self.accepted[flow] += 1
+        self.priority.set(True)
 
     def _start_timed_flows(self) -> None:
         """Flows with a ``start_ns`` (an FCT run's bulk flows) join their queue at that time."""
@@ -471,6 +485,7 @@ class Agent:
                     del self.inflight[key]
                     self.local[dst].appendleft((key[0], key[1], payload))
                     self.retransmitted += 1
+                    self.priority.set(True)
                     if key[0] in self.flow_tx:
                         self.flow_tx[key[0]][3] += 1
 
@@ -480,6 +495,7 @@ class Agent:
             tmp = self.ready_file.with_name(self.ready_file.name + ".tmp")
             tmp.write_text(json.dumps({"ready_ns": time.time_ns()}))
             tmp.replace(self.ready_file)
+        self.priority.set(self.holds())  # listening: an idle agent gives its start-up priority back
         self.stopping = asyncio.Event()
         self._start_timed_flows()
         sampler = asyncio.ensure_future(self._sample_pending())
@@ -576,6 +592,7 @@ class Agent:
                 "flows_rx_via": {f"{o}:{fl}": v for (o, fl), v in self.flow_via.items()},
                 "flows_tx": {str(fl): v for fl, v in self.flow_tx.items()},
                 "retransmitted": self.retransmitted, "unacknowledged": len(self.inflight),
+                "priority": self.priority.summary(),
                 "pending": self.pending}
 
 
@@ -588,6 +605,13 @@ def _udp_counter(name: str) -> int | None:
         return int(lines[1][lines[0].index(name)])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _running_rr() -> bool:
+    try:
+        return os.sched_getscheduler(0) == os.SCHED_RR
+    except OSError:
+        return False
 
 
 async def _sleep_until(t_ns: int) -> None:
@@ -629,8 +653,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--share-members", type=int, default=1, help="with --share: the rack's agents")
     p.add_argument("--host-rate", type=float,
                    help="frames/s this host's link carries over all its circuits together (default: no cap)")
+    p.add_argument("--rt-priority", type=int, metavar="N",
+                   help="run under SCHED_RR at N while holding bulk, the default policy while idle "
+                        "(host/priority.py; needs CAP_SYS_NICE)")
+    p.add_argument("--rt-always", action="store_true", help="with --rt-priority: SCHED_RR idle or not")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     a = p.parse_args(argv)
+    if a.rt_always and a.rt_priority is None:
+        print("error: --rt-always needs --rt-priority", file=sys.stderr)
+        return 2
+    if a.rt_priority is not None and not 1 <= a.rt_priority <= 99:
+        print(f"error: --rt-priority {a.rt_priority} is out of range: SCHED_RR takes 1 to 99", file=sys.stderr)
+        return 2
     sched = S.load(a.schedule)
     peers = {int(k): v for k, v in json.loads(a.peers).items()}
     ms = tuple(int(x) for x in a.measure.split(","))
@@ -640,6 +674,8 @@ def main(argv: list[str] | None = None) -> int:
                   ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
                   progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
                   planes=a.share_members if a.share else 1)
+    if a.rt_priority is not None:
+        agent.priority = BusyPriority(a.rt_priority, always=a.rt_always, started_rr=_running_rr())
     if a.share:
         from .share import FileShare
 
