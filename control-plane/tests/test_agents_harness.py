@@ -87,15 +87,15 @@ def test_agents_realtime_under_sched_rr_below_the_switches(tmp_path, monkeypatch
         if realtime:
             assert head[:3] == ["chrt", "--rr", str(switch.AGENT_RT_PRIORITY)]
             assert 0 < switch.AGENT_RT_PRIORITY < switch.HOST_RT_PRIORITY < switch.SWITCH_RT_PRIORITY
-            # ... and keeps it only while it holds bulk (host/priority.py)
-            assert _opt(args, "--rt-priority") == str(switch.AGENT_RT_PRIORITY) and "--rt-always" not in args
+            # ... and keeps it, idle too (the default; host/priority.py)
+            assert _opt(args, "--rt-priority") == str(switch.AGENT_RT_PRIORITY) and "--rt-always" in args
         else:
             assert "chrt" not in head and "nice" not in head and "--rt-priority" not in args
-    if realtime:  # as before 2026-11-27, for comparison: idle too
+    if realtime:  # only while it holds bulk
         emu = _Emu()
         start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=10_000, flows={}, realtime=True,
-                     rt_always=True, start_ns=time.time_ns() + 60 * 10**9)
-        assert all("--rt-always" in a for a in emu.args.values())
+                     rt_always=False, start_ns=time.time_ns() + 60 * 10**9)
+        assert not any("--rt-always" in a for a in emu.args.values())
     monkeypatch.setattr(switch, "realtime_allowed", lambda: False)
     emu = _Emu()
     start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=10_000, flows={}, realtime=realtime,

@@ -128,8 +128,8 @@ HOST_RT_PRIORITY = SWITCH_RT_PRIORITY - 10
 # alone, 57 of 60 copies within the bulk bound; under SCHED_RR 60 of 60).  At the TCP processes'
 # own priority a woken receiver waited for an agent's turn: the low-latency class's mean slowdown
 # at Data Mining 1 % rose from 1.64 to 2.02 (docs/experiments.md, "The agents under SCHED_RR").
-# Below them it was still 2.05: idle agents' wake-ups ran ahead of everything at the default
-# policy, so an agent holds this priority only while it holds bulk (host/priority.py).
+# Below them it was still 2.05; holding this priority only while an agent holds bulk
+# (host/priority.py) gave 1.80 but lost the bulk bound (fabric/agents.py: ``rt_always``).
 AGENT_RT_PRIORITY = HOST_RT_PRIORITY - 5
 
 
