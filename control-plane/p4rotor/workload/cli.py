@@ -248,13 +248,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                          "(one RotorLB per rack) instead of a plane per host")
     st.set_defaults(fn=cmd_stability)
 
-    pa = sw.add_parser("paths", help="an fct run's low-latency class judged again, each flow against the fastest "
-                                     "one-packet flow alone on the path it met (rack hops there and back in "
+    pa = sw.add_parser("paths", help="an fct run's low-latency class judged again, each one-packet flow against the "
+                                     "5th percentile of the one-packet FCTs on the path it met (rack hops there and back in "
                                      "the slice it began in), from the run's logs")
     pa.add_argument("run", metavar="RUN", help="a directory p4rotor experiment fct wrote, with its logs")
     pa.add_argument("--write", action="store_true",
-                    help="replace Opera's low-latency summary in RUN/fct.json, and add alone_by_path and "
-                         "low_latency_vs_floor")
+                    help="replace Opera's low-latency summary in RUN/fct.json, and add alone_by_path, "
+                         "low_latency_within_spread, low_latency_vs_fastest and low_latency_vs_floor")
     pa.set_defaults(fn=cmd_paths)
 
 
@@ -442,7 +442,8 @@ def cmd_paths(a: argparse.Namespace) -> int:
     m = r["modes"]["opera"]
     for k, v in sorted(m["alone_by_path"].items()):
         print(f"path {k} (rack hops there-back): floor +{v['offset_s'] * 1e3:.2f} ms "
-              f"({v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
+              f"(p{v['percentile']:g}; the fastest +{v['fastest_offset_s'] * 1e3:.2f} ms; "
+              f"{v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
     for name, ok, numbers in checks(r):
         if name.startswith("opera: low-latency"):
             print(f"{name}: {'pass' if ok else 'FAIL' if ok is False else 'not judged'}: {numbers}")
