@@ -1043,6 +1043,28 @@ def test_a_one_packet_flow_is_judged_against_the_alone_on_its_own_path():
     assert judged[4] == pytest.approx(0.05 / 0.012)      # the size curve, as before
 
 
+def test_judge_by_path_keeps_the_strict_means_beside_the_percentile():
+    """What fct.json keeps: the class's mean against each path's p5, the flows counted at 1, and
+    the two stricter means (each path's fastest, any path's fastest), in that order of size."""
+    from p4rotor.experiments.fct import judge_by_path
+
+    racks = {"a": 0, "b": 1, "c": 2}
+    keys = _Keys({(0, 1): "1-1", (0, 2): "3-3"}, racks)
+    floor = 0.002
+    samples = [(0, 1, 0, 0.002 + i * 1e-5) for i in range(40)] + [(0, 2, 0, 0.004 + i * 1e-5) for i in range(40)]
+    done = [F.Done(Flow(i, "a", "bc"[i % 2], 100, 0.0), "low-latency", 0, int((0.003 + i * 1e-4) * 1e9), floor, 0.0)
+            for i in range(20)] + [F.Done(Flow(99, "a", "b", 10**6, 0.0), "bulk", 0, int(2e9))]
+    judged, info = judge_by_path(done, floor, samples, keys, done, 1e6, 1.0)
+    assert info["alone_by_path"]["3-3"]["fastest_offset_s"] < info["alone_by_path"]["3-3"]["offset_s"]
+    mean = F.class_mean(F.summarize(judged, 1e6, 1.0)["low-latency"])
+    assert 1.0 <= mean <= info["low_latency_vs_fastest"] <= info["low_latency_vs_floor"]
+    off = {k: v["offset_s"] for k, v in info["alone_by_path"].items()}
+    faster = sum(d.fct_s < floor + off[keys.of(d)] for d in done[:20])
+    assert info["low_latency_within_spread"] == faster > 0
+    assert all(d.slowdown(1e6) >= 1 for d in judged if d.fct_s is not None)
+    assert judged[-1] == done[-1]
+
+
 def test_workload_paths_rejudges_a_run_from_its_logs(tmp_path, capsys):
     """``p4rotor workload paths RUN``: the low-latency class of an earlier run against each path's
     fastest, from its files; a run without its logs is one line and exit 2."""
