@@ -1061,7 +1061,7 @@ def test_judge_by_path_keeps_the_strict_means_beside_the_percentile():
     off = {k: v["offset_s"] for k, v in info["alone_by_path"].items()}
     faster = sum(d.fct_s < floor + off[keys.of(d)] for d in done[:20])
     assert info["low_latency_within_spread"] == faster > 0
-    assert all(d.slowdown(1e6) >= 1 for d in judged if d.fct_s is not None)
+    assert all(d.slowdown(1e6) >= 1 for d in judged[:20])
     assert judged[-1] == done[-1]
 
 
