@@ -1032,8 +1032,10 @@ def test_a_one_packet_flow_is_judged_against_the_alone_on_its_own_path():
             F.Done(Flow(5, "a", "c", 50_000, 0.0), "bulk", 0, int(2e9))]
     offsets, info = alone_by_path(done, floor, samples, keys)
     assert offsets == pytest.approx({"1-1": 0.0, "3-3": 0.0025}, abs=2e-9)
-    assert info["3-3"] == {"offset_s": offsets["3-3"], "percentile": 5.0, "alone_samples": 2, "run_flows": 2,
-                           "fastest_offset_s": pytest.approx(0.0025, abs=2e-9)}
+    assert {k: v for k, v in info["3-3"].items() if not k.endswith("fct_s")} == \
+        {"offset_s": offsets["3-3"], "percentile": 5.0, "alone_samples": 2, "run_flows": 2,
+         "fastest_offset_s": pytest.approx(0.0025, abs=2e-9)}
+    assert info["3-3"]["alone_fct_s"]["p0"] == 0.005 and info["3-3"]["run_fct_s"]["p100"] == 0.009
     assert [one_packet(d) for d in done] == [True, True, True, False, False]
     judged = {d.flow.id: d.slowdown(1e6) for d in
               (__import__("dataclasses").replace(d, alone_s=floor + offsets.get(keys.of(d), 0.0))
@@ -1106,6 +1108,7 @@ def test_workload_paths_rejudges_a_run_from_its_logs(tmp_path, capsys):
     mean = float(out.split("pass: mean ")[1].split()[0])  # each flow against its own path's alone
     assert 1.0 <= mean <= 1.5
     assert main(["workload", "paths", str(run), "--write"]) == 0
+    assert (run / "paths.png").stat().st_size > 0 and "paths.png" in capsys.readouterr().out
     r = json.loads((run / "fct.json").read_text())
     assert r["modes"]["opera"]["low_latency_vs_floor"] == pytest.approx(1.5)
     assert set(r["modes"]["opera"]["alone_by_path"]) <= {"1-1", "2-2", "3-3"}

@@ -575,20 +575,29 @@ def alone_by_path(done: list, floor_s: float, samples, key_of: PathKeys) -> tupl
     is taken over.  Only one-packet flows: a larger flow's alone comes from the size curve,
     itself the fastest of every path (flows met a shorter path mid-flow), which judges it as
     before."""
-    res, counts = [], {}
+    res, fcts = [], {}
     for a, b, t, fct in samples:
         k = key_of(a, b, t)
         res.append((k, fct - floor_s))
-        counts.setdefault(k, [0, 0])[0] += 1
+        fcts.setdefault(k, ([], []))[0].append(fct)
     for d in done:
         if one_packet(d) and d.fct_s is not None:
             k = key_of.of(d)
             res.append((k, d.fct_s - floor_s))
-            counts.setdefault(k, [0, 0])[1] += 1
+            fcts.setdefault(k, ([], []))[1].append(d.fct_s)
     offsets, fastest = F.path_alone(res), F.path_offsets(res)
     return offsets, {k: {"offset_s": v, "percentile": F.ALONE_PERCENTILE, "fastest_offset_s": fastest[k],
-                         "alone_samples": counts[k][0], "run_flows": counts[k][1]}
+                         "alone_samples": len(fcts[k][0]), "run_flows": len(fcts[k][1]),
+                         # The two spreads, for paths_plot and a reader: FCT s at these percentiles.
+                         "alone_fct_s": _quantiles(fcts[k][0]), "run_fct_s": _quantiles(fcts[k][1])}
                      for k, v in offsets.items()}
+
+
+QUANTILES = (0, 5, 10, 25, 50, 75, 90, 95, 99, 100)
+
+
+def _quantiles(xs: list[float]) -> dict[str, float] | None:
+    return {f"p{q}": round(percentile(xs, q), 7) for q in QUANTILES} if xs else None
 
 
 def judge_by_path(done: list, floor_s: float, samples, key_of: PathKeys, pooled: list,
@@ -1283,6 +1292,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                      + (f" (agents without a summary: {', '.join(d['host'] for d in dead)})" if dead else ""))
     (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
     bulk_plot(res, out / "bulk.png")
+    paths_plot(res, out / "paths.png")
     _plots(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
                                           for m, v in res["modes"].items() if "tracking" in v["stability"]})
     load = "?" if wl.meta["load"] is None else f"{wl.meta['load']:g}"
@@ -1313,6 +1323,44 @@ def bulk_plot(r: dict, path: Path) -> bool:
         ax.set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="FCT / bound",
                title=f"{mode}: bulk flows against the low-load bound ({r.get('workload')} {r.get('load')})")
         ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def paths_plot(r: dict, path: Path) -> bool:
+    """Opera's one-packet low-latency flows by the path they met (``alone_by_path``): the spread
+    of their FCTs alone and in the run (percentiles), with the alone each was judged against
+    (the pooled 5th percentile) and the fastest beside it.  False: nothing to draw (no path
+    classes, or a run judged before the spreads were kept)."""
+    m = r.get("modes", {}).get("opera", {})
+    by = {k: v for k, v in (m.get("alone_by_path") or {}).items() if "run_fct_s" in v}
+    floor = (r.get("alone_one_packet_s") or {}).get("floor")
+    if not by or floor is None:
+        return False
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, (k, v) in enumerate(sorted(by.items())):
+        color = f"C{i}"
+        for what, style in (("alone_fct_s", "--"), ("run_fct_s", "-")):
+            q = v.get(what)
+            if q:
+                ax.plot([q[f"p{p}"] * 1e3 for p in QUANTILES], QUANTILES, style, color=color, marker=".",
+                        label=f"{k}: {'alone' if what == 'alone_fct_s' else 'in the run'} "
+                              f"({v['alone_samples' if what == 'alone_fct_s' else 'run_flows']})")
+        ax.axvline((floor + v["offset_s"]) * 1e3, color=color, linewidth=2, alpha=0.5)
+        ax.axvline((floor + v["fastest_offset_s"]) * 1e3, color=color, linewidth=1, linestyle=":")
+    ax.set(xlabel="one-packet FCT (ms)", ylabel="percentile", xscale="log",
+           title=f"one-packet flows by path (rack hops there-back): thick = the alone judged against "
+                 f"(p{next(iter(by.values()))['percentile']:g}), dotted = the fastest\n"
+                 f"{r.get('workload')} {r.get('load')}; low-latency mean slowdown {F.class_mean(m['classes']['low-latency']):.2f}"
+                 f" (against the fastest: {m.get('low_latency_vs_fastest') or float('nan'):.2f})")
+    ax.title.set_fontsize(9)
+    ticks = [t for t in (1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50, 100) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -448,8 +448,10 @@ def cmd_paths(a: argparse.Namespace) -> int:
         if name.startswith("opera: low-latency"):
             print(f"{name}: {'pass' if ok else 'FAIL' if ok is False else 'not judged'}: {numbers}")
     if a.write:
+        from ..experiments.fct import paths_plot
+
         (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
-        print(f"wrote {run / 'fct.json'}")
+        print(f"wrote {run / 'fct.json'}" + (f", {run / 'paths.png'}" if paths_plot(r, run / "paths.png") else ""))
     return 0
 
 
