@@ -1067,6 +1067,51 @@ def test_judge_by_path_keeps_the_strict_means_beside_the_percentile():
     assert judged[-1] == done[-1]
 
 
+def test_workload_paths_judges_the_packet_switch_alike(tmp_path, capsys):
+    """A packet-switch run (no fabric mode) is judged again the same way, on its one path: its
+    one-packet flows against the 5th percentile of theirs through the switch; beside a fabric
+    mode it is left as the run judged it (its own floor and curve are not in fct.json)."""
+    run = tmp_path / "ps"
+    for d in ("alone-packet-switch", "packet-switch"):
+        (run / d).mkdir(parents=True)
+    hosts = {f"h{k}x0": {"ip": f"10.0.{k}.1", "rack": k} for k in range(8)}
+    (run / "flows.json").write_text(json.dumps({"version": 1, "columns": ["id", "src", "dst", "size", "start"],
+                                                "meta": {"hosts": hosts},
+                                                "flows": [{"id": i, "src": "h0x0", "dst": f"h{1 + i % 7}x0",
+                                                           "size": 1000, "start": i * 0.1} for i in range(40)]}))
+    # The run's flows take 1.0-1.39 ms, 40 alone 0.6-0.99 ms: the p5 of the 80 is 0.63-0.64 ms.
+    (run / "packet-switch" / "tx-h0x0.jsonl").write_text("".join(json.dumps({"id": i, "issued_ns": 10**9 * i}) + "\n"
+                                                                 for i in range(40)))
+    (run / "packet-switch" / "rx-h1x0.jsonl").write_text("".join(
+        json.dumps({"id": i, "done_ns": 10**9 * i + 1_000_000 + i * 10_000}) + "\n" for i in range(40)))
+    (run / "alone-packet-switch" / "flows-h0x0.json").write_text(json.dumps(
+        [{"id": 100 + k, "dst": f"10.0.{1 + k % 7}.1", "size": 1, "start_ns": 0} for k in range(40)]))
+    (run / "alone-packet-switch" / "tx-h0x0.jsonl").write_text("".join(
+        json.dumps({"id": 100 + k, "issued_ns": k * 10**9}) + "\n" for k in range(40)))
+    (run / "alone-packet-switch" / "rx-h1x0.jsonl").write_text("".join(
+        json.dumps({"id": 100 + k, "done_ns": k * 10**9 + 600_000 + k * 10_000}) + "\n" for k in range(40)))
+    bucket = {"flows": 40, "unfinished": 0, "slowdown_mean": 1.98, "slowdown_min": 1.67}
+    fct = {"load": 0.01, "flows": 40, "access_mbps": 5.768, "scaling_factor": 0.05768,
+           "alone_one_packet_s": {"floor": 0.0006}, "alone_curve": {"points": [[1460, 0.0]], "tail_mbps": 5.768},
+           "modes": {"packet-switch": {"per_flow": [[i, "low-latency", "<100KB", 0.001, 1000] for i in range(40)],
+                                       "classes": {"low-latency": {"<100KB": bucket}}}}}
+    (run / "fct.json").write_text(json.dumps(fct))
+    assert main(["workload", "paths", str(run), "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "packet-switch: path switch: floor +0.04 ms (p5" in out
+    m = json.loads((run / "fct.json").read_text())["modes"]["packet-switch"]
+    alone = 0.0006 + m["alone_by_path"]["switch"]["offset_s"]
+    assert m["low_latency_within_spread"] == 0 and 0.63e-3 <= alone <= 0.64e-3
+    assert F.class_mean(m["classes"]["low-latency"]) == pytest.approx(sum((1.0 + i / 100) * 1e-3 / alone
+                                                                          for i in range(40)) / 40)
+    assert m["low_latency_vs_floor"] > F.class_mean(m["classes"]["low-latency"])
+    fct["modes"]["rotornet"] = {}
+    (run / "fct.json").write_text(json.dumps(fct))
+    with pytest.raises(SystemExit):
+        main(["workload", "paths", str(run)])
+    assert "no Opera or packet-switch run" in capsys.readouterr().err
+
+
 def test_workload_paths_rejudges_a_run_from_its_logs(tmp_path, capsys):
     """``p4rotor workload paths RUN``: the low-latency class of an earlier run against each path's
     fastest, from its files; a run without its logs is one line and exit 2."""

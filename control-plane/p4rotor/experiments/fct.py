@@ -215,7 +215,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     if baseline:
         runs["packet-switch"], alone_ps, curve_ps, env_ps = _packet_switch(build, topo, dilation, wl, out,
                                                                            access_bps, rate, guard_us, idle_poll,
-                                                                           switch_cpus=pin, warm_ms=warm)
+                                                                           switch_cpus=pin, warm_ms=warm,
+                                                                           factor=scaling.factor)
         polled = polled if fabric_modes else runs["packet-switch"].get("idle_poll")
         curve = curve or curve_ps
         envelope = envelope or env_ps
@@ -360,34 +361,59 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
 
 
 def repath(run: Path) -> dict:
-    """An earlier run's low-latency class judged again, each flow against the fastest one-packet
-    flow alone on its own path (:func:`alone_by_path`), from the run's files: its fct.json (the
-    floor and size curve it divided by), flows.json, the senders' and receivers' logs of the
-    one-packet flows alone (``alone/``) and of Opera's run (``opera/``), and the fabric's
-    schedule and epoch (``run/``).  Returns the fct.json with Opera's low-latency summary,
-    ``alone_by_path`` and ``low_latency_vs_floor`` replaced (not written).  A WorkloadError (one
-    line) names a file the run lacks."""
+    """An earlier run's low-latency class judged again, each one-packet flow against the 5th
+    percentile of the one-packet FCTs on its own path (:func:`judge_by_path`), from the run's
+    files: its fct.json (the floor and size curve it divided by), flows.json, and per mode the
+    senders' and receivers' logs of the one-packet flows alone and of its run -- Opera's
+    (``alone/``, ``opera/``, with the fabric's schedule and epoch in ``run/``) and the packet
+    switch's (``alone-packet-switch/``, ``packet-switch/``; one path; when it ran without a
+    fabric mode).  Returns the fct.json
+    with those modes' low-latency summaries, ``alone_by_path``, ``low_latency_within_spread``,
+    ``low_latency_vs_fastest`` and ``low_latency_vs_floor`` replaced (not written).  A
+    WorkloadError (one line) names a file the run lacks."""
     r = json.loads((run / "fct.json").read_text())
-    m = r.get("modes", {}).get("opera")
-    need = [run / "flows.json", run / "alone", run / "opera", run / "run" / "schedule.json", run / "run" / "status.json"]
-    missing = next((p for p in need if not p.exists()), None)
-    if m is None or missing is not None or not r.get("alone_curve"):
-        raise C.WorkloadError(f"{run}: {'no ' + str(missing.relative_to(run)) if missing else 'no Opera run with a size curve'}"
+    modes = r.get("modes", {})
+    need = {"opera": [run / "alone", run / "opera", run / "run" / "schedule.json", run / "run" / "status.json"],
+            "packet-switch": [run / "alone-packet-switch", run / "packet-switch"]}
+    # The packet switch's own floor and size curve are the run's only when it ran alone: beside a
+    # fabric, fct.json keeps the fabric's (the switch's were used in the run and not kept).
+    have = [m for m in need if m in modes and (m == "opera" or not {"opera", "rotornet"} & set(modes))]
+    missing = next((p for m in have for p in [run / "flows.json"] + need[m] if not p.exists()), None)
+    if not have or missing is not None or not r.get("alone_curve"):
+        raise C.WorkloadError(f"{run}: {'no ' + str(missing.relative_to(run)) if missing else 'no Opera or packet-switch run with a size curve'}"
                               " (an fct run's directory, with its logs, from 2026-11-22 on)")
     flows, meta = flowlist.read(str(run / "flows.json"))
     racks = {h: v["rack"] for h, v in meta["hosts"].items()}
     ip_rack = {v["ip"]: v["rack"] for v in meta["hosts"].values()}
-    cls = {x[0]: x[1] for x in m["per_flow"]}
-    ds = S.load(run / "run" / "schedule.json")
-    clock = R.PathClock(ds, R.compute(ds, epsilon_us=(r.get("epsilon_us") or 0.0) * r.get("dilation", 100.0)))
-    key_of = PathKeys(clock, json.loads((run / "run" / "status.json").read_text())["t0_ns"], racks)
     floor = r["alone_one_packet_s"]["floor"]
     # The size curve as fct.json keeps it, rounded to the us: half a us lower, so that the flow
     # that set a point (its slowdown 1 in the run) is not put a hair below it.
     curve = F.AloneCurve(tuple((int(a), max(0.0, b - 0.5e-6)) for a, b in r["alone_curve"]["points"]),
                          r["alone_curve"]["tail_mbps"] * 1e6)
+    factor = r.get("scaling_factor", 1.0)
+    access = r["access_mbps"] * 1e6
+    for mode in have:
+        m = modes[mode]
+        if mode == "opera":
+            ds = S.load(run / "run" / "schedule.json")
+            clock = R.PathClock(ds, R.compute(ds, epsilon_us=(r.get("epsilon_us") or 0.0) * r.get("dilation", 100.0)))
+            key_of = PathKeys(clock, json.loads((run / "run" / "status.json").read_text())["t0_ns"], racks)
+            logs, alone = run / "opera", run / "alone"
+        else:
+            key_of, logs, alone = OneSwitch(), run / "packet-switch", run / "alone-packet-switch"
+        ll = _logged_low_latency(flows, m, logs, floor, curve)
+        ll, judged = judge_by_path(ll, floor, alone_samples(alone, racks, ip_rack), key_of, ll, access, factor)
+        m["classes"]["low-latency"] = F.summarize(ll, access, factor).get("low-latency", {})
+        m.update(judged)
+    return r
+
+
+def _logged_low_latency(flows, m: dict, logs: Path, floor: float, curve: F.AloneCurve) -> list:
+    """A mode's low-latency flows from its senders' and receivers' logs, each with the floor and
+    its size's extra as its alone (what the run divided by)."""
+    cls = {x[0]: x[1] for x in m["per_flow"]}
     issued, arrived, retrans, dsack = {}, {}, {}, {}
-    for f in (run / "opera").glob("[rt]x-*.jsonl"):
+    for f in logs.glob("[rt]x-*.jsonl"):
         for line in f.read_text().splitlines():
             x = json.loads(line)
             if f.name.startswith("tx-"):
@@ -398,16 +424,9 @@ def repath(run: Path) -> dict:
                 arrived[x["id"]] = arrival_ns(x)
             if x.get("retrans") is not None:
                 retrans[x["id"]] = retrans.get(x["id"], 0) + x["retrans"]
-    ll = [F.Done(f, "low-latency", issued.get(f.id, 0), arrived.get(f.id) if f.id in issued else None, floor,
-                 curve.extra_s(f.size), retrans.get(f.id), dsack.get(f.id))
-          for f in flows if cls.get(f.id) == "low-latency"]
-    samples = alone_samples(run / "alone", racks, ip_rack)
-    factor = r.get("scaling_factor", 1.0)
-    access = r["access_mbps"] * 1e6
-    ll, judged = judge_by_path(ll, floor, samples, key_of, ll, access, factor)
-    m["classes"]["low-latency"] = F.summarize(ll, access, factor).get("low-latency", {})
-    m.update(judged)
-    return r
+    return [F.Done(f, "low-latency", issued.get(f.id, 0), arrived.get(f.id) if f.id in issued else None, floor,
+                   curve.extra_s(f.size), retrans.get(f.id), dsack.get(f.id))
+            for f in flows if cls.get(f.id) == "low-latency"]
 
 
 def _rejudge_bulk(r: dict, flows, sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int,
@@ -536,6 +555,18 @@ class PathKeys:
 
     def of(self, d: F.Done) -> str | None:
         return self(self.racks[d.flow.src], self.racks[d.flow.dst], d.start_ns)
+
+
+class OneSwitch:
+    """:class:`PathKeys` for the packet switch: every flow crosses its one switch, one path."""
+
+    KEY = "switch"
+
+    def __call__(self, src: int, dst: int, t_ns: int) -> str:
+        return self.KEY
+
+    def of(self, d: F.Done) -> str:
+        return self.KEY
 
 
 def alone_samples(d: Path, rack_of_host: dict[str, int], rack_of_ip: dict[str, int]) -> list[tuple[int, int, int, float]]:
@@ -700,9 +731,10 @@ def _common_prefix(nets) -> int:
 
 def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
                    rate: float, guard_us: float, idle_poll: bool = True, switch_cpus: str | None = None,
-                   warm_ms: float | None = None):
+                   warm_ms: float | None = None, factor: float = 1.0):
     """The same flow list, hosts and access rates on one switch, every flow over TCP: the
-    packet-switch FCTs and their own "alone" FCTs, measured (issue #14)."""
+    packet-switch FCTs and their own "alone" FCTs, measured (issue #14).  ``factor``: the
+    workload's scaling (real bytes per emulated byte), for the size buckets."""
     from ..fabric.mininet import Emulation
 
     pt = packet_switch_topology(topo, dilation)
@@ -723,6 +755,13 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
     floor, curve, envelope = F.alone_envelope(min(alone.values()), calibration, tcp, access_bps)
     r["done"] = _with_alone(r["done"], floor, curve)
     r["alone_envelope"] = envelope
+    # One-packet flows as on the fabric: against the 5th percentile of the one-packet FCTs
+    # through the switch (judge_by_path), so that the two are judged alike.
+    racks = {h.name: k.id for k in topo.racks for h in k.hosts}
+    samples = alone_samples(out / "alone-packet-switch", racks, {h.ip: k.id for k in topo.racks for h in k.hosts})
+    r["done"], judged = judge_by_path(r["done"], floor, samples, OneSwitch(), r["done"], access_bps,
+                                      factor)
+    r.update(judged)
     r["idle_poll"] = polled
     return r, alone, curve, envelope
 

@@ -432,6 +432,7 @@ def cmd_paths(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..experiments.fct import repath
+    from . import fct as F
     from .fct import checks
 
     run = Path(a.run)
@@ -439,11 +440,15 @@ def cmd_paths(a: argparse.Namespace) -> int:
         die(f"{run}: no fct.json (a directory p4rotor experiment fct wrote)")
     r = _judged_again(run, repath, (KeyError, ValueError),
                       lambda ex: f"{run}: its files do not fit together ({type(ex).__name__}: {ex})")
-    m = r["modes"]["opera"]
-    for k, v in sorted(m["alone_by_path"].items()):
-        print(f"path {k} (rack hops there-back): floor +{v['offset_s'] * 1e3:.2f} ms "
-              f"(p{v['percentile']:g}; the fastest +{v['fastest_offset_s'] * 1e3:.2f} ms; "
-              f"{v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
+    for mode, m in r["modes"].items():
+        for k, v in sorted((m.get("alone_by_path") or {}).items()):
+            print(f"{mode}: path {k}{' (rack hops there-back)' if mode == 'opera' else ''}: floor "
+                  f"+{v['offset_s'] * 1e3:.2f} ms (p{v['percentile']:g}; the fastest +{v['fastest_offset_s'] * 1e3:.2f} ms; "
+                  f"{v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
+        if mode != "opera" and m.get("alone_by_path"):
+            print(f"{mode}: low-latency mean slowdown {F.class_mean(m['classes']['low-latency']):.2f} "
+                  f"({m['low_latency_within_spread']} flows faster than the p5 counted at 1; against the fastest: "
+                  f"{m['low_latency_vs_floor']:.2f})")
     for name, ok, numbers in checks(r):
         if name.startswith("opera: low-latency"):
             print(f"{name}: {'pass' if ok else 'FAIL' if ok is False else 'not judged'}: {numbers}")
