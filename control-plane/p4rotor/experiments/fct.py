@@ -757,8 +757,8 @@ def _packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Pat
     r["alone_envelope"] = envelope
     # One-packet flows as on the fabric: against the 5th percentile of the one-packet FCTs
     # through the switch (judge_by_path), so that the two are judged alike.
-    racks = {h.name: k.id for k in topo.racks for h in k.hosts}
-    samples = alone_samples(out / "alone-packet-switch", racks, {h.ip: k.id for k in topo.racks for h in k.hosts})
+    racks = {h.name: k.id for k in pt.racks for h in k.hosts}  # the hosts _alone used (one rack)
+    samples = alone_samples(out / "alone-packet-switch", racks, {h.ip: k.id for k in pt.racks for h in k.hosts})
     r["done"], judged = judge_by_path(r["done"], floor, samples, OneSwitch(), r["done"], access_bps,
                                       factor)
     r.update(judged)
