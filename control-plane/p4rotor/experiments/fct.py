@@ -618,6 +618,7 @@ def alone_by_path(done: list, floor_s: float, samples, key_of: PathKeys) -> tupl
             fcts.setdefault(k, ([], []))[1].append(d.fct_s)
     offsets, fastest = F.path_alone(res), F.path_offsets(res)
     return offsets, {k: {"offset_s": v, "percentile": F.ALONE_PERCENTILE, "fastest_offset_s": fastest[k],
+                         "alone_s": round(floor_s + v, 7), "fastest_s": round(floor_s + fastest[k], 7),
                          "alone_samples": len(fcts[k][0]), "run_flows": len(fcts[k][1]),
                          # The two spreads, for paths_plot and a reader: FCT s at these percentiles.
                          "alone_fct_s": _quantiles(fcts[k][0]), "run_fct_s": _quantiles(fcts[k][1])}
@@ -1369,37 +1370,43 @@ def bulk_plot(r: dict, path: Path) -> bool:
 
 
 def paths_plot(r: dict, path: Path) -> bool:
-    """Opera's one-packet low-latency flows by the path they met (``alone_by_path``): the spread
-    of their FCTs alone and in the run (percentiles), with the alone each was judged against
-    (the pooled 5th percentile) and the fastest beside it.  False: nothing to draw (no path
-    classes, or a run judged before the spreads were kept)."""
-    m = r.get("modes", {}).get("opera", {})
-    by = {k: v for k, v in (m.get("alone_by_path") or {}).items() if "run_fct_s" in v}
-    floor = (r.get("alone_one_packet_s") or {}).get("floor")
-    if not by or floor is None:
+    """Each mode's one-packet low-latency flows by the path they met (``alone_by_path``: Opera's
+    rack hops there and back, the packet switch's one switch): the spread of their FCTs alone
+    and in the run (percentiles), with the alone each was judged against (the pooled 5th
+    percentile) and the fastest beside it.  False: nothing to draw (no path classes, or runs
+    judged before the spreads were kept)."""
+    modes = {mode: {k: v for k, v in m["alone_by_path"].items() if "alone_s" in v}
+             for mode, m in r.get("modes", {}).items() if m.get("alone_by_path")}
+    modes = {mode: by for mode, by in modes.items() if by}
+    if not modes:
         return False
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, (k, v) in enumerate(sorted(by.items())):
-        color = f"C{i}"
-        for what, style in (("alone_fct_s", "--"), ("run_fct_s", "-")):
-            q = v.get(what)
-            if q:
-                ax.plot([q[f"p{p}"] * 1e3 for p in QUANTILES], QUANTILES, style, color=color, marker=".",
-                        label=f"{k}: {'alone' if what == 'alone_fct_s' else 'in the run'} "
-                              f"({v['alone_samples' if what == 'alone_fct_s' else 'run_flows']})")
-        ax.axvline((floor + v["offset_s"]) * 1e3, color=color, linewidth=2, alpha=0.5)
-        ax.axvline((floor + v["fastest_offset_s"]) * 1e3, color=color, linewidth=1, linestyle=":")
-    ax.set(xlabel="one-packet FCT (ms)", ylabel="percentile", xscale="log",
-           title=f"one-packet flows by path (rack hops there-back): thick = the alone judged against "
-                 f"(p{next(iter(by.values()))['percentile']:g}), dotted = the fastest\n"
-                 f"{r.get('workload')} {r.get('load')}; low-latency mean slowdown {F.class_mean(m['classes']['low-latency']):.2f}"
-                 f" (against the fastest: {m.get('low_latency_vs_fastest') or float('nan'):.2f})")
-    ax.title.set_fontsize(9)
-    ticks = [t for t in (1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50, 100) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.minorticks_off()
-    ax.legend(fontsize=7)
+    fig, axes = plt.subplots(1, len(modes), figsize=(8 * len(modes), 4.5), squeeze=False)
+    for ax, (mode, by) in zip(axes[0], sorted(modes.items())):
+        m = r["modes"][mode]
+        for i, (k, v) in enumerate(sorted(by.items())):
+            color = f"C{i}"
+            for what, style in (("alone_fct_s", "--"), ("run_fct_s", "-")):
+                q = v.get(what)
+                if q:
+                    ax.plot([q[f"p{p}"] * 1e3 for p in QUANTILES], QUANTILES, style, color=color, marker=".",
+                            label=f"{k}: {'alone' if what == 'alone_fct_s' else 'in the run'} "
+                                  f"({v['alone_samples' if what == 'alone_fct_s' else 'run_flows']})")
+            ax.axvline(v["alone_s"] * 1e3, color=color, linewidth=2, alpha=0.5)
+            ax.axvline(v["fastest_s"] * 1e3, color=color, linewidth=1, linestyle=":")
+        mean = F.class_mean(m.get("classes", {}).get("low-latency", {}))
+        ax.set(xlabel="one-packet FCT (ms)", ylabel="percentile", xscale="log",
+               title=f"{mode}: one-packet flows by path; thick = the alone judged against "
+                     f"(p{next(iter(by.values()))['percentile']:g}), dotted = the fastest\n"
+                     f"{r.get('workload')} {r.get('load')}; low-latency mean slowdown "
+                     f"{'-' if mean is None else f'{mean:.2f}'} (against the fastest: "
+                     f"{m.get('low_latency_vs_fastest') or float('nan'):.2f})")
+        ax.title.set_fontsize(9)
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in (0.5, 0.7, 1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50, 100) if lo <= t <= hi]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
