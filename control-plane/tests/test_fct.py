@@ -1032,7 +1032,8 @@ def test_a_one_packet_flow_is_judged_against_the_alone_on_its_own_path():
             F.Done(Flow(5, "a", "c", 50_000, 0.0), "bulk", 0, int(2e9))]
     offsets, info = alone_by_path(done, floor, samples, keys)
     assert offsets == pytest.approx({"1-1": 0.0, "3-3": 0.0025}, abs=2e-9)
-    assert {k: v for k, v in info["3-3"].items() if not k.endswith("fct_s")} == \
+    assert info["3-3"]["alone_s"] == info["3-3"]["fastest_s"] == pytest.approx(floor + 0.0025)
+    assert {k: v for k, v in info["3-3"].items() if not k.endswith("fct_s") and k not in ("alone_s", "fastest_s")} == \
         {"offset_s": offsets["3-3"], "percentile": 5.0, "alone_samples": 2, "run_flows": 2,
          "fastest_offset_s": pytest.approx(0.0025, abs=2e-9)}
     assert info["3-3"]["alone_fct_s"]["p0"] == 0.005 and info["3-3"]["run_fct_s"]["p100"] == 0.009
