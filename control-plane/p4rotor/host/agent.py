@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import gc
 import json
 import os
 import socket
@@ -136,6 +137,12 @@ class Agent:
         self.pending: list[tuple[int, int, int]] = []         # (ns, local frames, relayed frames held)
         # SCHED_RR while it holds bulk (host/priority.py); main() sets the priority.
         self.priority = BusyPriority(None)
+        # How long the loop could not run (a sample of the pending curve woke late), the garbage
+        # collector's pauses, and the most circuit windows open at once: what explains a frame
+        # that missed its window.
+        self.stalls = LoopStalls()
+        self.gc = GcPauses()
+        self.windows_open_max = 0
         for f in flows:
             if f.get("frames", -1) > 0 and "start_ns" not in f:
                 self._make(f, f["frames"])
@@ -442,11 +449,18 @@ class Agent:
                 loop.call_later(delay, self._make, f, f["frames"])
 
     async def _sample_pending(self) -> None:
-        """Frames held (local, relayed) once a slot: the stability curve of an FCT run."""
+        """Frames held (local, relayed) once a slot: the stability curve of an FCT run.  How late
+        each sample woke is how long the agent's loop could not run (``loop_stalls``)."""
+        period = self.s.slot_us * 1000
+        due = None
         while True:
-            self.pending.append((time.time_ns(), sum(len(q) for q in self.local.values()),
+            now = time.time_ns()
+            if due is not None:
+                self.stalls.add(now - due, now)
+            self.pending.append((now, sum(len(q) for q in self.local.values()),
                                  sum(len(q) for q in self.relay.values())))
-            await asyncio.sleep(self.s.slot_us / 1e6)
+            due = now + period
+            await asyncio.sleep(period / 1e9)
 
     def progress(self) -> dict:
         """Frames received here per ``"origin:flow"`` and when the last came (``[frames, ns]``, as
@@ -497,6 +511,7 @@ class Agent:
             tmp.replace(self.ready_file)
         self.priority.set(self.holds())  # listening: an idle agent gives its start-up priority back
         self.stopping = asyncio.Event()
+        self.gc.start()
         self._start_timed_flows()
         sampler = asyncio.ensure_future(self._sample_pending())
         helpers = ([asyncio.ensure_future(self._retransmit())] if self.retransmit_ns else [])
@@ -504,16 +519,36 @@ class Agent:
             helpers.append(asyncio.ensure_future(self._acknowledge()))
         if self.progress_file is not None:
             helpers.append(asyncio.ensure_future(self._publish_progress()))
-        tasks = []
+        # The windows open now, and the first one that failed.  A finished window is let go at once:
+        # keeping every window's task until the end (2026-11-27: 40 windows/s, ~230 000 of them
+        # 1.6 h into an FCT run) made each full garbage collection walk them all, and the agents'
+        # loops stopped for up to 0.6 s (Data Mining 1 %: RotorNet's lone flow 1441 waited out its
+        # direct circuit behind one, at 1.29x the bulk bound).
+        live: set[asyncio.Task] = set()
+        failed: list[asyncio.Task] = []
+
+        def reap(t: asyncio.Task) -> None:
+            live.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                failed.append(t)
+
         # No window closer than one slot to the end: whatever is sent arrives before the receivers stop.
         last_ns = self.end_ns - self.s.slot_us * 1000
         for c in circuits(self.s, self.t0, self.me, max(time.time_ns(), self.start_ns)):
             if c.day_start_ns < self.start_ns:
                 continue
-            if c.day_end_ns > last_ns or await self._stopped_by(c.day_start_ns - 5_000_000):
+            if failed or c.day_end_ns > last_ns or await self._stopped_by(c.day_start_ns - 5_000_000):
                 break
-            tasks.append(asyncio.ensure_future(self.exchange(c)))
-        await asyncio.gather(*tasks)  # windows already open finish (frames that do not fit go back)
+            if c.window(self.guard_ns)[1] <= time.time_ns():
+                self.missed["window_over"] += 1  # the loop woke after it (a stall): nothing to send in
+                continue
+            t = asyncio.ensure_future(self.exchange(c))
+            live.add(t)
+            t.add_done_callback(reap)
+            self.windows_open_max = max(self.windows_open_max, len(live))
+        await asyncio.gather(*live)  # windows already open finish (frames that do not fit go back)
+        if failed:
+            raise failed[0].exception()
         if not self.stopping.is_set():
             await self._stopped_by(self.end_ns)
         else:
@@ -523,6 +558,7 @@ class Agent:
             h.cancel()
         if self.progress_file is not None:
             self._write_progress()  # the last word: what the summary says
+        self.gc.stop()
         self.close()
         return self.summary()
 
@@ -593,7 +629,63 @@ class Agent:
                 "flows_tx": {str(fl): v for fl, v in self.flow_tx.items()},
                 "retransmitted": self.retransmitted, "unacknowledged": len(self.inflight),
                 "priority": self.priority.summary(),
+                "loop_stalls": self.stalls.summary(), "gc": self.gc.summary(),
+                "windows_open_max": self.windows_open_max,
                 "pending": self.pending}
+
+
+class LoopStalls:
+    """How late the agent's loop woke, from a periodic task: stalls of ``STALL_MS`` or more
+    counted, the worst kept with when it ended (wall ns)."""
+
+    STALL_MS = 50
+
+    def __init__(self):
+        self.samples = self.over = 0
+        self.worst_ns = self.worst_at_ns = 0
+
+    def add(self, late_ns: int, now_ns: int) -> None:
+        self.samples += 1
+        if late_ns >= self.STALL_MS * 1_000_000:
+            self.over += 1
+        if late_ns > self.worst_ns:
+            self.worst_ns, self.worst_at_ns = late_ns, now_ns
+
+    def summary(self) -> dict:
+        return {"samples": self.samples, f"over_{self.STALL_MS}ms": self.over,
+                "worst_ms": round(self.worst_ns / 1e6, 3), "worst_at_ns": self.worst_at_ns}
+
+
+class GcPauses:
+    """The garbage collector's pauses in this process, per generation: collections, total and
+    longest (``gc.callbacks``; :meth:`start` hooks it, :meth:`stop` unhooks)."""
+
+    def __init__(self):
+        self.n = collections.Counter()
+        self.total_ns = collections.Counter()
+        self.worst_ns = collections.Counter()
+        self._t = 0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t = time.perf_counter_ns()
+            return
+        g, d = info["generation"], time.perf_counter_ns() - self._t
+        self.n[g] += 1
+        self.total_ns[g] += d
+        self.worst_ns[g] = max(self.worst_ns[g], d)
+
+    def start(self) -> None:
+        if self not in gc.callbacks:
+            gc.callbacks.append(self)
+
+    def stop(self) -> None:
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
+
+    def summary(self) -> dict:
+        return {str(g): {"collections": self.n[g], "total_ms": round(self.total_ns[g] / 1e6, 3),
+                         "worst_ms": round(self.worst_ns[g] / 1e6, 3)} for g in sorted(self.n)}
 
 
 def _udp_counter(name: str) -> int | None:
@@ -692,6 +784,9 @@ def main(argv: list[str] | None = None) -> int:
             loop.add_signal_handler(sig, lambda: agent.stopping.set() if hasattr(agent, "stopping") else None)
         return await agent.run()
 
+    # What start-up made (modules, the schedule, the flow list) lives until the end: left out of
+    # every collection, so a full one walks only what the run makes.
+    gc.freeze()
     res = asyncio.run(main())
     tmp = Path(a.out + ".tmp")
     tmp.write_text(json.dumps(res))
