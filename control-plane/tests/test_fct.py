@@ -1200,3 +1200,27 @@ def test_plots_say_no_flow_finished_instead_of_failing(tmp_path):
     runs = {"opera": {"done": [F.Done(f, "bulk", 0, None)], "pending": [(0.0, 150_000), (1.0, 150_000)]}}
     _plots(runs, 5.768e6, tmp_path)
     assert (tmp_path / "fct.png").stat().st_size > 1000
+
+
+def test_bulk_paths_say_how_long_the_agents_loops_stood_still_while_a_flow_ran():
+    """A flow's sender's longest loop stall while it ran, and any agent's, from the agents' pending
+    samples (one a slot): a sample 0.6 s late over a flow is its stall; a flow after it has none;
+    the run's agents together in ``agents_loops``."""
+    from p4rotor.experiments.fct import agents_loops, bulk_paths, loop_stalls
+
+    ms = 1_000_000
+    regular = [(i * 100 * ms, 0, 0) for i in range(40)]
+    stalled = [(t, 0, 0) for t, _, _ in regular if not 1000 * ms < t < 1700 * ms]  # 1.0 s -> 1.7 s: 600 ms late
+    sender = {"flows_tx": {"5": [950 * ms, 1800 * ms, 3, 0, 0], "6": [2100 * ms, 2200 * ms, 3, 0, 0]},
+              "pending": stalled, "loop_stalls": {"samples": 30, "over_50ms": 1, "worst_ms": 600.0, "worst_at_ns": 0},
+              "gc": {"2": {"collections": 3, "total_ms": 9.0, "worst_ms": 4.0}}, "windows_open_max": 3}
+    receiver = {"flows_rx": {"0:5": [3, 1900 * ms], "0:6": [3, 2300 * ms]},
+                "flows_rx_via": {"0:5": [0, 0, 960 * ms, 0], "0:6": [0, 0, 2110 * ms, 0]}, "pending": regular}
+    assert loop_stalls(sender) == [(1700 * ms, 600.0)] and loop_stalls(receiver) == []
+    p = bulk_paths([sender, receiver], {5: 900 * ms, 6: 2000 * ms}, {5: 3, 6: 3})
+    assert p[5]["sender_stall_ms"] == 600.0 and p[5]["worst_stall_ms"] == 600.0
+    assert p[6]["sender_stall_ms"] == 0.0 and p[6]["worst_stall_ms"] == 0.0
+    assert agents_loops([sender, receiver]) == {"agents": 1, "stalls_over_50ms": 1, "worst_stall_ms": 600.0,
+                                                "full_collections": 3, "worst_full_collection_ms": 4.0,
+                                                "windows_open_max": 3}
+    assert agents_loops([receiver]) is None  # summaries from before: nothing to say

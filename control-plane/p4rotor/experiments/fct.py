@@ -14,6 +14,7 @@ sends on every live circuit at once), agent frames first (:func:`_shape_hosts`).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import ipaddress
 import json
@@ -1150,7 +1151,8 @@ def _run(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, g
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
             "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts),
-            "receiver_wakeup": receiver_wakeup(wakeups), "agents_priority": agents_priority(results)}
+            "receiver_wakeup": receiver_wakeup(wakeups), "agents_priority": agents_priority(results),
+            "agents_loops": agents_loops(results)}
 
 
 def agents_priority(summaries: list[dict]) -> dict | None:
@@ -1187,7 +1189,9 @@ def bulk_paths(summaries: list[dict], start_ns: dict[int, int], frames: dict[int
     ``relayed`` of those that arrived and the most slots one waited at its relay
     (``worst_relay_slots``), when the first arrived (``first_rx_s``), second copies the receiver
     dropped (``duplicates``) and so the frames the fabric lost (``lost``: resent less
-    duplicates; summaries from before 2026-11-27 have neither).  What an FCT run keeps of the
+    duplicates; summaries from before 2026-11-27 have neither), the longest stall of its sender's
+    loop and of any agent's while it ran (``sender_stall_ms``, ``worst_stall_ms``; from the agents'
+    pending samples, :func:`loop_stalls`).  What an FCT run keeps of the
     flows above the bulk bound, so a slow flow is explained from ``fct.json`` alone; summaries from
     before 2026-11-26 have none of it ({})."""
     out: dict[int, dict] = {}
@@ -1207,7 +1211,63 @@ def bulk_paths(summaries: list[dict], start_ns: dict[int, int], frames: dict[int
     for p in out.values():  # resent frames that arrived once: their first copy was lost
         if "resent" in p and "duplicates" in p:
             p["lost"] = max(0, p["resent"] - p["duplicates"])
+    # How long the agents' loops stood still while the flow ran (from its start to its last frame
+    # in): its sender's longest stall and the fabric's (any agent's), in ms.  A frame waits a
+    # cycle for a window its agent's loop slept through (2026-11-27: RotorNet's lone flow 1441).
+    stalls = [loop_stalls(sm) for sm in summaries]
+    senders = {int(k): i for i, sm in enumerate(summaries) for k in sm.get("flows_tx", {})}
+    ends = {int(k.split(":")[1]): v[1] for sm in summaries for k, v in sm.get("flows_rx", {}).items()}
+    for fid, p in out.items():
+        s, e = start_ns[fid], ends.get(fid)
+        if e is None or not any(stalls):
+            continue
+        during = [_stalled(st, s, e) for st in stalls]
+        if fid in senders:
+            p["sender_stall_ms"] = round(during[senders[fid]], 1)
+        p["worst_stall_ms"] = round(max(during), 1)
     return out
+
+
+STALL_MIN_MS = 20.0  # a sample this much late or more is a stall worth keeping
+
+
+def _stalled(stalls: list[tuple[int, float]], s: int, e: int) -> float:
+    """The longest of ``stalls`` (as :func:`loop_stalls` gives them, in time order) that overlaps
+    ``[s, e]`` ns, in ms; 0 for none."""
+    worst = 0.0
+    for t, late in stalls[bisect.bisect_right(stalls, (s, math.inf)):]:
+        if t - late * 1e6 >= e and t - 60e9 > e:  # no stall lasts a minute: past e for good
+            break
+        if t - late * 1e6 < e:
+            worst = max(worst, late)
+    return worst
+
+
+def loop_stalls(summary: dict) -> list[tuple[int, float]]:
+    """When an agent's loop stood still, from its pending curve (host/agent.py samples it once a
+    slot): each sample that came ``STALL_MIN_MS`` or more after the period, as (ns it came, ms
+    late).  The period is the samples' median gap (a slot)."""
+    ts = [x[0] for x in summary.get("pending", [])]
+    if len(ts) < 3:
+        return []
+    gaps = sorted(b - a for a, b in zip(ts, ts[1:]))
+    period = gaps[len(gaps) // 2]
+    return [(b, (b - a - period) / 1e6) for a, b in zip(ts, ts[1:]) if b - a - period >= STALL_MIN_MS * 1e6]
+
+
+def agents_loops(summaries: list[dict]) -> dict | None:
+    """The agents' loops, all together: stalls of 50 ms or more and the worst (host/agent.py
+    ``loop_stalls``), the garbage collector's full collections and their worst pause, and the most
+    circuit windows one agent had open at once; None for summaries from before 2026-11-27."""
+    ls = [s for s in summaries if s.get("loop_stalls")]
+    if not ls:
+        return None
+    full = [s["gc"].get("2", {}) for s in ls if s.get("gc")]
+    return {"agents": len(ls), "stalls_over_50ms": sum(s["loop_stalls"]["over_50ms"] for s in ls),
+            "worst_stall_ms": max(s["loop_stalls"]["worst_ms"] for s in ls),
+            "full_collections": sum(g.get("collections", 0) for g in full),
+            "worst_full_collection_ms": max((g.get("worst_ms", 0.0) for g in full), default=0.0),
+            "windows_open_max": max(s.get("windows_open_max", 0) for s in ls)}
 
 
 def receiver_wakeup(ms: list[float]) -> dict:
@@ -1297,6 +1357,7 @@ def _report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: fl
                               "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
                               "agents_priority": r.get("agents_priority"),
+                              "agents_loops": r.get("agents_loops"),
                               "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
                                                  if k != "alone_only_curve"}}
         if bound and any(d.cls == "bulk" for d in r["done"]):
