@@ -224,7 +224,9 @@ def test_an_agent_lets_finished_windows_go_and_says_when_its_loop_stopped(monkey
     res, fab = run_fabric([(0, 1), (2, 3)], frames=20, cycles=8, slot_us=20_000)
     assert blocked
     for r in res:
-        assert 1 <= r["windows_open_max"] <= 2  # one rotor: never more than two at once, even after the stall
+        # One rotor: two at once (one ending, the next starting); just after the stall, the window
+        # the stall held may still be finishing beside them: three, never a pile-up.
+        assert 1 <= r["windows_open_max"] <= 3
         assert r["missed"].get("window_over", 0) >= 10  # the windows the stall took are not run late
         st = r["loop_stalls"]
         assert st["samples"] > 10 and st["over_50ms"] >= 1 and 250 <= st["worst_ms"] < 1000

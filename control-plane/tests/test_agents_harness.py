@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
 from p4rotor import schedule as S
 from p4rotor.fabric import topology as TP
+from p4rotor.fabric import agents as AG
 from p4rotor.fabric.agents import start_agents
 
 
@@ -22,6 +24,9 @@ class _Proc:
 
     def wait(self, timeout=None):
         return 0
+
+    def send_signal(self, sig):
+        pass
 
 
 class _Emu:
@@ -63,7 +68,7 @@ def test_agents_rate_and_share(tmp_path, shared):
         return
     # The whole circuit, claimed through the rack's file; the host's link: its plane's 4 circuits.
     assert float(_opt(a, "--rate")) == 200
-    assert _opt(a, "--share") == str(tmp_path / "share-rack3.json")
+    assert Path(_opt(a, "--share")).name == "share-rack3.json"
     assert (_opt(a, "--share-member"), _opt(a, "--share-members")) == ("1", "2")
     assert float(_opt(a, "--host-rate")) == 4 * 100
     assert _opt(args["h3x0"], "--share") == _opt(a, "--share") and _opt(args["h3x0"], "--share-member") == "0"
@@ -101,3 +106,32 @@ def test_agents_realtime_under_sched_rr_below_the_switches(tmp_path, monkeypatch
     start_agents(emu, topo, ds, tmp_path, rate=200, guard_us=10_000, flows={}, realtime=realtime,
                  start_ns=time.time_ns() + 60 * 10**9)
     assert all(("chrt" in a) is False and "--rt-priority" not in a for a in emu.args.values())
+
+
+def test_agents_keep_their_live_files_on_tmpfs_and_the_run_keeps_them_after(tmp_path, monkeypatch):
+    """Claims and progress, rewritten many times a second, live under LIVE_ROOT (tmpfs: on ext4 a
+    rewrite can wait on the journal); once the agents end, they are kept in the run's directory
+    and the live directory goes.  No such root: they stay in the run's directory."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(AG, "LIVE_ROOT", shm)
+    out = tmp_path / "run"
+    ds = S.dilate(S.generate_opera(8, 4, 1000, 100), 100)
+    topo = TP.generate(ds, "schedule.json", hosts_per_rack=2)
+    emu = _Emu()
+    agents = start_agents(emu, topo, ds, out, rate=200, guard_us=10_000, flows={}, shared=True,
+                          start_ns=time.time_ns() + 60 * 10**9)
+    a = emu.args["h3x1"]
+    live = Path(_opt(a, "--progress")).parent
+    assert live.parent == shm and Path(_opt(a, "--share")).parent == live
+    Path(_opt(a, "--progress")).write_text(json.dumps({"t_ns": 1, "flows_rx": {"3:7": [5, 9]}}))
+    Path(_opt(a, "--share")).write_text("{}")
+    assert agents.progress_of("h3x1") == {"3:7": (5, 9)}  # read live while they run
+    agents.stop(timeout=0.1)
+    assert not live.exists() and (out / "share-rack3.json").exists()
+    assert agents.progress_of("h3x1") == {"3:7": (5, 9)}  # and from the run's directory after
+    monkeypatch.setattr(AG, "LIVE_ROOT", tmp_path / "none")
+    emu = _Emu()
+    start_agents(emu, topo, ds, out, rate=200, guard_us=10_000, flows={}, shared=True,
+                 start_ns=time.time_ns() + 60 * 10**9)
+    assert Path(_opt(emu.args["h3x1"], "--share")) == out / "share-rack3.json"

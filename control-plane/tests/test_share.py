@@ -70,3 +70,24 @@ def test_file_share_between_processes_never_gives_more_than_the_window(tmp_path)
         p.join(10)
     got = sorted(q.get(timeout=5) for _ in ps)
     assert sum(got) == 10 and got[-1] == 10  # the first took the idle rack's whole window
+
+
+def test_an_idle_claim_the_rack_already_knows_leaves_the_file_alone(tmp_path):
+    """Idle and known idle: answered 0 without the file (40 claims a second per agent rewrote it);
+    its first claim, every busy one, and the first idle one after a busy one still go through
+    it, so the split between busy siblings is as before."""
+    path = tmp_path / "share-rack0.json"
+    a, b = FileShare(path, 10).member(0), FileShare(path, 10).member(1)
+    assert a.claim((0, 1), 0) == 0 and path.exists() and a.skipped == 0  # said once
+    before = path.read_text()
+    assert a.claim((0, 2), 0) == 0 and a.skipped == 1 and path.read_text() == before
+    assert b.claim((0, 2), 4) == 4  # busy: written (a is not waited for)
+    assert a.claim((0, 3), 6) == 5 and b.claim((0, 3), 6) == 5  # both busy: half each
+    assert b.claim((0, 4), 0) == 0 and b.skipped == 0  # b says it is idle once...
+    before = path.stat().st_mtime_ns, path.read_text()
+    assert b.claim((0, 5), 0) == 0 and b.skipped == 1  # ...then leaves the file alone
+    assert (path.stat().st_mtime_ns, path.read_text()) == before
+    assert a.claim((0, 6), 10) == 10  # b idle: a takes the whole window
+    m = MemoryShare(10).member(0)
+    m.claim((0, 1), 0)
+    assert m.claim((0, 2), 0) == 0 and "0:2" not in m.share.state["claims"]

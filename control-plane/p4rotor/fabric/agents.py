@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +28,24 @@ FAR_NS = 1 << 62  # wall ns in the year 2116: "until stopped"
 # of ~2 MB written at once beside 12 busy switches): it was killed, and the 12 flows it had
 # received whole were reported unfinished (docs/experiments.md, Data Mining 1 % warmed).
 STOP_WAIT_S = 60.0
+# Where agents keep the files they rewrite many times a second: their rack's claims (host/share.py,
+# 40 a second per agent) and their progress (once a second).  On the disk (ext4) each rewrite
+# starts write-back, and a writer can wait on the journal: with no fabric running, 16 agents'
+# claims took up to 69 ms there against 4.5 ms on tmpfs (docs/experiments.md, "Agents waiting on
+# the disk").  Mininet's hosts share the file system, /dev/shm with it.
+LIVE_ROOT = Path("/dev/shm")
+
+
+def live_dir(out: Path, root: Path | None = None) -> Path:
+    """A fresh directory on tmpfs (under ``root``, default LIVE_ROOT) for a run's agents' live
+    files; ``out`` itself where there is no such file system or it cannot be written."""
+    root = LIVE_ROOT if root is None else root
+    try:
+        if root.is_dir() and os.access(root, os.W_OK):
+            return Path(tempfile.mkdtemp(prefix="p4rotor-agents-", dir=root))
+    except OSError:
+        pass
+    return out
 
 
 @dataclasses.dataclass
@@ -34,6 +55,8 @@ class Agents:
     ``account`` counts the frames its death cost (issue #13)."""
 
     out: Path
+    # The agents' live files (claims, progress; ``live_dir``), kept into ``out`` when they end.
+    live: Path | None = None
     procs: list = dataclasses.field(default_factory=list)  # (host name, Popen)
     where: dict = dataclasses.field(default_factory=dict)  # host name -> (rack, host index)
     dead: list = dataclasses.field(default_factory=list)
@@ -47,6 +70,7 @@ class Agents:
                 p.wait(max(1.0, deadline - time.monotonic()))
             except Exception:
                 raise HarnessError(f"agent in {name} did not end in time") from None
+        self._keep_live()
         return self.summaries()
 
     def stop(self, timeout: float = STOP_WAIT_S) -> list[dict]:
@@ -61,14 +85,18 @@ class Agents:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except Exception:
                 stop_process_group(p)
+        self._keep_live()
         return self.summaries()
 
     def progress_of(self, name: str) -> dict[str, tuple[int, int | None]]:
         """What agent ``name`` last said it had received: ``"origin:flow"`` -> (frames, when the
         last came, ns; None in a file from before 2026-11-26, which had counts only).  Empty if
         it wrote none yet or is writing it (each is rewritten once a second, renamed into place)."""
+        f = self.live / f"agent-{name}.progress" if self.live is not None else None
+        if f is None or not f.exists():
+            f = self.out / f"agent-{name}.progress"
         try:
-            rx = json.loads((self.out / f"agent-{name}.progress").read_text())["flows_rx"]
+            rx = json.loads(f.read_text())["flows_rx"]
         except (OSError, ValueError, KeyError):
             return {}
         return {k: (v[0], v[1]) if isinstance(v, list) else (v, None) for k, v in rx.items()}
@@ -101,6 +129,16 @@ class Agents:
     def kill(self) -> None:
         for _, p in self.procs:
             stop_process_group(p)
+        self._keep_live()
+
+    def _keep_live(self) -> None:
+        """Once the agents are gone: their live files into ``out`` (the last progress of an agent
+        that died is what the run has of its flows), and the live directory removed."""
+        if self.live is None or self.live == self.out or not self.live.is_dir():
+            return
+        for f in [*self.live.glob("agent-*.progress"), *self.live.glob("share-rack*.json")]:
+            shutil.copyfile(f, self.out / f.name)
+        shutil.rmtree(self.live, ignore_errors=True)
 
 
 def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
@@ -199,7 +237,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     sched_file = out / "schedule.json"
     sched_file.write_text(ds.dumps())
     hosts = max(len(k.hosts) for k in topo.racks)
-    agents = Agents(out)
+    live = live_dir(out)
+    agents = Agents(out, live=live)
     prefix = priority_prefix(True, AGENT_RT_PRIORITY, 0) if realtime else []
     # Started under SCHED_RR (its start-up keeps its lead); ``rt_always`` (the default): it keeps it
     # idle too.  Off, it keeps it only while it holds bulk (host/priority.py): at Data Mining 1 %
@@ -226,7 +265,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                         "--guard-us", str(guard_us), "--stop-ns", str(stop_ns), "--end-ns", str(end_ns),
                         "--measure", f"{measure[0]},{measure[1]}", "--out", str(out / f"agent-{h.name}.json"),
                         "--start-ns", str(start_ns), "--ready", str(out / f"agent-{h.name}.ready"),
-                        "--progress", str(out / f"agent-{h.name}.progress")] + rt_args
+                        "--progress", str(live / f"agent-{h.name}.progress")] + rt_args
                 if one_hop:
                     args.append("--one-hop")
                 if retransmit_us:
@@ -234,7 +273,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     if ack_direct:
                         args.append("--ack-direct")
                 if shared and host_index is None:
-                    args += ["--share", str(out / f"share-rack{k.id}.json"), "--share-member", str(n),
+                    args += ["--share", str(live / f"share-rack{k.id}.json"), "--share-member", str(n),
                              "--share-members", str(len(k.hosts)), "--host-rate", str(rate / hosts * len(ds.rotors))]
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]

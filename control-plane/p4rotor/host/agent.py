@@ -613,6 +613,8 @@ class Agent:
         return {"rack": self.me, "capacity_frames": self.capacity, "frame_bytes": self.frame,
                 "claimed_frames": self.claimed if self.share is not None else None,
                 "share_moves": dict(self.share_moves),
+                # idle claims answered without the rack's file (host/share.py: Claimer)
+                "claims_skipped": getattr(self.share, "skipped", None),
                 "accepted": {str(k): v for k, v in self.accepted.items()},
                 "delivered": {str(k): v for k, v in self.delivered.items()},
                 "delivered_in_window": {str(k): v for k, v in self.in_window.items()},

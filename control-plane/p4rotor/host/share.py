@@ -96,12 +96,30 @@ class FileShare:
 
 class Claimer:
     """One agent's handle on its rack's share, per window ``(rotor, slot)``: ``claim`` at its start,
-    ``top_up`` when a flow joins it open."""
+    ``top_up`` when a flow joins it open.
+
+    An idle agent's claim (demand 0) that the rack already knows is idle changes nothing that
+    :func:`decide` reads (a claim of 0 frames takes nothing from the window, and an idle member
+    is not waited for), so it is answered here without the file (``skipped``).  Every agent
+    claims at the start of each of its rack's windows, 40 a second: through the file, sixteen
+    agents rewrote their racks' files 640 times a second, and on ext4 each rewrite of a file
+    truncated to nothing starts its write-back (``auto_da_alloc``).  Measured here with no
+    fabric running (16 processes, 40 idle claims a second each, 30 s): worst claim 69 ms, 29
+    over 20 ms, against 4.5 ms and none on tmpfs (docs/experiments.md, "Agents waiting on the
+    disk")."""
 
     def __init__(self, share, n: int):
         self.share, self.n = share, n
+        # What this member last told the file: None, nothing yet (another handle on the same
+        # member may have said it was busy), so its first idle claim goes through the file.
+        self.idle_said: bool | None = None
+        self.skipped = 0
 
     def claim(self, window: tuple[int, int], demand: int) -> int:
+        if demand <= 0 and self.idle_said is True:
+            self.skipped += 1
+            return 0
+        self.idle_said = demand <= 0
         return self.share.apply(decide, self.n, f"{window[0]}:{window[1]}", demand)
 
     def top_up(self, window: tuple[int, int], demand: int) -> int:
