@@ -160,6 +160,23 @@ def test_agents_bench_section_renders_and_merges():
     assert merged["agents"] == [row] and merged["scale"] == []
 
 
+def test_claims_bench_measures_each_place_and_renders(tmp_path):
+    """Two places, two agents for half a second each (the real loop, files in fresh directories
+    that are removed); the section renders with the ratio and merges like the others."""
+    from p4rotor.bench import agents, report, run
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    rows = agents.run_claims({"disk": tmp_path / "a", "tmpfs": tmp_path / "b"}, agents=2, per_s=20, seconds=0.5)
+    assert [r["where"] for r in rows] == ["disk", "tmpfs"] and all(r["claims"] >= 10 for r in rows)
+    assert all(r["worst_ms"] * 1e3 >= r["median_us"] > 0 for r in rows)
+    assert not list((tmp_path / "a").iterdir()) and agents.fs_type(tmp_path) != "?"
+    res = {"machine": {"cores": 2, "python": "3", "kernel": "k"}, "started": "s", "rate_pps": 1000, "claims": rows}
+    md = report.markdown(res)
+    assert "the rack's file on the disk or on tmpfs" in md and "Worst claim on the disk / on tmpfs" in md
+    merged = run.merge_results({"started": "old"}, dict(res, started="new"), {"claims"}, "p4rotor bench --only claims")
+    assert merged["claims"] == rows
+
+
 def test_scale_specs_parse_and_reject_bad_input():
     from p4rotor.bench import run
     specs = run.parse_scale_sizes("16, 108x6", "opera", "one-switch")

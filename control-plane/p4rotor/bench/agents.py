@@ -10,6 +10,12 @@ is what survives this noisy 2-core machine."""
 
 from __future__ import annotations
 
+import multiprocessing
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
 from ..host import loopback
 
 MODEL_RATIO = 3.0   # 4 racks, one rotor: direct + 2 relays
@@ -38,4 +44,65 @@ def run_agents(rates=RATES_FPS, frame: int = 1000, cycles: int = 6, slot_us: int
             "keeps_up": bool(ratio and ratio >= 0.9 * MODEL_RATIO),
             "missed": sum(sum(r["missed"].values()) for r in lb),
         })
+    return rows
+
+
+# -- the rack's claims file: on the disk or on tmpfs ------------------------------------------------
+# Sixteen agents claim their share of each window 40 times a second (host/share.py).  Where their
+# racks' files live decides how long a claim can take (fabric/agents.py: LIVE_ROOT): on ext4 each
+# rewrite of a file truncated to nothing starts its write-back and can wait on the journal.
+CLAIM_AGENTS, CLAIM_PER_S, CLAIM_SLOW_MS = 16, 40, 20
+
+
+def fs_type(path: Path) -> str:
+    """The file system ``path`` is on (the longest mount point above it in /proc/self/mounts)."""
+    path, best, kind = str(Path(path).resolve()), "", "?"
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return kind
+    for line in lines:
+        f = line.split()
+        if len(f) >= 3 and (path == f[1] or path.startswith(f[1].rstrip("/") + "/")) and len(f[1]) >= len(best):
+            best, kind = f[1], f[2]
+    return kind
+
+
+def _claim_loop(path: str, member: int, seconds: float, per_s: int, q) -> None:
+    from ..host.share import FileShare
+    share = FileShare(Path(path), 10).member(member % 2)
+    lat, i = [], 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t = time.monotonic_ns()
+        share.claim((0, i), 1 + i % 3)  # busy: every claim goes through the file
+        lat.append(time.monotonic_ns() - t)
+        i += 1
+        time.sleep(1 / per_s)
+    q.put(lat)
+
+
+def run_claims(places: dict[str, Path], agents: int = CLAIM_AGENTS, per_s: int = CLAIM_PER_S,
+               seconds: float = 20.0) -> list[dict]:
+    """``agents`` processes, two per rack file, each claiming ``per_s`` times a second for
+    ``seconds``, in a fresh directory under each of ``places`` in turn: how long a claim took."""
+    ctx = multiprocessing.get_context("fork")
+    rows = []
+    for label, root in places.items():
+        d = Path(tempfile.mkdtemp(prefix="p4rotor-claims-", dir=root))
+        try:
+            q = ctx.Queue()
+            ps = [ctx.Process(target=_claim_loop, args=(str(d / f"share-rack{k // 2}.json"), k, seconds, per_s, q))
+                  for k in range(agents)]
+            for p in ps:
+                p.start()
+            lat = sorted(x for _ in ps for x in q.get(timeout=seconds + 60))
+            for p in ps:
+                p.join(10)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        rows.append({"where": label, "fs": fs_type(root), "agents": agents, "claims_per_s": per_s,
+                     "claims": len(lat), "median_us": round(lat[len(lat) // 2] / 1e3, 1),
+                     "p99_us": round(lat[int(len(lat) * 0.99)] / 1e3, 1), "worst_ms": round(lat[-1] / 1e6, 2),
+                     f"over_{CLAIM_SLOW_MS}ms": sum(1 for x in lat if x > CLAIM_SLOW_MS * 1e6)})
     return rows

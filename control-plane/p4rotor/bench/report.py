@@ -158,6 +158,21 @@ def markdown(res: dict) -> str:
                          f"{'yes' if r['keeps_up'] else 'no'} | {r['relayed_frames']} | "
                          f"{fmt(r['cpu_ms_per_relayed_mb'], 0)} | {fmt(r['cpu_ms_per_mb'], 0)} | {r['missed']} |")
         lines.append("")
+    if res.get("claims"):
+        rows = res["claims"]
+        lines += ["### Agents' claims: the rack's file on the disk or on tmpfs", "",
+                  f"{rows[0]['agents']} agents, two per rack file, each claiming {rows[0]['claims_per_s']} times a second, "
+                  "every claim through the file, one place after the other (bench/agents.py: run_claims; "
+                  "fabric/agents.py keeps the agents' live files in /dev/shm).", "",
+                  "| the rack's file | file system | claims | median µs | p99 µs | worst ms | over 20 ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['where']} | {r['fs']} | {r['claims']} | {fmt(r['median_us'], 0)} | "
+                         f"{fmt(r['p99_us'], 0)} | {fmt(r['worst_ms'])} | {r['over_20ms']} |")
+        if len(rows) == 2 and rows[1]["worst_ms"]:
+            lines += ["", f"Worst claim on the disk / on tmpfs: {rows[0]['worst_ms'] / rows[1]['worst_ms']:.1f}x "
+                          f"(median {rows[0]['median_us'] / max(rows[1]['median_us'], 0.1):.1f}x)."]
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -303,7 +303,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
-                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "loss": ("loss",),
+                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "claims": ("claims",), "loss": ("loss",),
                 "dilation": ("dilation",)}
     res = dict(old)
     for what in sorted(only):
@@ -393,6 +393,18 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         for r in res["agents"]:
             _say(f"[bench]   {r['rate_fps']} frames/s: ratio {r['ratio_vs_one_hop']} (model 3.0), "
                  f"{r['cpu_ms_per_relayed_mb']} ms CPU per relayed MB, keeps up: {r['keeps_up']}")
+    if "claims" in only:
+        from ..fabric.agents import LIVE_ROOT
+        from .agents import run_claims
+        _say(f"[bench] agents' claims: 16 agents, 40 a second each, the rack's file beside {out} vs in {LIVE_ROOT}")
+        places = {"beside the results (disk)": out.parent.resolve()}
+        if LIVE_ROOT.is_dir():
+            places[f"{LIVE_ROOT} (the agents' live files)"] = LIVE_ROOT
+        out.parent.mkdir(parents=True, exist_ok=True)
+        res["claims"] = run_claims(places, seconds=5.0 if quick else 20.0)
+        for r in res["claims"]:
+            _say(f"[bench]   {r['where']} ({r['fs']}): median {r['median_us']} us, worst {r['worst_ms']} ms, "
+                 f"{r['over_20ms']} of {r['claims']} over 20 ms")
     res["command"] = command
     if merge and out.exists():
         res = merge_results(json.loads(out.read_text()), res, only, command)
