@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from p4rotor import schedule as S
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.fabric.switch import missing_tools
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ import pytest
 
 from p4rotor.p4 import CLOCK_PORT
 from p4rotor.fabric.switch import missing_tools, ptf_bench
-from p4rotor.fabric.topology import FABRIC_MTU, HOST_MTU
+from p4rotor.schedule.topology import FABRIC_MTU, HOST_MTU
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -115,7 +115,7 @@ def test_other_egress_guard_is_not_adopted():
 
 def test_tor_entities_read_back_compare_equal_and_other_routes_differ():
     """The ToR: LPM and exact IPv4 keys, the rack config default; routes of another epsilon differ."""
-    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import topology as TP
     from p4rotor.schedule import routes as R
 
     schema = fy.P4Schema(DATA / "tor.p4info.txtpb")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from p4rotor import schedule as S
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.fabric import agents as AG
 from p4rotor.fabric.agents import start_agents
 

@@ -138,7 +138,7 @@ def test_control_topology_clock_ifaces(tmp_path):
     """--clock-iface with --topology: applied to the named switch's role (also when CorrOpt
     replans), an unknown name is one line and exit 2 before any switch is dialled."""
     from p4rotor import control as C
-    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import topology as TP
     from p4rotor.fabric.roles import fabric_roles
 
     topo = TP.generate(S.generate_opera(8, 4, 1000, 100), "s.json", hosts_per_rack=1)

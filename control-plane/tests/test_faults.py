@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4rotor import schedule as S
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.faults import corropt
 from p4rotor.faults import plan as FP
 

@@ -330,7 +330,7 @@ def test_bulk_is_also_judged_at_its_rack_pairs_rotorlb_capacity():
     the model's rate is outside the first bound and within the second."""
     from p4rotor import schedule as S
     from p4rotor.experiments.fct import pair_shares
-    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import topology as TP
 
     sched = S.generate_opera(8, 4, 1000, 100)
     topo = TP.generate(sched, "schedule.json", hosts_per_rack=1)

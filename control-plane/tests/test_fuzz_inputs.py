@@ -15,7 +15,7 @@ import pytest
 
 from p4rotor import schedule as S
 from p4rotor.cli import main
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 20261123

@@ -18,7 +18,7 @@ from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from p4rotor.control.loss_monitor import LossMonitor
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.fabric.roles import fabric_roles
 from p4rotor.faults import monitor as M
 from p4rotor.schedule import routes as R

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from p4rotor import schedule as S
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.faults import monitor as M
 
 OPERA = S.generate_opera(8, 4, 1000, 100)

@@ -15,7 +15,7 @@ import pytest
 from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.fabric.roles import fabric_roles
 from p4rotor.schedule import routes as R
 

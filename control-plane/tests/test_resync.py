@@ -22,7 +22,7 @@ from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from p4rotor.control.status import read_status
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from fake_p4rt import FakeSwitch, wait_for
 
 DATA = Path(__file__).parent / "data"

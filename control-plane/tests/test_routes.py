@@ -9,7 +9,7 @@ from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.schedule import routes as R
 from p4rotor import schedule as S
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 
 
 def four_racks():

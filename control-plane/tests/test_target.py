@@ -210,7 +210,7 @@ def test_entities_in_tofino_units():
 
 
 def test_tor_route_until_in_tofino_units():
-    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import topology as TP
     from p4rotor.schedule import routes as R
 
     s = S.generate_opera(8, 4, 1000, 100)

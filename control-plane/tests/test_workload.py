@@ -174,7 +174,7 @@ def hosts8x2():
 
 def test_grid_hosts_are_the_topology_generators():
     from p4rotor import schedule as S
-    from p4rotor.fabric import topology as TP
+    from p4rotor.schedule import topology as TP
 
     topo = TP.generate(S.generate_rotornet(4, 1, 1000, 0), "s.json", hosts_per_rack=3)
     assert G.topology_hosts(topo) == G.grid_hosts(4, 3)

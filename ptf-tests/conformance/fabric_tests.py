@@ -26,7 +26,7 @@ import ptf.testutils as tu
 
 from p4rotor import control as C
 from p4rotor import p4 as dp
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from p4rotor.schedule import routes as R
 from rotor_base import SIGNAL_MODE, OneSwitchTest, RotorTest, one_switch_topology
 

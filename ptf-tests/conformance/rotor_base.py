@@ -289,7 +289,7 @@ def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
 
 
 from p4rotor.schedule import routes as R  # noqa: E402
-from p4rotor.fabric import topology as TP  # noqa: E402
+from p4rotor.schedule import topology as TP  # noqa: E402
 
 ETH_FABRIC = dp.ETHERTYPE_FABRIC
 SIGNAL_MODE = dp.MODE_SIGNAL

@@ -487,7 +487,7 @@ class FullSizeFrameCrossesCircuit(RotorTest):
     have the topology's fabric MTU; one byte over a port's limit is dropped and counted 'mtu'."""
 
     def runTest(self):
-        from p4rotor.fabric import topology as TP
+        from p4rotor.schedule import topology as TP
 
         s = four_rack_rotornet()
         r = s.rotors[0]

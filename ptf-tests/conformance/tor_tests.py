@@ -11,7 +11,7 @@ from scapy.packet import Raw
 from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.schedule import routes as R
-from p4rotor.fabric import topology as TP
+from p4rotor.schedule import topology as TP
 from rotor_base import TorTest
 
 UP = {0: 1, 1: 2}  # rotor index -> uplink port

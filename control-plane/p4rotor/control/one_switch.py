@@ -22,7 +22,7 @@ from .target import BMV2, Target
 from .tor import route_until_us, slice_spans
 
 if TYPE_CHECKING:
-    from ..fabric.topology import Topology
+    from ..schedule.topology import Topology
 
 # Ports 1..253 are front-panel ports (254: the clock port, 255: the CPU port).
 MAX_HOST_PORT = 253

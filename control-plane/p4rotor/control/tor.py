@@ -13,7 +13,7 @@ from .entities import phase_entries, port_mtu_entries, slot_config_entry
 from .target import BMV2, Target
 
 if TYPE_CHECKING:  # the topology is fabric data; the builders only read it
-    from ..fabric.topology import Rack, Topology
+    from ..schedule.topology import Rack, Topology
 
 
 def slice_spans(routes: Sequence[R.SliceRoutes]) -> list[tuple[int, int]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import schedule as S
 from ..schedule import routes as R
-from ..fabric import topology as TP
+from ..schedule import topology as TP
 from ..fabric.agents import account, cycle_start_ns, start_agents
 from ..fabric.switch import HOST_RT_PRIORITY, HarnessError, priority_prefix, realtime_allowed, stop_process_group
 from ..host import wire

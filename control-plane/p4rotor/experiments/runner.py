@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import schedule as S
-from ..fabric import topology as TP
+from ..schedule import topology as TP
 from ..fabric.mininet import Emulation
 from ..fabric.switch import HarnessError, stop_process_group
 

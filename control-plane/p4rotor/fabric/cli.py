@@ -51,7 +51,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_topology_generate(a: argparse.Namespace) -> int:
-    from . import topology as TP
+    from ..schedule import topology as TP
 
     try:
         s = S.load(a.schedule)
@@ -67,7 +67,7 @@ def cmd_topology_generate(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from . import topology as TP
+    from ..schedule import topology as TP
     from .mininet import Emulation, leftovers
     from .switch import HarnessError
 

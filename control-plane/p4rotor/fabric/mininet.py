@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import topology as TP
+from ..schedule import topology as TP
 from ..control.status import read_status
 from .cpu import IdlePoll
 from .shaping import qdisc_drops

@@ -8,7 +8,7 @@ from typing import Mapping
 
 from .. import control as C
 from ..schedule import routes as R
-from .topology import Topology
+from ..schedule.topology import Topology
 
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,

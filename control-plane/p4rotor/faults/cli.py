@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
 
 
 def _topology(path: str):
-    from ..fabric import topology as TP
+    from ..schedule import topology as TP
     from ..schedule import ScheduleError
 
     try:

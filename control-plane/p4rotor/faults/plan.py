@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..fabric.topology import Topology
+from ..schedule.topology import Topology
 
 KINDS = ("loss", "link-down", "switch-crash", "controller-crash", "clock-skew", "host-pause")
 MAX_US = 10 ** 12  # ~11.6 days of schedule time: anything beyond is a typo

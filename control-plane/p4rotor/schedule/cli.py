@@ -112,7 +112,7 @@ def cmd_schedule_quality(a: argparse.Namespace) -> int:
 
 
 def load_sched_or_topo(a):
-    from ..fabric import topology as TP
+    from . import topology as TP
 
     try:
         if getattr(a, "topology", None):

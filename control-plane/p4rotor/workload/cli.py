@@ -32,7 +32,7 @@ def _hosts_and_cycle(a: argparse.Namespace) -> tuple[list[G.Host], float | None]
         if a.hosts_per_rack is not None:
             raise C.WorkloadError("--hosts-per-rack comes from --topology; give one or the other")
         from .. import schedule as S
-        from ..fabric import topology as TP
+        from ..schedule import topology as TP
 
         try:
             topo = TP.load(a.topology)

@@ -71,7 +71,7 @@ def grid_hosts(racks: int, hosts_per_rack: int) -> list[Host]:
 
 
 def topology_hosts(topo: Any) -> list[Host]:
-    """The hosts of a :class:`p4rotor.fabric.topology.Topology`."""
+    """The hosts of a :class:`p4rotor.schedule.topology.Topology`."""
     return [Host(h.name, h.ip, k.id) for k in topo.racks for h in k.hosts]
 
 
