@@ -216,6 +216,12 @@ class RotorTest(BaseTest):
     def drops(self, cause: dp.DropCause, sw=None) -> int:
         return (sw or self.sw).counter(dp.C_DROP, int(cause))[0]
 
+    def frame_ledger(self, in_port: int, out_port: int, sw=None):
+        """Where the frames sent into ``in_port`` towards ``out_port`` went, from here on."""
+        from ledger import FrameLedger
+
+        return FrameLedger(self, sw or self.sw, in_port, out_port)
+
     # ---- frames ----------------------------------------------------------
     @staticmethod
     def frame(src_port: int, tag: int = 0) -> bytes:
@@ -280,6 +286,27 @@ class RotorTest(BaseTest):
 def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
     """4 racks, 1 rotor, 3 bidirectional matchings: every pair once per cycle."""
     return S.generate_rotornet(4, 1, slot_us, night_us)
+
+
+def joining(rotor: S.Rotor, a: int, b: int) -> int:
+    """The index of ``rotor``'s matching that connects rack ``a`` to rack ``b``."""
+    return next(i for i, mm in enumerate(rotor.matchings) if mm[a] == b)
+
+
+class FourRackTest(RotorTest):
+    """A test on one rotor of the four-rack RotorNet schedule (``four_rack_rotornet``), installed
+    in signal mode before the test runs: ``self.sched``, ``self.rotor``.  A test that needs
+    other slot lengths or another mode builds its own schedule."""
+
+    def setUp(self):
+        super().setUp()
+        self.sched = four_rack_rotornet()
+        self.rotor = self.sched.rotors[0]
+        self.install(self.sched, self.rotor, dp.MODE_SIGNAL)
+
+    def matching_joining(self, a: int, b: int) -> int:
+        """The index of the rotor's matching that connects rack ``a`` to rack ``b``."""
+        return joining(self.rotor, a, b)
 
 
 # ---------------------------------------------------------------------------

@@ -11,32 +11,28 @@ from scapy.layers.l2 import Ether
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from p4rotor import control as C
-from rotor_base import PORTS, RotorTest, four_rack_rotornet
+from rotor_base import PORTS, FourRackTest, RotorTest, four_rack_rotornet
 
 SIGNAL, CLOCK = dp.MODE_SIGNAL, dp.MODE_CLOCK
 
 
-class SignalEverySlotEveryPort(RotorTest):
+class SignalEverySlotEveryPort(FourRackTest):
     """Signal mode: in every slot of a 3-matching cycle (two cycles), a frame entering
     each port leaves on exactly the matched port and nowhere else."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         for k in range(2 * len(r.matchings)):
             idx = k % len(r.matchings)
             self.set_slot(k, idx)
             self.expect_circuit(r.matchings[idx], tag=k)
 
 
-class NightDropsAndCounts(RotorTest):
+class NightDropsAndCounts(FourRackTest):
     """During night every frame is dropped and counted under 'night'; the day after works."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         before = self.drops(dp.DropCause.NIGHT)
         self.set_slot(5, 2, night=True)
         self.expect_dark()
@@ -45,12 +41,10 @@ class NightDropsAndCounts(RotorTest):
         self.expect_circuit(r.matchings[2])
 
 
-class NotStartedDropsAndCounts(RotorTest):
+class NotStartedDropsAndCounts(FourRackTest):
     """Before any slot is set (configured, no signal yet) frames are dropped as 'not started'."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        self.install(s, s.rotors[0], SIGNAL)
         before = self.drops(dp.DropCause.NOT_STARTED)
         self.expect_dark()
         self.assertEqual(self.drops(dp.DropCause.NOT_STARTED) - before, len(PORTS))
@@ -69,13 +63,11 @@ class IdleRackHasNoCircuit(RotorTest):
         self.assertEqual(self.drops(dp.DropCause.NO_CIRCUIT) - before, 2)
 
 
-class AnyFrameIsCircuitSwitched(RotorTest):
+class AnyFrameIsCircuitSwitched(FourRackTest):
     """Non-IP, garbage and runt frames leave unchanged on the circuit: the rotor never parses."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 0)
         frames = [
             bytes(Ether(dst="ff:ff:ff:ff:ff:ff", type=0x88B5) / (b"\x00" * 50)),  # non-IP
@@ -90,13 +82,11 @@ class AnyFrameIsCircuitSwitched(RotorTest):
         tu.verify_no_other_packets(self)
 
 
-class CountersMatchTraffic(RotorTest):
+class CountersMatchTraffic(FourRackTest):
     """rx/tx per-port counters count exactly the frames sent and delivered."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 1)
         rx0 = {p: self.sw.counter(dp.C_RX, p)[0] for p in PORTS}
         tx0 = {p: self.sw.counter(dp.C_TX, p)[0] for p in PORTS}
@@ -109,14 +99,12 @@ class CountersMatchTraffic(RotorTest):
                              - tx0[PORTS[r.matchings[1][i]]], n)
 
 
-class BadMatchingIndexRefused(RotorTest):
+class BadMatchingIndexRefused(FourRackTest):
     """A slot change naming a matching the rotor does not have is refused (OP_ERROR, counted)
     and the switch keeps forwarding on the previous matching, never on a wrong port."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 1)
         before = self.drops(dp.DropCause.CTRL_ERROR)
         for bad in (3, 7, 0xFFFF):
@@ -126,12 +114,10 @@ class BadMatchingIndexRefused(RotorTest):
         self.expect_circuit(r.matchings[1])
 
 
-class UnknownOpcodeRefused(RotorTest):
+class UnknownOpcodeRefused(FourRackTest):
     """A control packet with an unknown opcode is answered with OP_ERROR and counted."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        self.install(s, s.rotors[0], SIGNAL)
         before = self.drops(dp.DropCause.CTRL_ERROR)
         pkt = self.send_control(opcode=77)
         self.assertEqual(pkt["opcode"], dp.OP_ERROR)
@@ -226,14 +212,12 @@ class StaleFrameDroppedSignal(RotorTest):
         self.dataplane.flush()
 
 
-class TimedSlotChangeAppliedAtItsTime(RotorTest):
+class TimedSlotChangeAppliedAtItsTime(FourRackTest):
     """Signal mode, timed change: the switch holds a slot change until its start time (by its
     own clock), with the night it carries, then forwards on the new matching."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 0)
         at = self.local_us_now() + 400_000
         ack = self.set_slot_at(1, 1, at, night_us=300_000)
@@ -250,14 +234,12 @@ class TimedSlotChangeAppliedAtItsTime(RotorTest):
         self.expect_circuit(r.matchings[1], tag=3)
 
 
-class TimedSlotChangeSecondPendingRefused(RotorTest):
+class TimedSlotChangeSecondPendingRefused(FourRackTest):
     """Only one timed change can be pending: a second one before the first is due is refused
     (OP_ERROR, counted as a control error) and the first still applies at its time."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 0)
         at = self.local_us_now() + 300_000
         self.assertEqual(self.set_slot_at(1, 1, at)["opcode"], dp.OP_SET_SLOT)
@@ -269,14 +251,12 @@ class TimedSlotChangeSecondPendingRefused(RotorTest):
         self.expect_circuit(r.matchings[1])
 
 
-class TimedSlotChangeLateAppliedAndCounted(RotorTest):
+class TimedSlotChangeLateAppliedAndCounted(FourRackTest):
     """A timed change that arrives after its start time is applied at once (by the next
     packet) and counted as late."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 0)
         late0 = self.ctrl(dp.CtrlCounter.SET_SLOT_LATE)
         at = self.local_us_now() - 10_000
@@ -285,14 +265,12 @@ class TimedSlotChangeLateAppliedAndCounted(RotorTest):
         self.expect_circuit(r.matchings[2])
 
 
-class TimedSlotChangeBadIndexRefused(RotorTest):
+class TimedSlotChangeBadIndexRefused(FourRackTest):
     """A timed change with a matching index outside the cycle is refused like an immediate one:
     nothing becomes pending, the current matching stays."""
 
     def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
+        r = self.rotor
         self.set_slot(0, 1)
         at = self.local_us_now() + 1000
         self.assertEqual(self.set_slot_at(1, len(r.matchings), at)["opcode"], dp.OP_ERROR)
@@ -482,109 +460,3 @@ class ClockPortOtherFramesDropped(RotorTest):
         self.assertEqual(self.drops(dp.DropCause.BAD_HEADER) - before, 1)
 
 
-class FullSizeFrameCrossesCircuit(RotorTest):
-    """A full-size host frame with its fabric header (1522 bytes) crosses a circuit whose links
-    have the topology's fabric MTU; one byte over a port's limit is dropped and counted 'mtu'."""
-
-    def runTest(self):
-        from p4rotor.schedule import topology as TP
-
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        m = next(i for i, mm in enumerate(r.matchings) if mm[0] == 1)
-        wire = TP.HOST_MTU + 14 + dp.FABRIC_HEADER_BYTES
-        self.install(s, r, SIGNAL, link_mtus={PORTS[0]: TP.FABRIC_MTU, PORTS[1]: TP.FABRIC_MTU})
-        self.set_slot(1, m)
-        f = self.sized_frame(wire)
-        tu.send_packet(self, PORTS[0], f)
-        tu.verify_packet(self, f, PORTS[1])
-        tu.verify_no_other_packets(self)
-        before = self.drops(dp.DropCause.MTU)
-        self.sw.write([~e for e in C.port_mtu_entries({PORTS[1]: wire - 14 - 1})])
-        tu.send_packet(self, PORTS[0], f)
-        tu.verify_no_other_packets(self)
-        self.assertEqual(self.drops(dp.DropCause.MTU) - before, 1)
-
-
-class OpticalLossNearItsRateAndCounted(RotorTest):
-    """Injected loss on one link direction (out of port 2, rate 0.2): the frames lost are counted
-    as 'optical loss' (never as reconfiguration loss), their share is the rate within 4 sigma, and
-    nothing else is lost; a lossless link next to it loses nothing."""
-
-    def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        m = next(i for i, mm in enumerate(r.matchings) if mm[0] == 1)
-        self.install(s, r, SIGNAL)
-        self.sw.write([+e for e in C.loss_entries([C.LinkLoss(PORTS[1], "out", 0.2)])])
-        self.set_slot(1, m)
-        before = {c: self.drops(c) for c in dp.DropCause}
-        tx0 = self.sw.counter(dp.C_TX, PORTS[1])[0]
-        n = 1500
-        for i in range(n):
-            tu.send_packet(self, PORTS[0], self.frame(PORTS[0], i))
-        self.dataplane.flush()
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            lost = self.drops(dp.DropCause.OPTICAL_LOSS) - before[dp.DropCause.OPTICAL_LOSS]
-            sent = self.sw.counter(dp.C_TX, PORTS[1])[0] - tx0
-            if lost + sent >= n:
-                break
-            time.sleep(0.2)
-        self.assertEqual(lost + sent, n)
-        sigma = (n * 0.2 * 0.8) ** 0.5
-        self.assertLess(abs(lost - 0.2 * n), 4 * sigma, f"{lost} of {n} lost")
-        others = {c.name: self.drops(c) - before[c] for c in dp.DropCause if c != dp.DropCause.OPTICAL_LOSS}
-        self.assertEqual(sum(others.values()), 0, others)
-        # The other direction of the same circuit (into port 2, out of port 1) is lossless.
-        tu.send_packet(self, PORTS[1], self.frame(PORTS[1], 7))
-        tu.verify_packet(self, self.frame(PORTS[1], 7), PORTS[0])
-
-
-class OpticalLossCountedPerLinkDirection(RotorTest):
-    """The CorrOpt monitor's input: loss out of port 2 at rate 1 and none elsewhere.  Frames from
-    port 1 to port 2 count as crossed on port 1's input and lost on port 2's output; frames the
-    other way cross port 2's input and port 1's output.  Nothing else moves."""
-
-    def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        m = next(i for i, mm in enumerate(r.matchings) if mm[0] == 1)
-        self.install(s, r, SIGNAL)
-        self.sw.write([+e for e in C.loss_entries([C.LinkLoss(PORTS[1], "out", 1.0)])])
-        self.set_slot(1, m)
-        names = (dp.C_LINK_IN, dp.C_LINK_IN_LOSS, dp.C_LINK_OUT, dp.C_LINK_OUT_LOSS)
-        before = {(c, p): self.sw.counter(c, p)[0] for c in names for p in PORTS}
-        for i in range(5):
-            tu.send_packet(self, PORTS[0], self.frame(PORTS[0], i))
-        tu.verify_no_other_packets(self)
-        for i in range(3):
-            f = self.frame(PORTS[1], 10 + i)
-            tu.send_packet(self, PORTS[1], f)
-            tu.verify_packet(self, f, PORTS[0])
-        moved = {k: self.sw.counter(*k)[0] - v for k, v in before.items()}
-        want = {(dp.C_LINK_IN, PORTS[0]): 5, (dp.C_LINK_OUT_LOSS, PORTS[1]): 5,
-                (dp.C_LINK_IN, PORTS[1]): 3, (dp.C_LINK_OUT, PORTS[0]): 3}
-        self.assertEqual({k: v for k, v in moved.items() if v}, want)
-
-
-class OpticalLossInOneMatchingOnly(RotorTest):
-    """Loss into port 1 at rate 1, only while matching m is live: every frame lost then, none in
-    the next matching."""
-
-    def runTest(self):
-        s = four_rack_rotornet()
-        r = s.rotors[0]
-        self.install(s, r, SIGNAL)
-        self.sw.write([+e for e in C.loss_entries([C.LinkLoss(PORTS[0], "in", 1.0, matching=0)])])
-        before = self.drops(dp.DropCause.OPTICAL_LOSS)
-        self.set_slot(0, 0)
-        for i in range(10):
-            tu.send_packet(self, PORTS[0], self.frame(PORTS[0], i))
-        tu.verify_no_other_packets(self)
-        self.assertEqual(self.drops(dp.DropCause.OPTICAL_LOSS) - before, 10)
-        self.set_slot(1, 1)
-        f = self.frame(PORTS[0], 99)
-        tu.send_packet(self, PORTS[0], f)
-        tu.verify_packet(self, f, PORTS[r.matchings[1][0]])
-        tu.verify_no_other_packets(self)
