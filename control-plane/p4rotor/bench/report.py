@@ -16,7 +16,7 @@ def fmt(x, nd: int = 2) -> str:
 
 def markdown(res: dict) -> str:
     lines = [f"Machine: {res['machine']['cores']} cores, Python {res['machine']['python']}, "
-             f"kernel {res['machine']['kernel']}; run started {res['started']}; offered load "
+             f"kernel {res['machine']['kernel']}; offered load "
              f"{res['rate_pps']:.0f} frames/s from one port.", ""]
     for key, title in (("slot_clock", "clock mode, clock-port time base"),
                        ("slot_clock_packet_out", "clock mode, PacketOut time base (the old one, for comparison)"),
@@ -73,7 +73,7 @@ def markdown(res: dict) -> str:
                   + ", ".join(f"{x.get('pps', 0):.0f}" for x in tp["passthrough"])
                   + f" frames/s; ratio **{fmt(tp['ratio'])}**.", ""]
     if res.get("dilation"):
-        lines += ["### Fidelity vs dilation (issue #15): one schedule, 1024 us slots, 102 us nights", "",
+        lines += ["### Fidelity vs dilation: one schedule, 1024 us slots, 102 us nights", "",
                   "One rotor in clock mode (clock-port time base), the schedule's times multiplied by the "
                   "dilation; errors in wall us and, in brackets, emulated us (wall / dilation) — what the "
                   "emulated fabric sees. Pick the smallest dilation whose emulated error and loss you can "
@@ -93,7 +93,7 @@ def markdown(res: dict) -> str:
                          f"{pct(r['reconfig_loss'])} | {pct(r['loss_bound'])} |")
         lines.append("")
     if res.get("loss"):
-        lines += ["### Optical loss injected in P4 (issue #17, seed 003 §3)", "",
+        lines += ["### Optical loss injected in P4 ([Zhuo19 §3])", "",
                   "One rotor port loses frames leaving it with the configured probability (table `loss_out`, "
                   "the target's random extern); frames blasted through one circuit; measured = frames counted "
                   "`OPTICAL_LOSS` / frames the pipeline took in.", "",
@@ -180,7 +180,7 @@ BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
 def update_doc(doc: Path, res: dict, command: str) -> None:
-    note = "".join(f"; then `{m['command']}` (started {m['started']}), merged" for m in res.get("merged", []))
+    note = "".join(f"; then `{m['command']}`, merged" for m in res.get("merged", []))
     body = f"{BEGIN}\nCommand: `{res.get('command', command)}`{note}\n\n{markdown(res)}\n{END}"
     text = doc.read_text() if doc.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
     if BEGIN in text and END in text:
