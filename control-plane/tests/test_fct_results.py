@@ -37,6 +37,33 @@ def _fct_result(flows=20, scale=1.0, unfinished=0, outlier=1.0):
                      "classes": {"bulk": {"<100KB": bucket([x * scale for x in rn])}}}}}
 
 
+def test_workload_table_names_each_rows_run_and_is_the_same_every_time(tmp_path, capsys, monkeypatch):
+    """Two runs of one workload and load: every row of the table and of the checks below it names
+    its run (the directory its fct.json is in, never a path), and the same results print the same
+    bytes, from wherever they are read."""
+    a = dict(_fct_result(), workload="datamining", load=0.01)
+    paths = []
+    for name in ("datamining-0.01", "datamining-0.01-rerun"):
+        p = tmp_path / "results" / name / "fct.json"
+        p.parent.mkdir(parents=True)
+        p.write_text(json.dumps(a))
+        paths.append(str(p))
+    assert main(["workload", "table", *paths]) == 0
+    out = capsys.readouterr().out
+    rows = [x for x in out.splitlines() if x.startswith("| ")]
+    assert rows[0].startswith("| run | workload | load | flows |")
+    checks_at = next(i for i, x in enumerate(rows) if x.startswith("| run | workload | load | check |"))
+    for part in (rows[2:checks_at], rows[checks_at + 2:]):
+        assert part and all(x.startswith(("| datamining-0.01 | ", "| datamining-0.01-rerun | ")) for x in part)
+        assert any(x.startswith("| datamining-0.01-rerun | ") for x in part)
+    assert str(tmp_path) not in out
+    assert main(["workload", "table", *paths]) == 0
+    assert capsys.readouterr().out == out
+    monkeypatch.chdir(tmp_path / "results")
+    assert main(["workload", "table", "datamining-0.01/fct.json", "datamining-0.01-rerun/fct.json"]) == 0
+    assert capsys.readouterr().out == out
+
+
 def _write_list(path, flows, meta=None):
     from p4rotor.workload import flowlist
 
@@ -84,15 +111,16 @@ def test_workload_table_of_a_sweep(tmp_path, capsys):
     a = dict(_fct_result(), workload="websearch", load=0.1)
     b = dict(_fct_result(), workload="datamining", load=0.4)
     b["modes"]["rotornet"].update(stable=False, stability={"rise_bytes": 123456.0})
-    rows = RS.table([a, b])
-    assert rows[0].startswith("| workload | load |") and len(rows) == 2 + 3 + 2 + 1
-    assert "| websearch | 0.1 | 20 | opera | low-latency <100KB (15) | 0 | 2.0 | 5.0 |" in rows[2]
-    assert any("| datamining | 0.4 | 20 | rotornet | all | 0 | **unstable**: pending bytes climb 123456 B" in r
+    rows = RS.table([("ws", a), ("dm", b)])
+    assert rows[0].startswith("| run | workload | load |") and len(rows) == 2 + 3 + 2 + 1
+    assert "| ws | websearch | 0.1 | 20 | opera | low-latency <100KB (15) | 0 | 2.0 | 5.0 |" in rows[2]
+    assert any("| dm | datamining | 0.4 | 20 | rotornet | all | 0 | **unstable**: pending bytes climb 123456 B" in r
                for r in rows)
-    pa = tmp_path / "a.json"
+    pa = tmp_path / "websearch-0.1" / "fct.json"
+    pa.parent.mkdir()
     pa.write_text(json.dumps(a))
     assert main(["workload", "table", str(pa)]) == 0
-    assert "| websearch | 0.1 |" in capsys.readouterr().out
+    assert "| websearch-0.1 | websearch | 0.1 |" in capsys.readouterr().out
     with pytest.raises(SystemExit) as ex:
         main(["workload", "table", str(tmp_path / "missing.json")])
     assert ex.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -190,8 +218,9 @@ def test_checks_judge_the_issues_criteria_on_one_run():
     r["modes"]["opera"]["classes"]["bulk"]["100KB-10MB"]["slowdown_below_1"] = 2
     ok, numbers = _checked(r)["opera: every slowdown >= 1"]
     assert ok is False and numbers.startswith("least 0.90, 2 of ") and numbers.endswith(" below 1")
-    rows = RS.checks_table([r])
-    assert rows[0].startswith("| workload | load | check |") and any("**FAIL**" in x for x in rows)
+    rows = RS.checks_table([("websearch-0.01", r)])
+    assert rows[0].startswith("| run | workload | load | check |") and any("**FAIL**" in x for x in rows)
+    assert all(x.startswith("| websearch-0.01 | websearch | 0.1 | ") for x in rows[2:])
 
 
 def test_the_low_load_bound_is_judged_on_the_flows_alone_in_the_fabric():

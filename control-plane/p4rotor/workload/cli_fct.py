@@ -26,7 +26,7 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     c.set_defaults(fn=cmd_compare)
 
     t = sw.add_parser("table", help="fct.json results (a sweep) as one markdown table: slowdown mean and p99 "
-                                    "per mode, class and size bucket; unstable runs say so")
+                                    "per run (its directory), mode, class and size bucket; unstable runs say so")
     t.add_argument("results", nargs="+", metavar="RUN/fct.json")
     t.set_defaults(fn=cmd_table)
 
@@ -60,6 +60,16 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                     help="replace Opera's low-latency summary in RUN/fct.json, and add alone_by_path, "
                          "low_latency_within_spread, low_latency_vs_fastest and low_latency_vs_floor")
     pa.set_defaults(fn=cmd_paths)
+
+
+def run_name(path: str) -> str:
+    """A result's run, as a table names it: the directory its fct.json is in
+    (``results/fct/datamining-0.01/fct.json`` -> ``datamining-0.01``), never a whole path, so a
+    table is the same wherever the results are."""
+    import os
+    from pathlib import Path
+
+    return Path(os.path.abspath(path)).parent.name
 
 
 def _fct_json(path: str) -> dict:
@@ -267,7 +277,7 @@ def cmd_paths(a: argparse.Namespace) -> int:
 def cmd_table(a: argparse.Namespace) -> int:
     from . import results
 
-    runs = [_with_sizes(_fct_json(p), p) for p in a.results]
+    runs = [(run_name(p), _with_sizes(_fct_json(p), p)) for p in a.results]
     try:
         print("\n".join(results.table(runs)))
         print("\nIssue #14's criteria, judged on these runs:\n")

@@ -58,18 +58,19 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
             "differences": off}
 
 
-def table(results: Sequence[dict]) -> list[str]:
-    """Markdown rows of several ``fct.json`` results (a sweep over workloads and loads): per run,
-    mode, class and size bucket, the flows, unfinished, slowdown mean / p99 and FCT mean; an
-    unstable mode says so instead of its slowdowns (a climbing queue has no steady slowdown)."""
-    rows = ["| workload | load | flows | mode | class, bucket | unfinished | slowdown mean | p99 | FCT mean s |",
-            "|---|---|---|---|---|---|---|---|---|"]
+def table(results: Sequence[tuple[str, dict]]) -> list[str]:
+    """Markdown rows of several ``fct.json`` results (a sweep over workloads and loads), each
+    (run, result): per run, mode, class and size bucket, the flows, unfinished, slowdown mean / p99
+    and FCT mean; an unstable mode says so instead of its slowdowns (a climbing queue has no steady
+    slowdown).  ``run`` names the row's run (two runs of one workload and load tell apart by it)."""
+    rows = ["| run | workload | load | flows | mode | class, bucket | unfinished | slowdown mean | p99 | FCT mean s |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
 
     def f(x, nd=1):
         return "-" if x is None else f"{x:.{nd}f}"
 
-    for r in results:
-        head = f"| {r.get('workload', '?')} | {r.get('load', '?')} | {r.get('flows', '?')} "
+    for run, r in results:
+        head = f"| {run} | {r.get('workload', '?')} | {r.get('load', '?')} | {r.get('flows', '?')} "
         for mode, m in r.get("modes", {}).items():
             if not m.get("stable", True):
                 st = m.get("stability", {})
@@ -83,13 +84,13 @@ def table(results: Sequence[dict]) -> list[str]:
     return rows
 
 
-def checks_table(results: Sequence[dict]) -> list[str]:
-    """:func:`checks` of several runs as markdown rows."""
-    rows = ["| workload | load | check | verdict | numbers |", "|---|---|---|---|---|"]
-    for r in results:
+def checks_table(results: Sequence[tuple[str, dict]]) -> list[str]:
+    """:func:`checks` of several (run, result) as markdown rows, each naming its run."""
+    rows = ["| run | workload | load | check | verdict | numbers |", "|---|---|---|---|---|---|"]
+    for run, r in results:
         for name, ok, numbers in checks(r):
             verdict = "n/a" if ok is None else ("**pass**" if ok else "**FAIL**")
-            rows.append(f"| {r.get('workload', '?')} | {r.get('load', '?')} | {name} | {verdict} | {numbers} |")
+            rows.append(f"| {run} | {r.get('workload', '?')} | {r.get('load', '?')} | {name} | {verdict} | {numbers} |")
     return rows
 
 
