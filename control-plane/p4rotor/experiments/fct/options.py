@@ -12,9 +12,7 @@ from ...workload import cdf as C
 from ...workload import flowlist
 
 
-MODES = {"opera": None, "rotornet": 0}
-
-
+MODES = {"opera": None, "rotornet": 0}  # a fabric mode's cutoff: None = --cutoff or its default
 ALL_MODES = (*MODES, "packet-switch")
 
 

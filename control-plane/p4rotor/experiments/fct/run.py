@@ -22,11 +22,10 @@ from ..runner import launch, say
 from .calibrate import calibrate, measure_alone
 from .hosts import shape_hosts
 from .mode import run_mode
-from .options import (MODES, WARM_MAX_LOAD, EPSILON_US, parse_modes, replayed, share_choice, switch_cpu_choice,
+from .options import (EPSILON_US, MODES, WARM_MAX_LOAD, parse_modes, replayed, share_choice, switch_cpu_choice,
                       warm_choice)
 from .packet_switch import run_packet_switch
 from .report import report, say_curve
-
 
 REAL_ACCESS_BPS = 10e9            # the real system the sizes are scaled to
 
