@@ -157,7 +157,7 @@ def test_fct_small_run_accounts_for_every_flow(tmp_path):
     run one flow list, every flow is finished or counted unfinished, no agent frame is delivered
     twice, the plots are written.  With the switches kept warm (fabric/warm.py): every switch
     reflected the warmer's probes, in both emulations (the fabric and the packet switch's)."""
-    from p4rotor.experiments.fct import fct
+    from p4rotor.experiments.fct.run import fct
 
     res = fct(BUILD, tmp_path / "fct", flows=30, load=0.1, warm_switches="on")
     assert res["warm_ms"] == 2.0

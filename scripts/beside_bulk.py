@@ -14,7 +14,7 @@ from its start to its FCT as the run recorded it):
 
 Within one run the groups met the same machine, so they compare; between runs (sessions) the
 machine itself moves a one-packet flow's median by up to ~0.5 ms.  Path classes as the run's
-judge makes them (``experiments/fct.py: PathKeys``): rack hops there-back in the slice where the
+judge makes them (``workload/paths.py: PathKeys``): rack hops there-back in the slice where the
 flow began.
 
     .venv/bin/python scripts/beside_bulk.py RUN [RUN ...]
@@ -29,10 +29,9 @@ import sys
 from pathlib import Path
 
 from p4rotor import schedule as S
-from p4rotor.experiments.fct import PathKeys
-from p4rotor.host.flows import arrival_ns
 from p4rotor.schedule import routes as R
 from p4rotor.workload import flowlist
+from p4rotor.workload.paths import PathKeys, arrival_ns
 
 MSS = 1460
 GROUPS = ("none", "elsewhere", "racks", "host")

@@ -1,7 +1,7 @@
 """The bulk flows of an fct run that took longer than issue #14's bound, and what ran beside each
 (docs/experiments.md, "Who shares what with the flows above the bound").  A diagnostic, not a test.
 
-The bound (``workload/fct.py: bulk_bound_s``) is one flow's: its bytes at its host's access rate
+The bound (``workload/bound.py: bulk_bound_s``) is one flow's: its bytes at its host's access rate
 while circuits are up, plus the wait for capacity.  A flow beside another bulk flow shares
 something with it; this says what, nearest first, and for what share of the flow's life:
 
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from p4rotor.workload import flowlist
-from p4rotor.workload.fct import bulk_bound_s
+from p4rotor.workload.bound import bulk_bound_s
 
 KINDS = ("src host", "dst host", "host back", "src rack", "dst rack", "rack back", "elsewhere")
 

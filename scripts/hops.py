@@ -31,22 +31,24 @@ from pathlib import Path
 def run(out: Path, gaps_ms: list[float], rounds: int, switch_cpus: str | None,
         warm_switches: str | None = None) -> None:
     from p4rotor import schedule as S
-    from p4rotor.experiments import fct as X
+    from p4rotor.experiments.fct.hosts import shape_hosts, start_flows
+    from p4rotor.experiments.fct.options import EPSILON_US, switch_cpu_choice, warm_choice
     from p4rotor.experiments.runner import launch
     from p4rotor.fabric.agents import start_agents
+    from p4rotor.workload.plane import FRAME, HEADROOM
 
     out.mkdir(parents=True, exist_ok=True)
     sched = S.generate_opera(8, 4, 1000, 100)
     ds = S.dilate(sched, 100.0)
-    access_bps = X.HEADROOM * len(sched.rotors) * 100.0 * (X.FRAME + 42) * 8
-    pin = X.switch_cpu_choice(switch_cpus)
-    warm = X.warm_choice(warm_switches or "off", None)
+    access_bps = HEADROOM * len(sched.rotors) * 100.0 * (FRAME + 42) * 8
+    pin = switch_cpu_choice(switch_cpus)
+    warm = warm_choice(warm_switches or "off", None)
     # As the fct experiment: low-latency routes keep off a rotor EPSILON_US before its night (with
     # none, a slow first frame met the night and the ToR dropped it as STALE: a 1 s SYN timeout).
-    emu, topo = launch(sched, 100.0, 2, Path("build").resolve(), out / "run", epsilon_us=X.EPSILON_US,
+    emu, topo = launch(sched, 100.0, 2, Path("build").resolve(), out / "run", epsilon_us=EPSILON_US,
                        realtime=True, idle_poll=True, switch_cpus=pin, warm_ms=warm)
     try:
-        X._shape_hosts(emu, topo, access_bps)
+        shape_hosts(emu, topo, access_bps)
         hosts = [k.hosts[0] for k in topo.racks]
         idle = start_agents(emu, topo, ds, out / "agents", rate=200.0, guard_us=10000.0, flows={})
         (out / "links.txt").write_text(subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout)
@@ -72,7 +74,7 @@ def run(out: Path, gaps_ms: list[float], rounds: int, switch_cpus: str | None,
                                 i += 1
                 sub = out / f"gap{gap:g}"
                 sub.mkdir(exist_ok=True)
-                procs = X._start_flows(emu, plan, sub, t + 4 * gap_ns, access_bps)
+                procs = start_flows(emu, plan, sub, t + 4 * gap_ns, access_bps)
                 for p in procs:
                     p.wait(timeout=(t - time.time_ns()) / 1e9 + 60)
                 print(f"gap {gap:g} ms: {sum(map(len, plan.values()))} flows", flush=True)

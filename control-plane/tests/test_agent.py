@@ -81,8 +81,8 @@ def test_retransmission_delivers_every_frame_exactly_once_despite_loss():
     assert sum(r["retransmitted"] for r in res) >= fab.lost
     assert sum(r["duplicates"] for r in res) <= sum(r["retransmitted"] for r in res)
     # Per flow: the receiver's second copies, and so the copies the fabric lost (resent less
-    # those), what an FCT run keeps of a slow flow (experiments/fct.py: bulk_paths).
-    from p4rotor.experiments.fct import bulk_paths
+    # those), what an FCT run keeps of a slow flow (workload/agents.py: bulk_paths).
+    from p4rotor.workload.agents import bulk_paths
 
     paths = bulk_paths(res, {1: fab.t0, 203: fab.t0}, {1: 60, 203: 60})
     assert sum(p["duplicates"] for p in paths.values()) == sum(r["duplicates"] for r in res)
@@ -181,8 +181,8 @@ def test_a_flow_that_starts_while_its_circuit_is_open_sends_in_it(shared):
 def test_agents_say_how_each_flow_went():
     """Per flow, its sender's first and last frame out, frames sent, resent and returned unsent;
     its receiver's frames relayed and the longest relay wait: what an FCT run keeps of a flow
-    above the bulk bound (experiments/fct.py: bulk_paths)."""
-    from p4rotor.experiments.fct import bulk_paths
+    above the bulk bound (workload/agents.py: bulk_paths)."""
+    from p4rotor.workload.agents import bulk_paths
 
     res, fab = run_fabric([(0, 1), (2, 1)], frames=6, cycles=2)
     tx = {k: v for r in res for k, v in r["flows_tx"].items()}

@@ -107,7 +107,7 @@ def test_agent_refuses_a_bad_priority(args, why):
 
 
 def test_fct_run_sums_the_agents_priority():
-    from p4rotor.experiments.fct import agents_priority
+    from p4rotor.workload.agents import agents_priority
 
     assert agents_priority([{"rack": 0}]) is None  # summaries from before host/priority.py
     ps = [{"priority": {"rt_priority": 5, "always": False, "raised": 3, "busy_s": 1.5, "busy_now": False,

@@ -9,10 +9,10 @@ import random
 import pytest
 
 from p4rotor.cli import main
-from p4rotor.experiments.fct import stability_judge, stability_plane
 from p4rotor.workload import flowlist
 from p4rotor.workload import stability as ST
 from p4rotor.workload.generate import Flow
+from p4rotor.workload.plane import stability_judge, stability_plane
 
 SCHED, PLANE = stability_plane(100.0, 2)
 HOSTS = sorted(PLANE.where)
@@ -156,7 +156,7 @@ def test_cli_flow_list_rack_shared_queues_less(tmp_path, capsys):
     # the model's queue (in bytes) is never longer, and shorter when a host's plane was the limit.
     fl = tmp_path / "f.json"
     flowlist.write(fl, _flows(8, 20), {"workload": "test"})
-    from p4rotor.experiments.fct import capacity_of
+    from p4rotor.workload.judge import capacity_of
 
     planes, shared = capacity_of(str(fl)), capacity_of(str(fl), rack_shared=True)
     assert shared["rotornet"]["mean_bytes"][-1] < planes["rotornet"]["mean_bytes"][-1]

@@ -1,10 +1,12 @@
 """Experiments on an emulated fabric (``p4rotor experiment NAME``): JSON + PNG under results/.
 
-``runner`` launches fabrics and runs probe processes in hosts; one module per experiment.
+``runner`` launches fabrics and runs probe processes in hosts; one module per experiment
+(``fct``: a package of them, experiments/fct/__init__.py).
 """
 
-from . import connectivity, duty_cycle, faults, fct, low_latency, rotorlb, shuffle
+from . import connectivity, duty_cycle, faults, low_latency, rotorlb, shuffle
+from .fct import run as fct_run
 
 EXPERIMENTS = {"connectivity": connectivity.connectivity, "duty-cycle": duty_cycle.duty_cycle,
                "low-latency": low_latency.low_latency, "shuffle": shuffle.shuffle, "rotorlb": rotorlb.rotorlb,
-               "fct": fct.fct, "faults": faults.faults}
+               "fct": fct_run.fct, "faults": faults.faults}

@@ -146,7 +146,7 @@ def compute(s: Schedule, epsilon_us: float = 0.0) -> list[SliceRoutes]:
 class PathClock:
     """Which low-latency path two racks have at a moment: the slice holding schedule time ``t_us``
     (taken modulo the hyperperiod) and, in it, the rack hops from ``src`` to ``dst``.  What a
-    flow that starts then meets alone (experiments/fct.py: its "alone" FCT by path)."""
+    flow that starts then meets alone (workload/paths.py: its "alone" FCT by path)."""
 
     def __init__(self, s: Schedule, routes: list[SliceRoutes]):
         self.clock = SliceClock(s)

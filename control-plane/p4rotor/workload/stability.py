@@ -21,7 +21,7 @@ though every flow finished and the queue emptied 228 s after the last arrival.  
 Stable = within capacity and keeping up.  The least-squares trend (:func:`trend`) is still
 reported: it is what the curve does over this run, not a verdict.
 
-Pure functions on values: the experiment (``experiments/fct.py``) says which host is in which
+Pure functions on values: the experiment (``experiments/fct``) says which host is in which
 rack and plane and how many bytes a slot unit is.
 """
 

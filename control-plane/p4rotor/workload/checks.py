@@ -1,0 +1,146 @@
+"""Issue #14's done-when criteria, judged on one ``fct.json``: (criterion, passed, the numbers).
+
+Every slowdown at least 1, the agents' pending bytes flat within RotorLB's capacity, every flow
+finished or counted, bulk within the low-load bound (``bound.py``), Opera's low-latency class
+within a mean slowdown of 2 without loss at 1 % load, and RotorNet's one-packet flows at least 10x
+Opera's.
+"""
+
+from __future__ import annotations
+
+from ..stats import percentile
+from .bound import bulk_bound_verdict, rack_alone_numbers
+from .fct import class_mean
+from .scale import MSS
+
+
+LOW_LOAD = 0.01        # issue #14: "at 1 % load"
+
+
+LL_MEAN_MAX = 2.0      # ... the low-latency class has mean slowdown <= 2 and zero loss
+
+
+SHORT_RATIO_MIN = 10.0  # RotorNet's one-packet flows >= 10x Opera's short-flow FCT
+
+
+def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
+    """Issue #14's done-when criteria, judged on one ``fct.json``: (criterion, passed, the numbers).
+    ``passed`` is None where the run cannot judge it (a mode it did not run, a load it is not)."""
+    out: list[tuple[str, bool | None, str]] = []
+    modes = r.get("modes", {})
+    low = r.get("load") is not None and r["load"] <= LOW_LOAD + 1e-9
+    for mode, m in modes.items():
+        vs = [v for per in m.get("classes", {}).values() for v in per.values() if v.get("slowdown_min") is not None]
+        if vs:
+            least = min(v["slowdown_min"] for v in vs)
+            below = (f", {sum(v['slowdown_below_1'] for v in vs)} of "
+                     f"{sum(v['flows'] - v['unfinished'] for v in vs)} below 1") if all("slowdown_below_1" in v for v in vs) else ""
+            out.append((f"{mode}: every slowdown >= 1", least >= 1, f"least {least:.2f}{below}"))
+        # Flat at stable loads; past RotorLB's capacity the queue climbs, which is a finding
+        # about the load (the run says "unstable"), not a failure: not judged then.  A fabric
+        # whose queue falls behind the model's at a load within capacity fails
+        # (workload/stability.py).
+        st = m.get("stability", {})
+        stable = bool(m.get("stable", True))
+        if "capacity" in st:
+            past = not st["capacity"].get("stable", True)
+            out.append((f"{mode}: pending bytes flat", None if past else stable, st.get("why", "")))
+        elif st.get("why"):  # judged, with nothing for the model (no bulk flows: the packet switch)
+            out.append((f"{mode}: pending bytes flat", True if stable else None, st["why"]))
+        else:  # results from before the capacity check: the trend alone
+            out.append((f"{mode}: pending bytes flat", True if stable else None,
+                        ("" if stable else "unstable: ")
+                        + f"trend {st.get('rise_bytes', 0) or 0:.0f} B while flows arrive"))
+        unf = m.get("unfinished", 0)
+        out.append((f"{mode}: every flow finished or counted", True, f"{unf} unfinished of {r.get('flows')}"))
+        bb = m.get("bulk_bound")
+        if bb and bb.get("flows"):
+            pc = bb.get("pair_capacity")
+            ok, head = bulk_bound_verdict(bb, low)
+            out.append((f"{mode}: bulk within the low-load bound", ok,
+                        head + f"every flow {bb['within']}/{bb['flows']}, worst {bb['worst_ratio']:.2f}x, median "
+                        f"{bb['median_ratio']:.2f}x" + ("" if low else " (judged at 1 % load only)")
+                        + (f"; at the pair's RotorLB capacity (model): {pc['within']}/{bb['flows']}, worst "
+                           f"{pc['worst_ratio']:.2f}x, median {pc['median_ratio']:.2f}x" if pc else "")
+                        + rack_alone_numbers(bb, fabric=not (low and bb.get("alone_in_fabric")))
+                        + _alone_numbers(bb)))
+    ll = modes.get("opera", {}).get("classes", {}).get("low-latency")
+    if ll:
+        n = sum(v["flows"] for v in ll.values())
+        lost = sum(v["unfinished"] for v in ll.values())
+        mean = class_mean(ll)
+        # Loss is frames, not only flows: TCP hides a lost segment behind a 0.2-1 s timeout and
+        # the flow finishes.  A run that logged retransmissions is judged on them too.
+        counted = all("retransmitted" in v for v in ll.values())
+        resent = sum(v.get("retransmitted", 0) for v in ll.values())
+        # Runs before DSACKs were logged: every resent segment counts as lost.
+        gone = sum(v.get("segments_lost", v.get("retransmitted", 0)) for v in ll.values())
+        dups = sum(v.get("duplicates_reported", 0) for v in ll.values())
+        hit = sum(v.get("flows_losing", v.get("flows_retransmitting", 0)) for v in ll.values())
+        # Shown, not judged: a flow that waited for a timeout although every resent segment proved
+        # a duplicate lost an ACK -- or its data sat past TCP's timeout (behind its host's own
+        # bulk frames on the shaped link), which is delay, not loss; the fabric's drop counters
+        # beside it tell which it can have been.
+        tout = sum(v.get("flows_timing_out", 0) for v in ll.values())
+        ok = (mean is not None and mean <= LL_MEAN_MAX and lost == 0 and (not counted or gone == 0)) if low else None
+        # What the fabric dropped while Opera's flows ran (every class: the counters do not know
+        # one frame's class from another's); none at all proves no low-latency frame was lost.
+        sd = modes["opera"].get("switch_drops")
+        fabric = ""
+        if sd is not None:
+            moved = {c: n for c, n in sd.get("total", {}).items() if n}
+            fabric = "; the fabric dropped " + (", ".join(f"{c} {n}" for c, n in sorted(moved.items())) or "nothing") \
+                + (f", the kernel {sum(sd['kernel'].values())} on the links" if sd.get("kernel") else "")
+        out.append(("opera: low-latency mean slowdown <= 2, no loss (at 1 % load)", ok,
+                    f"mean {'-' if mean is None else f'{mean:.2f}'} over {n} flows, {lost} unfinished"
+                    + _by_path_numbers(modes["opera"])
+                    + (f", {gone} segments lost in {hit} flows ({resent} resent, {dups} of them reported "
+                       f"as duplicates), {tout} flows waited for a retransmission timeout"
+                       if counted else " (segments resent: not logged by this run)") + fabric))
+    if "opera" in modes and "rotornet" in modes:
+        def fcts(mode, cls):
+            return sorted(f[3] for f in modes[mode].get("per_flow", [])
+                          if f[1] == cls and f[3] is not None and len(f) > 4 and f[4] <= mss)
+        rn, op = fcts("rotornet", "bulk"), fcts("opera", "low-latency")
+        if rn and op:
+            mean = (sum(rn) / len(rn)) / (sum(op) / len(op))
+            med = percentile(rn, 50) / percentile(op, 50)
+            out.append(("rotornet one-packet flows >= 10x opera's", min(mean, med) >= SHORT_RATIO_MIN,
+                        f"mean {sum(rn) / len(rn) * 1e3:.0f} vs {sum(op) / len(op) * 1e3:.0f} ms ({mean:.1f}x), "
+                        f"median {percentile(rn, 50) * 1e3:.0f} vs {percentile(op, 50) * 1e3:.0f} ms ({med:.1f}x); "
+                        f"{len(rn)} flows"))
+    return out
+
+
+def _by_path_numbers(m: dict) -> str:
+    """How the one-packet flows' alone was taken, and the class's mean the stricter ways."""
+    by_path, vs_floor = m.get("alone_by_path"), m.get("low_latency_vs_floor")
+    if not by_path or vs_floor is None:
+        return ""
+    pct = {v.get("percentile") for v in by_path.values()}
+    if pct == {None}:  # judged before the percentile: each path's fastest
+        return (f" (each against the fastest flow alone on its own path, {len(by_path)} path classes; "
+                f"against the fastest on any path: {vs_floor:.2f})")
+    fastest = m.get("low_latency_vs_fastest")
+    return (f" (one-packet flows each against the p{min(pct):g} of the one-packet FCTs on its own path, "
+            f"{len(by_path)} path classes, {m.get('low_latency_within_spread', 0)} flows faster counted at 1; "
+            f"against the fastest on its own path: {'-' if fastest is None else f'{fastest:.2f}'}, "
+            f"on any path: {vs_floor:.2f})")
+
+
+def _alone_numbers(bb: dict) -> str:
+    """The bulk bound's ``rotorlb_alone`` in words: what RotorLB itself could do, and how far
+    the agents were from it."""
+    ra = bb.get("rotorlb_alone")
+    if not ra:
+        return ""
+    n = bb["flows"]
+    slots = ra.get("excess_slots_median") is not None
+    frames = (f" ({ra['rack_shared_within_frames']}/{n} counting the agents' frame header)"
+              if "rack_shared_within_frames" in ra else "")
+    return (f"; RotorLB alone (model) meets it for {ra['model_within']}/{n}, with the rack's hosts sharing "
+            f"its circuits {ra['rack_shared_within']}/{n}{frames}; measured vs the model alone"
+            + (" (the rack's hosts sharing)" if ra.get("compared_with") == "rack_shared" else "") + ": median "
+            f"{ra['median_ratio']:.2f}x" + (f" ({ra['excess_slots_median']:+.1f} slots)" if slots else "")
+            + f", p90 {ra['p90_ratio']:.2f}x" + (f" ({ra['excess_slots_p90']:+.1f}), {ra['within_one_slot']}/{n} "
+                                                 "within a slot of it" if slots else ""))

@@ -1,0 +1,287 @@
+"""``p4rotor workload compare|table|merge|stability|paths``: the results of fct runs (``fct.json``,
+with the run's flow list and logs beside it) from the command line.
+
+Errors follow ``p4rotor/cli.py``'s contract: one line on stderr, exit 2, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..cliutil import die
+from . import cdf as C
+from . import flowlist as FL
+
+
+def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register the fct-results commands on ``p4rotor workload``'s subparsers."""
+    c = sw.add_parser("compare", help="two fct.json results of one flow list (a replay): FCT per mode, class "
+                                      "and size bucket side by side, and whether they agree within noise")
+    c.add_argument("a", metavar="A/fct.json")
+    c.add_argument("b", metavar="B/fct.json")
+    c.add_argument("--tolerance", type=float, default=0.25,
+                   help="mean FCTs agree within this fraction (default 0.25)")
+    c.add_argument("--min-flows", type=int, default=10,
+                   help="buckets with fewer finished flows are shown, not judged (default 10)")
+    c.set_defaults(fn=cmd_compare)
+
+    t = sw.add_parser("table", help="fct.json results (a sweep) as one markdown table: slowdown mean and p99 "
+                                    "per run (its directory), mode, class and size bucket; unstable runs say so")
+    t.add_argument("results", nargs="+", metavar="RUN/fct.json")
+    t.set_defaults(fn=cmd_table)
+
+    mg = sw.add_parser("merge", help="fct results of one flow list, each with other modes (a mode per session), "
+                                     "as one RUN directory: fct.json with every mode, and the flow list")
+    mg.add_argument("runs", nargs="+", metavar="RUN", help="directories p4rotor experiment fct wrote")
+    mg.add_argument("-o", "--output", required=True, metavar="DIR", help="where the merged fct.json and flows.json go")
+    mg.set_defaults(fn=cmd_merge)
+
+    st = sw.add_parser("stability", help="judge an fct run's stability again from its fct.json and flows.json: "
+                                         "within RotorLB's capacity (the model on the flows repeated), and "
+                                         "the fabric's pending bytes against the model's; and its bulk flows "
+                                         "against the low-load bound and RotorLB alone (the model)")
+    st.add_argument("run", metavar="RUN",
+                    help="a directory with fct.json and flows.json (p4rotor experiment fct); or a flow list "
+                         "alone, before a run: is it within RotorLB's capacity on the default fabric")
+    st.add_argument("--write", action="store_true",
+                    help="replace the modes' stability and bulk_bound in RUN/fct.json, and draw "
+                         "RUN/bulk.png (bulk FCT over the bound, beside RotorLB alone)")
+    st.add_argument("--hosts-per-rack", type=int, default=2, help="a flow list alone: its fabric's (default 2)")
+    st.add_argument("--rack-shared", action="store_true",
+                    help="a flow list alone: the same question for racks whose hosts share their circuits "
+                         "(one RotorLB per rack) instead of a plane per host")
+    st.set_defaults(fn=cmd_stability)
+
+    pa = sw.add_parser("paths", help="an fct run's low-latency class judged again, each one-packet flow against the "
+                                     "5th percentile of the one-packet FCTs on the path it met (rack hops there and back in "
+                                     "the slice it began in), from the run's logs")
+    pa.add_argument("run", metavar="RUN", help="a directory p4rotor experiment fct wrote, with its logs")
+    pa.add_argument("--write", action="store_true",
+                    help="replace Opera's low-latency summary in RUN/fct.json, and add alone_by_path, "
+                         "low_latency_within_spread, low_latency_vs_fastest and low_latency_vs_floor")
+    pa.set_defaults(fn=cmd_paths)
+
+
+def run_name(path: str) -> str:
+    """A result's run, as a table names it: the directory its fct.json is in
+    (``results/fct/datamining-0.01/fct.json`` -> ``datamining-0.01``), never a whole path, so a
+    table is the same wherever the results are."""
+    import os
+    from pathlib import Path
+
+    return Path(os.path.abspath(path)).parent.name
+
+
+def _fct_json(path: str) -> dict:
+    import json
+
+    try:
+        d = json.loads(C.read_text(path))
+    except json.JSONDecodeError as ex:
+        die(f"{path}: not JSON ({ex.msg}, line {ex.lineno})")
+    except C.WorkloadError as ex:
+        die(str(ex))
+    if not isinstance(d, dict) or not isinstance(d.get("modes"), dict):
+        die(f"{path}: not an fct.json (p4rotor experiment fct writes it)")
+    return d
+
+
+def _with_sizes(r: dict, path: str) -> dict:
+    """Runs made before fct.json kept each flow's size and judged stability over the arrivals:
+    take the sizes and the last arrival from the run's flows.json beside it (the one-packet flows
+    checks.py compares; the pending bytes while flows arrived), when it is there."""
+    from pathlib import Path
+
+    from . import stability as ST
+
+    per = [f for m in r["modes"].values() for f in m.get("per_flow", [])]
+    old_sizes = per and all(len(f) == 4 for f in per)
+    old_stability = any(m.get("pending_bytes") and m.get("arrivals_s") is None for m in r["modes"].values())
+    beside = Path(path).with_name("flows.json")
+    if not (old_sizes or old_stability) or not beside.is_file():
+        return r
+    try:
+        flows = FL.read(beside)[0]
+    except C.WorkloadError as ex:
+        die(str(ex))
+    if old_sizes:
+        size = {f.id: f.size for f in flows}
+        for f in per:
+            if f[0] in size:
+                f.append(size[f[0]])
+    if old_stability and flows:
+        last = max(f.start for f in flows)
+        for m in r["modes"].values():
+            if m.get("pending_bytes") and m.get("arrivals_s") is None:
+                m["arrivals_s"] = last
+                m["stability"] = ST.trend([(t, b) for t, b in m["pending_bytes"] if t <= last])
+                m["stable"] = not m["stability"]["rising"]
+    return r
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from . import results
+
+    if not 0 < a.tolerance < 10:
+        die(f"--tolerance must be in (0, 10), got {a.tolerance:g}")
+    if a.min_flows < 1:
+        die(f"--min-flows must be >= 1, got {a.min_flows}")
+    ra, rb = _fct_json(a.a), _fct_json(a.b)
+    try:
+        res = results.compare(ra, rb, a.tolerance, a.min_flows)
+    except (KeyError, TypeError) as ex:
+        die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {ex})")
+    print(f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
+          f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}")
+
+    def ms(x):
+        return "-" if x is None else f"{x * 1e3:.1f}"
+
+    for r in res["rows"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        mark = "" if r["judged"] else "  (not judged: few flows)"
+        print(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
+              f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
+              f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
+    print("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
+    if res["same"]:
+        print(f"same within noise: every judged bucket's flow-by-flow median ratio within {a.tolerance:.0%} of 1, "
+              "the same flows finished")
+        return 0
+    print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
+    return 1
+
+
+def cmd_merge(a: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from . import results
+
+    runs, lists = [], []
+    for d in map(Path, a.runs):
+        for name in ("fct.json", "flows.json"):
+            if not (d / name).is_file():
+                die(f"{d}: no {name} (a directory p4rotor experiment fct wrote)")
+        try:
+            lists.append(FL.read(str(d / "flows.json"))[0])
+        except C.WorkloadError as ex:
+            die(str(ex))
+        if lists[-1] != lists[0]:
+            die(f"{d}: its flows.json is not {a.runs[0]}'s: not runs of one flow list")
+        runs.append((str(d), _fct_json(str(d / "fct.json"))))
+    out = Path(a.output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        die(f"{out}: exists and is not an empty directory")
+    try:
+        res = results.merge(runs)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "flows.json").write_text((Path(a.runs[0]) / "flows.json").read_text())
+    (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
+    print(f"wrote {out / 'fct.json'}: " + ", ".join(f"{m} from {n}" for n, s in res["merged_from"].items()
+                                                     for m in s["modes"]) + "; plots stay in each run's fct.png")
+    return 0
+
+
+def cmd_stability(a: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .judge import capacity_of, rejudge
+
+    run = Path(a.run)
+    if not run.exists():
+        die(f"{run}: no such file or directory")
+    if run.is_file():
+        if a.write:
+            die("--write: only for a run's directory (a flow list alone has no fct.json)")
+        try:
+            caps = capacity_of(str(run), hosts_per_rack=a.hosts_per_rack, rack_shared=a.rack_shared)
+        except C.WorkloadError as ex:
+            die(str(ex))
+        shared = ", the rack's hosts sharing its circuits" if a.rack_shared else ""
+        for mode, c in caps.items():
+            print(f"{mode} (cutoff {c['cutoff_bytes']:.0f} B, {c['bulk_flows']} bulk flows{shared}): "
+                  f"{'within' if c['stable'] else 'PAST'} RotorLB's capacity: {c['why']}")
+        return 0
+    if a.rack_shared:
+        die("--rack-shared: only for a flow list alone (a run's fabric had a plane per host)")
+    for name in ("fct.json", "flows.json"):
+        if not (run / name).is_file():
+            die(f"{run}: no {name} (a directory p4rotor experiment fct wrote)")
+    r = _judged_again(run, rejudge, (KeyError,),
+                      lambda ex: f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric")
+    from .checks import checks
+
+    bound = {name: numbers for name, _, numbers in checks(r) if name.endswith("bulk within the low-load bound")}
+    for mode, m in r["modes"].items():
+        print(f"{mode}: {'stable' if m.get('stable', True) else 'UNSTABLE'}: "
+              f"{m.get('stability', {}).get('why', 'not judged')}")
+        if f"{mode}: bulk within the low-load bound" in bound:
+            print(f"{mode}: bulk within the low-load bound: {bound[f'{mode}: bulk within the low-load bound']}")
+    if a.write:
+        from .plots import bulk_plot
+
+        (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
+        print(f"wrote {run / 'fct.json'}" + (f", {run / 'bulk.png'}" if bulk_plot(r, run / "bulk.png") else ""))
+    return 0
+
+
+def _judged_again(run, judge, misfits: tuple, misfit) -> dict:
+    """``judge(run)`` on an fct run's directory, its fct.json checked first; a WorkloadError, or
+    one of ``misfits`` (files of different runs), is one line (``misfit(ex)``) and exit 2."""
+    _fct_json(str(run / "fct.json"))
+    try:
+        return judge(run)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    except misfits as ex:
+        die(misfit(ex))
+
+
+def cmd_paths(a: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from . import fct as F
+    from .checks import checks
+    from .paths import repath
+
+    run = Path(a.run)
+    if not (run / "fct.json").is_file():
+        die(f"{run}: no fct.json (a directory p4rotor experiment fct wrote)")
+    r = _judged_again(run, repath, (KeyError, ValueError),
+                      lambda ex: f"{run}: its files do not fit together ({type(ex).__name__}: {ex})")
+    for mode, m in r["modes"].items():
+        for k, v in sorted((m.get("alone_by_path") or {}).items()):
+            print(f"{mode}: path {k}{' (rack hops there-back)' if mode == 'opera' else ''}: floor "
+                  f"+{v['offset_s'] * 1e3:.2f} ms (p{v['percentile']:g}; the fastest +{v['fastest_offset_s'] * 1e3:.2f} ms; "
+                  f"{v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
+        if mode != "opera" and m.get("alone_by_path"):
+            print(f"{mode}: low-latency mean slowdown {F.class_mean(m['classes']['low-latency']):.2f} "
+                  f"({m['low_latency_within_spread']} flows faster than the p5 counted at 1; against the fastest: "
+                  f"{m['low_latency_vs_floor']:.2f})")
+    for name, ok, numbers in checks(r):
+        if name.startswith("opera: low-latency"):
+            print(f"{name}: {'pass' if ok else 'FAIL' if ok is False else 'not judged'}: {numbers}")
+    if a.write:
+        from .plots import paths_plot
+
+        (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
+        print(f"wrote {run / 'fct.json'}" + (f", {run / 'paths.png'}" if paths_plot(r, run / "paths.png") else ""))
+    return 0
+
+
+def cmd_table(a: argparse.Namespace) -> int:
+    from . import results
+
+    runs = [(run_name(p), _with_sizes(_fct_json(p), p)) for p in a.results]
+    try:
+        print("\n".join(results.table(runs)))
+        print("\nIssue #14's criteria, judged on these runs:\n")
+        print("\n".join(results.checks_table(runs)))
+    except (KeyError, TypeError) as ex:
+        die(f"not fct.json results ({type(ex).__name__}: {ex})")
+    return 0

@@ -1,0 +1,92 @@
+"""Plots drawn from a finished fct run's ``fct.json``: bulk flows against the low-load bound, and
+one-packet flows by path.  matplotlib is imported only when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import fct as F
+from .paths import QUANTILES
+
+
+def pyplot():
+    """matplotlib's pyplot on a file-only backend (no display on a server)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    return pyplot
+
+
+def bulk_plot(r: dict, path: Path) -> bool:
+    """Every bulk flow's FCT over issue #14's low-load bound against its size, per fabric mode,
+    beside RotorLB alone in the model as the fabric runs (a plane per host) and with the rack's
+    hosts sharing its circuits (``bulk_bound.rotorlb_alone.per_flow``).  False: nothing to draw."""
+    modes = {mode: m["bulk_bound"]["rotorlb_alone"]["per_flow"] for mode, m in r.get("modes", {}).items()
+             if m.get("bulk_bound", {}).get("rotorlb_alone", {}).get("per_flow")}
+    if not modes:
+        return False
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.5), squeeze=False)
+    for ax, (mode, pts) in zip(axes[0], sorted(modes.items())):
+        pts = sorted(pts, key=lambda p: p[1])
+        size = [p[1] for p in pts]
+        ax.scatter(size, [p[2] / p[5] for p in pts], s=8, alpha=0.6, label="measured")
+        ax.plot(size, [p[3] / p[5] for p in pts], ".", ms=3, color="tab:orange",
+                label="RotorLB alone (model): a plane per host")
+        ax.plot(size, [p[4] / p[5] for p in pts], ".", ms=3, color="tab:green",
+                label="RotorLB alone (model): hosts share the rack's circuits")
+        ax.axhline(1, color="grey", linestyle=":", label="the bound")
+        ax.set(xscale="log", yscale="log", xlabel="flow size (emulated bytes)", ylabel="FCT / bound",
+               title=f"{mode}: bulk flows against the low-load bound ({r.get('workload')} {r.get('load')})")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def paths_plot(r: dict, path: Path) -> bool:
+    """Each mode's one-packet low-latency flows by the path they met (``alone_by_path``: Opera's
+    rack hops there and back, the packet switch's one switch): the spread of their FCTs alone
+    and in the run (percentiles), with the alone each was judged against (the pooled 5th
+    percentile) and the fastest beside it.  False: nothing to draw (no path classes, or runs
+    judged before the spreads were kept)."""
+    modes = {mode: {k: v for k, v in m["alone_by_path"].items() if "alone_s" in v}
+             for mode, m in r.get("modes", {}).items() if m.get("alone_by_path")}
+    modes = {mode: by for mode, by in modes.items() if by}
+    if not modes:
+        return False
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(modes), figsize=(8 * len(modes), 4.5), squeeze=False)
+    for ax, (mode, by) in zip(axes[0], sorted(modes.items())):
+        m = r["modes"][mode]
+        for i, (k, v) in enumerate(sorted(by.items())):
+            color = f"C{i}"
+            for what, style in (("alone_fct_s", "--"), ("run_fct_s", "-")):
+                q = v.get(what)
+                if q:
+                    ax.plot([q[f"p{p}"] * 1e3 for p in QUANTILES], QUANTILES, style, color=color, marker=".",
+                            label=f"{k}: {'alone' if what == 'alone_fct_s' else 'in the run'} "
+                                  f"({v['alone_samples' if what == 'alone_fct_s' else 'run_flows']})")
+            ax.axvline(v["alone_s"] * 1e3, color=color, linewidth=2, alpha=0.5)
+            ax.axvline(v["fastest_s"] * 1e3, color=color, linewidth=1, linestyle=":")
+        mean = F.class_mean(m.get("classes", {}).get("low-latency", {}))
+        ax.set(xlabel="one-packet FCT (ms)", ylabel="percentile", xscale="log",
+               title=f"{mode}: one-packet flows by path; thick = the alone judged against "
+                     f"(p{next(iter(by.values()))['percentile']:g}), dotted = the fastest\n"
+                     f"{r.get('workload')} {r.get('load')}; low-latency mean slowdown "
+                     f"{'-' if mean is None else f'{mean:.2f}'} (against the fastest: "
+                     f"{m.get('low_latency_vs_fastest') or float('nan'):.2f})")
+        ax.title.set_fontsize(9)
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in (0.5, 0.7, 1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50, 100) if lo <= t <= hi]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
