@@ -361,42 +361,65 @@ class ReinstallRestartsClock(RotorTest):
 
 class OperaStaggerTwoRotors(RotorTest):
     """Two rotor switches of an Opera schedule in clock mode, staggered by half a slot: while
-    one is dark the other carries its matching, and they are never dark together."""
+    one is dark the other carries its matching, and they are never dark together.
+
+    Each of the cycle's four moments (the middle of either rotor's night) is checked once.  A
+    check is valid only if its frames left within ``MARGIN_US`` of that moment, well inside
+    the night (``NIGHT_US`` / 2 each way); on a busy machine a check that started late waits for
+    the same moment of a later cycle instead of judging the wrong one."""
 
     num_switches = 2
+    SLOT_US, NIGHT_US, MARGIN_US, ATTEMPTS = 1_000_000, 400_000, 150_000, 6
 
     def runTest(self):
-        # Slots long enough that each check lands >= 250 ms from a boundary: a check costs
-        # ~0.1 s (the negative timeout) and more on a loaded machine.
-        slot, night = 800_000, 200_000
+        slot, night = self.SLOT_US, self.NIGHT_US
         s = S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": slot, "reconfig_us": night,
                          "rotors": [
                              {"name": "rotor0", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]},
                              {"name": "rotor1", "offset_us": slot // 2, "matchings": [[3, 2, 1, 0], [1, 0, 3, 2]]}]})
-        maps = []
-        for d, sw in enumerate(self.switches):
-            wall_ns, local_us = self.local_now_us(sw)
-            maps.append((wall_ns, local_us))
-        t0_wall = time.time_ns() + 300_000_000  # common slot-0 start, 300 ms from now
-        for d, (sw, r) in enumerate(zip(self.switches, s.rotors)):
-            wall_ns, local_us = maps[d]
-            epoch_local = local_us + (t0_wall - wall_ns) // 1000 + r.offset_us
+        maps = [self.local_now_us(sw) for sw in self.switches]
+        self.t0_wall = time.time_ns() + 300_000_000  # common slot-0 start, 300 ms from now
+        for (wall_ns, local_us), sw, r in zip(maps, self.switches, s.rotors):
+            epoch_local = local_us + (self.t0_wall - wall_ns) // 1000 + r.offset_us
             self.install(s, r, CLOCK, sw=sw, epoch_us=epoch_local)
+        period = 2 * slot  # both rotors have two matchings
+        r0, r1 = s.rotors
+        # (moment in the cycle, the dark rotor's device, the live rotor's device, its live matching)
+        moments = [(night // 2, 0, 1, r1.matchings[1]),                 # rotor1 in its slot -1 (== 1)
+                   (slot // 2 + night // 2, 1, 0, r0.matchings[0]),
+                   (slot + night // 2, 0, 1, r1.matchings[0]),
+                   (slot + slot // 2 + night // 2, 1, 0, r0.matchings[1])]
+        for i, (phase, dark, live, matching) in enumerate(moments):
+            self.check_at(period, phase, dark, live, matching, tag=10 * i)
 
-        def at(us_after_t0):
-            target = t0_wall + us_after_t0 * 1000
+    def check_at(self, period: int, phase: int, dark: int, live: int, matching, tag: int) -> None:
+        late = []
+        for attempt in range(self.ATTEMPTS):
+            now = (time.time_ns() - self.t0_wall) // 1000
+            k = max(1, -(-(now - phase + self.MARGIN_US // 2) // period))  # from the second cycle on
+            target = self.t0_wall + (phase + k * period) * 1000
             while time.time_ns() < target:
                 time.sleep(0.0005)
-
-        for k in range(2):
-            base = k * slot
-            at(base + night // 2)  # rotor0 dark, rotor1 live in its slot k-1
-            self.expect_dark(device=0, tag=10 * k)
-            if k > 0:
-                self.expect_circuit(s.rotors[1].matchings[(k - 1) % 2], device=1, tag=10 * k)
-            at(base + slot // 2 + night // 2)  # rotor1 dark, rotor0 live in slot k
-            self.expect_dark(device=1, tag=10 * k + 1)
-            self.expect_circuit(s.rotors[0].matchings[k % 2], device=0, tag=10 * k + 1)
+            sent = []
+            for dev, in_ports in ((dark, PORTS), (live, PORTS[:len(matching)])):
+                for j, in_port in enumerate(in_ports):
+                    f = self.frame(in_port, tag + attempt)
+                    tu.send_packet(self, (dev, in_port), f)
+                    if dev == live:
+                        sent.append((f, matching[j]))
+            off = time.time_ns() - target
+            if off > self.MARGIN_US * 1000:
+                late.append(off // 1_000_000)
+                self.dataplane.flush()
+                time.sleep(0.2)
+                self.dataplane.flush()
+                continue
+            for f, j in sent:
+                tu.verify_packet(self, f, (live, PORTS[j]))
+            tu.verify_no_other_packets(self, device_number=dark)
+            tu.verify_no_other_packets(self, device_number=live)
+            return
+        self.fail(f"moment {phase} us of the cycle: every attempt sent its frames too late (ms after it: {late})")
 
 
 class ClockPortProbeReflected(RotorTest):
