@@ -11,7 +11,7 @@ import pytest
 
 from p4rotor import schedule as S
 from p4rotor.schedule import topology as TP
-from p4rotor.faults import monitor as M
+from p4rotor.control import fast_checker as M
 
 OPERA = S.generate_opera(8, 4, 1000, 100)
 ROTORNET = S.generate_rotornet(8, 1, 1000, 100)

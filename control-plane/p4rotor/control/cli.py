@@ -132,7 +132,7 @@ def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
     """The fault plan's clock-skew and loss faults on the switches this controller drives, as
     ``ClockSkew`` and ``LossFault`` values.  The plan is validated whole (a bad one: one line,
     exit 2); its other kinds are applied by the harness, not here: one line says so."""
-    from ..faults.plan import FaultPlanError, load
+    from .fault_plan import FaultPlanError, load
     from .entities import LinkLoss
     from .skew import ClockSkew, LossFault
 
@@ -196,7 +196,7 @@ def cmd_control(a: argparse.Namespace) -> int:
             die(f"--corropt-min-frames must be >= 1, got {a.corropt_min_frames}")
     try:
         if a.topology:
-            from ..fabric.roles import fabric_roles
+            from .fabric_roles import fabric_roles
             from ..schedule.cli import load_sched_or_topo
 
             _, topo = load_sched_or_topo(a)

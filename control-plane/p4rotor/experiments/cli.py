@@ -111,7 +111,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
-    from ..faults.plan import FaultPlanError
+    from ..control.fault_plan import FaultPlanError
     from ..rotorlb.model import ModelError
     from ..workload.cdf import WorkloadError
 

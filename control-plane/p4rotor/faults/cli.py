@@ -48,7 +48,7 @@ def _topology(path: str):
 
 def cmd_generate(a: argparse.Namespace) -> int:
     from . import corropt
-    from .plan import FaultPlanError, from_json
+    from ..control.fault_plan import FaultPlanError, from_json
 
     topo = _topology(a.topology)
     try:
@@ -66,7 +66,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from .plan import FaultPlanError, load
+    from ..control.fault_plan import FaultPlanError, load
 
     topo = _topology(a.topology)
     try:
@@ -93,8 +93,8 @@ def plan_rates(plan, topo) -> dict[tuple[str, int], float]:
 
 
 def cmd_monitor(a: argparse.Namespace) -> int:
-    from . import monitor
-    from .plan import FaultPlanError, load
+    from ..control import fast_checker as monitor
+    from ..control.fault_plan import FaultPlanError, load
 
     try:  # parsed here, not by argparse: a bad value is one line, not usage + error
         threshold = float(a.threshold)
