@@ -194,7 +194,7 @@ def test_cli_bad_threshold_one_line_exit_2(files, capsys, monkeypatch, threshold
              "--threshold", threshold)
     assert ex.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("p4rotor: error: --threshold")
+    assert len(err) == 1 and err[0].startswith("p4rotor: error: argument --threshold: must be a loss rate in (0, 1)")
 
 
 def test_cli_bad_plan_one_line_exit_2(files, capsys, monkeypatch):

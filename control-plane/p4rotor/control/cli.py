@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..cliutil import EXIT_NOT_PRIMARY, EXIT_RUNTIME, default_build_dir, die
+from ..cliutil import EXIT_NOT_PRIMARY, EXIT_RUNTIME, default_build_dir, die, loss_rate
 
 
 def add_parser(sub) -> None:
@@ -76,7 +76,7 @@ def add_parser(sub) -> None:
     pc.add_argument("--resync-bound-us", type=float, default=100.0, metavar="US",
                     help="the re-sync rewrites an offset off by more than this (and than the fresh "
                          "estimate's uncertainty); default 100")
-    pc.add_argument("--corropt-threshold", metavar="RATE",
+    pc.add_argument("--corropt-threshold", type=loss_rate, metavar="RATE",
                     help="with --topology: the live CorrOpt monitor (seed 003 §3.4): read the rotors' per-link "
                          "loss counters and turn off (mask out of the schedule, routes rewritten) every link "
                          "lossier than RATE, in (0, 1), whose removal keeps every slice connected (docs/faults.md)")
@@ -180,16 +180,10 @@ def cmd_control(a: argparse.Namespace) -> int:
         die("give --schedule with --switch, or --topology")
     if a.faults and not a.topology:
         die("--faults needs --topology: a fault plan is checked against the topology's switches")
-    threshold = None
-    if a.corropt_threshold is not None:
+    threshold = a.corropt_threshold
+    if threshold is not None:
         if not a.topology:
             die("--corropt-threshold needs --topology: turning a link off rewrites the ToRs' routes")
-        try:  # parsed here, not by argparse: a bad value is one line, not usage + error
-            threshold = float(a.corropt_threshold)
-        except ValueError:
-            threshold = float("nan")
-        if not 0 < threshold < 1:  # also refuses nan
-            die(f"--corropt-threshold must be a loss rate in (0, 1), got {a.corropt_threshold!r}")
         if not a.corropt_every > 0:
             die(f"--corropt-every must be > 0 seconds, got {a.corropt_every}")
         if a.corropt_min_frames < 1:
