@@ -226,7 +226,7 @@ def test_the_running_monitor_turns_off_a_lossy_link_by_diffs(build, tmp_path):
 
         roles = fabric_roles(topo, build)
         mon = LossMonitor(topo.schedule, PORTS, 0.02, min_frames=1000)
-        ctl = C.Controller(roles, mode="clock", lead_s=0.2, loss_monitor=mon, monitor_every=0.1, replan=replan,
+        ctl = C.Controller(roles, mode="clock", lead_s=0.2, corropt=C.CorrOptOptions(mon, replan, every=0.1),
                            status_file=status, trace=trace, on_event=events.append)
         p5 = port_of("rotor1", 5)
         fakes["rotor1"].counters = {dp.C_LINK_IN: {p5: 1800}, dp.C_LINK_IN_LOSS: {p5: 200},

@@ -154,7 +154,8 @@ def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
 
 
 def cmd_control(a: argparse.Namespace) -> int:
-    from . import Controller, ControllerError, NotPrimaryError, RotorController, SwitchSpec, get_target
+    from . import (Controller, ControllerError, CorrOptOptions, InjectedFaults, NotPrimaryError, ResyncOptions,
+                   RotorController, SignalOptions, SwitchSpec, get_target)
     from ..stats import summarize
     from .acks import ack_delays_us, timed_margins_us
 
@@ -170,12 +171,12 @@ def cmd_control(a: argparse.Namespace) -> int:
             print(msg, file=sys.stderr, flush=True)
 
     common = dict(mode=mode, target=target, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
-                  lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
-                  signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
-                  on_event=say,
+                  lead_s=a.lead, install_concurrency=a.install_concurrency, on_event=say,
                   status_file=Path(a.status_file) if a.status_file else None,
                   counters_every=a.counters_every, adopt=not a.no_adopt,
-                  resync_every=a.resync_every, resync_bound_us=a.resync_bound_us)
+                  signal=SignalOptions(lead_us=_lead_arg(a.signal_lead_us), timed=a.signal_timed,
+                                       ack_every=a.ack_every),
+                  resync=ResyncOptions(every=a.resync_every, bound_us=a.resync_bound_us))
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
     if a.faults and not a.topology:
@@ -199,22 +200,22 @@ def cmd_control(a: argparse.Namespace) -> int:
                                  only=set(a.only.split(",")) if a.only else None, target=target,
                                  clock_ifaces=clock_ifaces)
             skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
-            monitor = {}
+            corropt = None
             if threshold is not None:
                 import dataclasses
 
                 from .loss_monitor import LossMonitor
 
                 only = set(a.only.split(",")) if a.only else None
-                monitor = dict(
-                    loss_monitor=LossMonitor(topo.schedule, {r.name: r.ports for r in topo.rotors
-                                                             if not only or r.name in only},
-                                             threshold, a.corropt_min_frames),
-                    monitor_every=a.corropt_every,
+                corropt = CorrOptOptions(
+                    monitor=LossMonitor(topo.schedule, {r.name: r.ports for r in topo.rotors
+                                                        if not only or r.name in only},
+                                        threshold, a.corropt_min_frames),
+                    every=a.corropt_every,
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
                                                   epsilon_us=a.epsilon_us, only=only, target=target,
                                                   clock_ifaces=clock_ifaces))
-            ctl = Controller(roles, skews=skews, losses=losses, **monitor, **common)
+            ctl = Controller(roles, faults=InjectedFaults(skews, losses), corropt=corropt, **common)
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]
