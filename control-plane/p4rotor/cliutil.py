@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,18 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> "None":
         die(f"{message} (see '{self.prog} --help')")
+
+
+def loss_rate(text: str) -> float:
+    """argparse type for a loss-rate flag (a CorrOpt threshold): a number in (0, 1).  NaN and
+    junk are refused like 0 or 1, so with ``OneLineParser`` a bad value is one line, exit 2."""
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = math.nan
+    if not 0 < rate < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a loss rate in (0, 1), got {text!r}")
+    return rate
 
 
 def default_build_dir() -> Path:

@@ -270,7 +270,7 @@ def test_signal_mode_never_reads_or_adopts(blob):
         return sig, installs(fake) - n0
 
     sig, written = run(main())
-    assert not sig.adopt and written == 13 and sig.runtimes["rotor0"].clears == 1
+    assert not sig.installer.adopt and written == 13 and sig.runtimes["rotor0"].clears == 1
 
 
 def test_two_switches_adopt_one_clock(blob):

@@ -139,7 +139,7 @@ def test_control_topology_clock_ifaces(tmp_path):
     replans), an unknown name is one line and exit 2 before any switch is dialled."""
     from p4rotor import control as C
     from p4rotor.schedule import topology as TP
-    from p4rotor.fabric.roles import fabric_roles
+    from p4rotor.control.fabric_roles import fabric_roles
 
     topo = TP.generate(S.generate_opera(8, 4, 1000, 100), "s.json", hosts_per_rack=1)
     roles = fabric_roles(topo, tmp_path, clock_ifaces={"rotor1": "rotor1-clkh", "tor3": "tor3-clkh"})

@@ -15,7 +15,7 @@ import finsy as fy
 import pytest
 
 from p4rotor import control as C
-from p4rotor.control import runtime
+from p4rotor.control import roles as control_roles
 from p4rotor.control.acks import ack_delays_us, timed_margins_us
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
@@ -298,10 +298,10 @@ def test_set_slot_packet_timed_and_immediate():
 def test_timed_option_checked(blob):
     with pytest.raises(C.ControllerError, match="signal-mode option"):
         C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="clock", p4info=P4INFO,
-                          p4blob=blob, signal_timed=True)
+                          p4blob=blob, signal=C.SignalOptions(timed=True))
     with pytest.raises(C.ControllerError, match="no signal lead"):
         C.RotorController(sched4(), [C.SwitchSpec("rotor0", "127.0.0.1", 1)], mode="signal", p4info=P4INFO,
-                          p4blob=blob, signal_timed=True, signal_lead_us=100)
+                          p4blob=blob, signal=C.SignalOptions(timed=True, lead_us=100))
 
 
 def test_signal_timed_sends_each_slot_one_slot_ahead(blob, tmp_path):
@@ -309,7 +309,7 @@ def test_signal_timed_sends_each_slot_one_slot_ahead(blob, tmp_path):
     started, before its own start: never two pending at the switch, never late."""
     async def main():
         fake = await FakeSwitch(P4INFO, boot_us=3_000_000).start()
-        ctl = make_ctl(fake, blob, signal_timed=True, ack_every=1)
+        ctl = make_ctl(fake, blob, signal=C.SignalOptions(timed=True, ack_every=1))
         try:
             await ctl.run(duration=0.5)
         finally:
@@ -348,7 +348,7 @@ def test_installs_are_paced(blob, monkeypatch):
         finally:
             live -= 1
 
-    monkeypatch.setattr(runtime, "write_batched", tracking)  # the name the controller calls
+    monkeypatch.setattr(control_roles, "write_batched", tracking)  # the name SwitchRuntime.write calls
 
     async def main():
         s = S.generate_rotornet(8, 4, 20_000, 2_000)

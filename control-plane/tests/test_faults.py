@@ -10,7 +10,7 @@ import pytest
 from p4rotor import schedule as S
 from p4rotor.schedule import topology as TP
 from p4rotor.faults import corropt
-from p4rotor.faults import plan as FP
+from p4rotor.control import fault_plan as FP
 
 ROOT = Path(__file__).resolve().parents[2]
 

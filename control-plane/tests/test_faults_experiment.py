@@ -10,7 +10,7 @@ import sys
 from p4rotor import schedule as S
 from p4rotor.bench.measure import check_frames
 from p4rotor.schedule import topology as TP
-from p4rotor.faults import plan as FP
+from p4rotor.control import fault_plan as FP
 from p4rotor.faults.capture import LINKTYPE_LINUX_SLL2, read_rotor_frames
 from p4rotor.experiments.faults import default_plan_path
 

@@ -19,8 +19,8 @@ from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from p4rotor.control.loss_monitor import LossMonitor
 from p4rotor.schedule import topology as TP
-from p4rotor.fabric.roles import fabric_roles
-from p4rotor.faults import monitor as M
+from p4rotor.control.fabric_roles import fabric_roles
+from p4rotor.control import fast_checker as M
 from p4rotor.schedule import routes as R
 
 DATA = Path(__file__).parent / "data"
@@ -226,7 +226,7 @@ def test_the_running_monitor_turns_off_a_lossy_link_by_diffs(build, tmp_path):
 
         roles = fabric_roles(topo, build)
         mon = LossMonitor(topo.schedule, PORTS, 0.02, min_frames=1000)
-        ctl = C.Controller(roles, mode="clock", lead_s=0.2, loss_monitor=mon, monitor_every=0.1, replan=replan,
+        ctl = C.Controller(roles, mode="clock", lead_s=0.2, corropt=C.CorrOptOptions(mon, replan, every=0.1),
                            status_file=status, trace=trace, on_event=events.append)
         p5 = port_of("rotor1", 5)
         fakes["rotor1"].counters = {dp.C_LINK_IN: {p5: 1800}, dp.C_LINK_IN_LOSS: {p5: 200},
@@ -303,7 +303,7 @@ def test_cli_bad_monitor_flags_exit_2_in_one_line_with_nothing_started(tmp_path,
 
 def test_experiment_faults_refuses_a_bad_threshold_before_starting(tmp_path):
     from p4rotor.experiments.faults import faults
-    from p4rotor.faults.plan import FaultPlanError
+    from p4rotor.control.fault_plan import FaultPlanError
 
     with pytest.raises(FaultPlanError, match="--corropt-threshold 1.5"):
         faults(tmp_path / "build", tmp_path / "out", corropt_threshold=1.5)

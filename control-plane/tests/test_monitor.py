@@ -11,7 +11,7 @@ import pytest
 
 from p4rotor import schedule as S
 from p4rotor.schedule import topology as TP
-from p4rotor.faults import monitor as M
+from p4rotor.control import fast_checker as M
 
 OPERA = S.generate_opera(8, 4, 1000, 100)
 ROTORNET = S.generate_rotornet(8, 1, 1000, 100)
@@ -194,7 +194,7 @@ def test_cli_bad_threshold_one_line_exit_2(files, capsys, monkeypatch, threshold
              "--threshold", threshold)
     assert ex.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("p4rotor: error: --threshold")
+    assert len(err) == 1 and err[0].startswith("p4rotor: error: argument --threshold: must be a loss rate in (0, 1)")
 
 
 def test_cli_bad_plan_one_line_exit_2(files, capsys, monkeypatch):

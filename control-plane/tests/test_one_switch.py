@@ -16,7 +16,7 @@ from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from p4rotor.schedule import topology as TP
-from p4rotor.fabric.roles import fabric_roles
+from p4rotor.control.fabric_roles import fabric_roles
 from p4rotor.schedule import routes as R
 
 DATA = Path(__file__).parent / "data"

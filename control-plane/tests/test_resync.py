@@ -109,12 +109,12 @@ def test_tofino_rewrite_starts_the_cycle_running_now():
 # ------------------------------------------------------------------ checked before anything starts
 
 @pytest.mark.parametrize("kw,msg", [
-    (dict(resync_every=-1), "bad re-sync period"),
-    (dict(resync_every=float("nan")), "bad re-sync period"),
-    (dict(resync_every=1, resync_bound_us=0), "bad re-sync bound"),
-    (dict(mode="signal", resync_every=1), "clock-mode option"),
-    (dict(mode="signal", skews=[C.ClockSkew("rotor0", 100, 0)]), "clock mode only"),
-    (dict(skews=[C.ClockSkew("rotor9", 100, 0)]), "not a switch this controller drives"),
+    (dict(resync=C.ResyncOptions(every=-1)), "bad re-sync period"),
+    (dict(resync=C.ResyncOptions(every=float("nan"))), "bad re-sync period"),
+    (dict(resync=C.ResyncOptions(every=1, bound_us=0)), "bad re-sync bound"),
+    (dict(mode="signal", resync=C.ResyncOptions(every=1)), "clock-mode option"),
+    (dict(mode="signal", faults=C.InjectedFaults(skews=[C.ClockSkew("rotor0", 100, 0)])), "clock mode only"),
+    (dict(faults=C.InjectedFaults(skews=[C.ClockSkew("rotor9", 100, 0)])), "not a switch this controller drives"),
 ])
 def test_bad_values_refused_before_anything_starts(blob, tmp_path, kw, msg):
     status = tmp_path / "status.json"
@@ -133,7 +133,7 @@ def test_injected_skew_rewrites_the_config_alone_at_its_time_and_restores_it(blo
 
     async def main():
         fake = await FakeSwitch(P4INFO, boot_us=7_000_000).start()
-        ctl = make_ctl(fake, blob, skews=[C.ClockSkew("rotor0", 5_000, 200_000, 500_000)], trace=trace,
+        ctl = make_ctl(fake, blob, faults=C.InjectedFaults(skews=[C.ClockSkew("rotor0", 5_000, 200_000, 500_000)]), trace=trace,
                        status_file=status)
 
         async def after_ready(c):
@@ -178,7 +178,7 @@ def test_resync_rewrites_a_clock_that_jumped_past_the_bound(blob, tmp_path):
 
     async def main():
         fake = await FakeSwitch(P4INFO, boot_us=7_000_000).start()
-        ctl = make_ctl(fake, blob, resync_every=0.15, resync_bound_us=10_000, trace=trace, status_file=status,
+        ctl = make_ctl(fake, blob, resync=C.ResyncOptions(every=0.15, bound_us=10_000), trace=trace, status_file=status,
                        on_event=said.append)
 
         async def after_ready(c):
@@ -217,7 +217,7 @@ def test_resync_leaves_an_offset_within_the_bound(blob, tmp_path):
 
     async def main():
         fake = await FakeSwitch(P4INFO, boot_us=7_000_000).start()
-        ctl = make_ctl(fake, blob, resync_every=0.1, resync_bound_us=10_000, trace=trace)
+        ctl = make_ctl(fake, blob, resync=C.ResyncOptions(every=0.1, bound_us=10_000), trace=trace)
         try:
             await ctl.run(duration=0.6)
         finally:
@@ -240,8 +240,8 @@ def test_resync_corrects_an_injected_skew_and_the_jump_back(blob, tmp_path):
 
     async def main():
         fake = await FakeSwitch(P4INFO, boot_us=7_000_000).start()
-        ctl = make_ctl(fake, blob, skews=[C.ClockSkew("rotor0", 50_000, 150_000, 600_000)], resync_every=0.2,
-                       resync_bound_us=10_000, trace=trace)
+        ctl = make_ctl(fake, blob, faults=C.InjectedFaults(skews=[C.ClockSkew("rotor0", 50_000, 150_000, 600_000)]),
+                       resync=C.ResyncOptions(every=0.2, bound_us=10_000), trace=trace)
         try:
             await ctl.run(duration=1.2)
         finally:
@@ -278,7 +278,7 @@ def test_tofino_skew_starts_the_new_generations_cycle_register(tmp_path):
         ctl = C.RotorController(S.generate_rotornet(4, 1, 20_000, 2_000),
                                 [C.SwitchSpec("rotor0", "127.0.0.1", fake.port)], mode="clock", target=T,
                                 p4info=p4info, p4blob=out, lead_s=0.2, on_event=lambda m: None,
-                                skews=[C.ClockSkew("rotor0", 3_000, 200_000)])
+                                faults=C.InjectedFaults(skews=[C.ClockSkew("rotor0", 3_000, 200_000)]))
         try:
             await ctl.run(duration=0.6)
         finally:
@@ -367,7 +367,7 @@ def test_loss_fault_entries_are_written_at_start_and_removed_at_end(blob, tmp_pa
 
     async def main():
         fake = await FakeSwitch(P4INFO, boot_us=3_000_000).start()
-        ctl = make_ctl(fake, blob, losses=[C.LossFault("rotor0", C.LinkLoss(2, "out", 0.1), 200_000, 500_000)],
+        ctl = make_ctl(fake, blob, faults=C.InjectedFaults(losses=[C.LossFault("rotor0", C.LinkLoss(2, "out", 0.1), 200_000, 500_000)]),
                        trace=trace)
         mid: dict = {}
 
@@ -395,4 +395,4 @@ def test_loss_on_a_switch_not_driven_is_refused(blob):
     with pytest.raises(C.ControllerError, match="loss on 'nope': not a switch this controller drives"):
         C.RotorController(S.generate_rotornet(4, 1, 20_000, 2_000), [C.SwitchSpec("rotor0", "127.0.0.1", 1)],
                           mode="clock", p4info=P4INFO, p4blob=blob,
-                          losses=[C.LossFault("nope", C.LinkLoss(2, "out", 0.1), 0)])
+                          faults=C.InjectedFaults(losses=[C.LossFault("nope", C.LinkLoss(2, "out", 0.1), 0)]))

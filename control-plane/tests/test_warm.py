@@ -29,7 +29,7 @@ def test_warm_probes_are_outside_the_controllers_sequence_numbers():
     """The controller collects only its own probes' sequence numbers: the warmer's never match."""
     seq, _, _ = CP.parse_probe(CP.probe_frame(W.WARM_SEQ))
     assert seq == W.WARM_SEQ
-    controller = [(0x60000000, 0x70000000), (0x70000000, 0x80000000)]  # runtime.py: clock port, PacketOut
+    controller = [(0x60000000, 0x70000000), (0x70000000, 0x80000000)]  # control/prober.py: clock port, PacketOut
     assert all(not lo <= seq < hi for lo, hi in controller)
 
 

@@ -57,9 +57,11 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
     spec = C.SwitchSpec("rotor0", "127.0.0.1", a.grpc_port, clock_iface=a.clock_iface or None)
     ctl = C.RotorController(sched, [spec], mode=a.mode, egress_guard_us=a.egress_guard_us,
                             p4info=Path(a.p4info), p4blob=Path(a.p4blob), lead_s=1.0,
-                            ack_every=(0 if a.mode != "signal" else 1 if a.signal_timed else max(1, 2000 // a.slot_us)),
-                            signal_lead_us=("auto" if a.mode == "signal" and not a.signal_timed else 0.0),
-                            signal_timed=a.signal_timed,
+                            signal=C.SignalOptions(
+                                ack_every=(0 if a.mode != "signal" else 1 if a.signal_timed
+                                           else max(1, 2000 // a.slot_us)),
+                                lead_us=("auto" if a.mode == "signal" and not a.signal_timed else 0.0),
+                                timed=a.signal_timed),
                             on_event=lambda m: None)
     out: dict = {}
 

@@ -5,9 +5,14 @@ One module per job: ``entities`` (rotor entities and control packets as values),
 and Tofino: time units, ports, device config), ``timebase`` (common time, offsets, slot
 boundaries), ``clockport`` (time probes on the data path), ``skew`` (injected clock skew and
 the periodic re-sync's decision), ``loss_monitor`` (the live CorrOpt monitor's estimates and
-decisions), ``one_switch`` (the one-switch fabric's), ``roles`` (what each switch gets),
-``runtime`` (the asyncio controller: a task per switch), ``status`` (the status file other
-processes read), ``errors``.
+decisions), ``fast_checker`` (which lossy links can go), ``fault_plan`` (fault plans as data),
+``one_switch`` (the one-switch fabric's), ``roles`` (what each switch gets), ``fabric_roles``
+(every switch of a topology), ``status`` (the status file other processes read), ``errors``.
+
+``runtime`` is the asyncio controller (a task per switch), ``options`` its options by job, and
+its helpers one per job: ``installer``, ``prober``, ``rotator``, ``clock_keeper``,
+``fault_injector`` (with ``timing``'s one timed-change helper), ``counters``, ``corropt_task``,
+``reconnect``.
 """
 
 from .entities import (RUN_FIELDS, TS_MASK, WRITE_BATCH, Comparison, LinkLoss,  # noqa: F401
@@ -20,7 +25,9 @@ from .loss_monitor import Estimate, LossMonitor  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
 from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew_changes  # noqa: F401
-from .runtime import INSTALL_CONCURRENCY, Controller, RotorController  # noqa: F401
+from .installer import INSTALL_CONCURRENCY  # noqa: F401
+from .options import CorrOptOptions, InjectedFaults, ResyncOptions, SignalOptions  # noqa: F401
+from .runtime import Controller, RotorController  # noqa: F401
 from .target import BMV2, TARGETS, TOFINO, Target, get_target, is_slot_config  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
 from .one_switch import host_ports, one_switch_entities  # noqa: F401

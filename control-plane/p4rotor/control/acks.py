@@ -32,7 +32,7 @@ def ack_delays_us(ctl: "Controller", since: str = "scheduled",
     for rt, (scheduled, sent, _recv, local) in _acks(ctl, windows):
         ref = scheduled if since == "scheduled" else sent
         d = local + rt.offset.offset_us - (ref - ctl.tb.ref_ns) / 1000
-        if ctl.signal_timed and since == "scheduled":
+        if ctl.signal.timed and since == "scheduled":
             # A timed change is applied at its start time, or on arrival if later.
             d = max(0.0, d)
         out.append(d)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..cliutil import EXIT_NOT_PRIMARY, EXIT_RUNTIME, default_build_dir, die
+from ..cliutil import EXIT_NOT_PRIMARY, EXIT_RUNTIME, default_build_dir, die, loss_rate
 
 
 def add_parser(sub) -> None:
@@ -76,7 +76,7 @@ def add_parser(sub) -> None:
     pc.add_argument("--resync-bound-us", type=float, default=100.0, metavar="US",
                     help="the re-sync rewrites an offset off by more than this (and than the fresh "
                          "estimate's uncertainty); default 100")
-    pc.add_argument("--corropt-threshold", metavar="RATE",
+    pc.add_argument("--corropt-threshold", type=loss_rate, metavar="RATE",
                     help="with --topology: the live CorrOpt monitor (seed 003 §3.4): read the rotors' per-link "
                          "loss counters and turn off (mask out of the schedule, routes rewritten) every link "
                          "lossier than RATE, in (0, 1), whose removal keeps every slice connected (docs/faults.md)")
@@ -132,7 +132,7 @@ def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
     """The fault plan's clock-skew and loss faults on the switches this controller drives, as
     ``ClockSkew`` and ``LossFault`` values.  The plan is validated whole (a bad one: one line,
     exit 2); its other kinds are applied by the harness, not here: one line says so."""
-    from ..faults.plan import FaultPlanError, load
+    from .fault_plan import FaultPlanError, load
     from .entities import LinkLoss
     from .skew import ClockSkew, LossFault
 
@@ -154,7 +154,8 @@ def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
 
 
 def cmd_control(a: argparse.Namespace) -> int:
-    from . import Controller, ControllerError, NotPrimaryError, RotorController, SwitchSpec, get_target
+    from . import (Controller, ControllerError, CorrOptOptions, InjectedFaults, NotPrimaryError, ResyncOptions,
+                   RotorController, SignalOptions, SwitchSpec, get_target)
     from ..stats import summarize
     from .acks import ack_delays_us, timed_margins_us
 
@@ -170,33 +171,27 @@ def cmd_control(a: argparse.Namespace) -> int:
             print(msg, file=sys.stderr, flush=True)
 
     common = dict(mode=mode, target=target, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
-                  lead_s=a.lead, ack_every=a.ack_every, signal_lead_us=_lead_arg(a.signal_lead_us),
-                  signal_timed=a.signal_timed, install_concurrency=a.install_concurrency,
-                  on_event=say,
+                  lead_s=a.lead, install_concurrency=a.install_concurrency, on_event=say,
                   status_file=Path(a.status_file) if a.status_file else None,
                   counters_every=a.counters_every, adopt=not a.no_adopt,
-                  resync_every=a.resync_every, resync_bound_us=a.resync_bound_us)
+                  signal=SignalOptions(lead_us=_lead_arg(a.signal_lead_us), timed=a.signal_timed,
+                                       ack_every=a.ack_every),
+                  resync=ResyncOptions(every=a.resync_every, bound_us=a.resync_bound_us))
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
     if a.faults and not a.topology:
         die("--faults needs --topology: a fault plan is checked against the topology's switches")
-    threshold = None
-    if a.corropt_threshold is not None:
+    threshold = a.corropt_threshold
+    if threshold is not None:
         if not a.topology:
             die("--corropt-threshold needs --topology: turning a link off rewrites the ToRs' routes")
-        try:  # parsed here, not by argparse: a bad value is one line, not usage + error
-            threshold = float(a.corropt_threshold)
-        except ValueError:
-            threshold = float("nan")
-        if not 0 < threshold < 1:  # also refuses nan
-            die(f"--corropt-threshold must be a loss rate in (0, 1), got {a.corropt_threshold!r}")
         if not a.corropt_every > 0:
             die(f"--corropt-every must be > 0 seconds, got {a.corropt_every}")
         if a.corropt_min_frames < 1:
             die(f"--corropt-min-frames must be >= 1, got {a.corropt_min_frames}")
     try:
         if a.topology:
-            from ..fabric.roles import fabric_roles
+            from .fabric_roles import fabric_roles
             from ..schedule.cli import load_sched_or_topo
 
             _, topo = load_sched_or_topo(a)
@@ -205,22 +200,22 @@ def cmd_control(a: argparse.Namespace) -> int:
                                  only=set(a.only.split(",")) if a.only else None, target=target,
                                  clock_ifaces=clock_ifaces)
             skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
-            monitor = {}
+            corropt = None
             if threshold is not None:
                 import dataclasses
 
                 from .loss_monitor import LossMonitor
 
                 only = set(a.only.split(",")) if a.only else None
-                monitor = dict(
-                    loss_monitor=LossMonitor(topo.schedule, {r.name: r.ports for r in topo.rotors
-                                                             if not only or r.name in only},
-                                             threshold, a.corropt_min_frames),
-                    monitor_every=a.corropt_every,
+                corropt = CorrOptOptions(
+                    monitor=LossMonitor(topo.schedule, {r.name: r.ports for r in topo.rotors
+                                                        if not only or r.name in only},
+                                        threshold, a.corropt_min_frames),
+                    every=a.corropt_every,
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
                                                   epsilon_us=a.epsilon_us, only=only, target=target,
                                                   clock_ifaces=clock_ifaces))
-            ctl = Controller(roles, skews=skews, losses=losses, **monitor, **common)
+            ctl = Controller(roles, faults=InjectedFaults(skews, losses), corropt=corropt, **common)
         else:
             s = S.load(a.schedule)
             specs = [SwitchSpec.parse(x) for x in a.switch]

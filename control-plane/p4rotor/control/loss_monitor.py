@@ -3,7 +3,7 @@ rotors' per-port counters, and which links to turn off.  Pure: counter readings 
 out; the controller (runtime.py) reads the counters over P4Runtime and writes what changes.
 
 A *link* is one rack's fibre pair to one rotor, ``(rotor name, rack)``, as in
-``faults/monitor.py`` (whose fast checker decides).  Each of its two directions is measured
+``fast_checker.py`` (whose fast checker decides).  Each of its two directions is measured
 apart, from the rotor's ``link_{in,out}[_loss]_counter`` at the rack's port (docs/dataplane.md):
 frames that crossed the direction and frames lost on it, as differences between readings.  A
 direction's estimate is made once ``min_frames`` frames were offered to it since its last one
@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping
 
-from ..faults import monitor as M
+from . import fast_checker as M
 from ..schedule import Schedule
 
 Direction = str  # "in" (from the rack into the rotor) or "out" (rotor to the rack)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 import finsy as fy
 
 from ..schedule import Schedule, ScheduleError
-from .entities import default_port_map, rotor_entities
+from .entities import default_port_map, rotor_entities, write_batched
 from .errors import ControllerError
 from .target import Target
 from .timebase import OffsetEstimate, boundary_times
@@ -127,6 +127,11 @@ class SwitchRuntime:
     async def send(self, sw: fy.Switch, pkt: fy.P4PacketOut) -> None:
         async with self.send_lock:
             await sw.write([pkt])
+
+    async def write(self, sw: fy.Switch, updates: list[Any]) -> None:
+        """Entity updates, in batches (``write_batched``), counted in ``writes``."""
+        await write_batched(sw, updates)
+        self.writes += len(updates)
 
     @property
     def spec(self) -> SwitchSpec:

@@ -1,7 +1,7 @@
 """Clock skew, injected and corrected: pure functions the controller's clock tasks use.
 
 BMv2 switches on one machine all read the kernel's clock, so their real drift is nil: a skew
-fault (a fault plan's ``clock-skew``, faults/plan.py) models a switch whose clock *jumped*.  The
+fault (a fault plan's ``clock-skew``, fault_plan.py) models a switch whose clock *jumped*.  The
 controller emulates that clock: between the fault's start and end the switch's clock reads
 ``offset_us`` more than its raw one.  The switch cannot be given another clock, so the
 controller writes the skew into the slot config instead (the pipeline adds the config's offset

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import schedule as S
-from ..cliutil import EXIT_RUNTIME, default_build_dir, die
+from ..cliutil import EXIT_RUNTIME, default_build_dir, die, loss_rate
 
 
 def add_parser(sub) -> None:
@@ -56,7 +56,7 @@ def add_parser(sub) -> None:
     pe.add_argument("--plan", help="faults: a fault plan file (default topologies/faults/default.json)")
     pe.add_argument("--resync-every", type=float, metavar="S",
                     help="faults: the controller re-measures clocks every S wall seconds (default 0: never)")
-    pe.add_argument("--corropt-threshold", type=float, metavar="RATE",
+    pe.add_argument("--corropt-threshold", type=loss_rate, metavar="RATE",
                     help="faults: the controller runs the live CorrOpt monitor with this loss threshold "
                          "(topologies/faults/corropt.json is a plan for it)")
     rlb = pe.add_argument_group("rotorlb, fct")
@@ -111,7 +111,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
-    from ..faults.plan import FaultPlanError
+    from ..control.fault_plan import FaultPlanError
     from ..rotorlb.model import ModelError
     from ..workload.cdf import WorkloadError
 

@@ -30,7 +30,7 @@ from .. import schedule as S
 from ..bench.measure import check_frames
 from ..schedule import topology as TP
 from ..fabric.switch import HarnessError, stop_process_group
-from ..faults import plan as FP
+from ..control import fault_plan as FP
 from ..faults.capture import interface_names, read_rotor_frames
 from ..faults.inject import Injector
 from .runner import launch, pyplot, run_probes, say
@@ -201,7 +201,7 @@ def corropt_report(st: dict, fp, topo: TP.Topology, threshold: float, origin_ns:
     the probes crossed must be decided, and none at or below it.  The fast checker on the
     configured rates all at once (rate order) is reported beside it."""
     from ..faults.cli import plan_rates
-    from ..faults import monitor as M
+    from ..control import fast_checker as M
 
     sched = topo.schedule
     configured = plan_rates(fp, topo)

@@ -1,2 +1,3 @@
-"""Faults as data: a plan of what breaks when (``plan``), and generators drawn from measured
-distributions (seed 003)."""
+"""Faults on a running emulation: generators drawn from measured distributions (``corropt``,
+seed 003), the harness's injection (``inject``), captures (``capture``) and ``p4rotor faults``.
+A fault plan itself is data the controller reads too: ``control.fault_plan``."""

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cliutil import die
+from ..cliutil import die, loss_rate
 
 
 def add_parser(sub) -> None:
@@ -30,8 +30,8 @@ def add_parser(sub) -> None:
     m.add_argument("--topology", required=True)
     m.add_argument("--plan", required=True, help="fault plan: its loss faults are the measured rates "
                                                  "(a link's rate: the max over its loss faults)")
-    m.add_argument("--threshold", required=True, help="loss rate in (0, 1) above which a link "
-                                                                   "is a candidate to disable")
+    m.add_argument("--threshold", required=True, type=loss_rate,
+                   help="loss rate in (0, 1) above which a link is a candidate to disable")
     m.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
     m.set_defaults(fn=cmd_monitor)
 
@@ -48,7 +48,7 @@ def _topology(path: str):
 
 def cmd_generate(a: argparse.Namespace) -> int:
     from . import corropt
-    from .plan import FaultPlanError, from_json
+    from ..control.fault_plan import FaultPlanError, from_json
 
     topo = _topology(a.topology)
     try:
@@ -66,7 +66,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
 
 
 def cmd_check(a: argparse.Namespace) -> int:
-    from .plan import FaultPlanError, load
+    from ..control.fault_plan import FaultPlanError, load
 
     topo = _topology(a.topology)
     try:
@@ -93,15 +93,10 @@ def plan_rates(plan, topo) -> dict[tuple[str, int], float]:
 
 
 def cmd_monitor(a: argparse.Namespace) -> int:
-    from . import monitor
-    from .plan import FaultPlanError, load
+    from ..control import fast_checker as monitor
+    from ..control.fault_plan import FaultPlanError, load
 
-    try:  # parsed here, not by argparse: a bad value is one line, not usage + error
-        threshold = float(a.threshold)
-    except ValueError:
-        threshold = float("nan")
-    if not 0 < threshold < 1:  # also refuses nan
-        die(f"--threshold must be a number in (0, 1), got {a.threshold!r}")
+    threshold = a.threshold
     topo = _topology(a.topology)
     try:
         plan = load(a.plan, topo)

@@ -13,7 +13,7 @@ import math
 import random
 
 from ..schedule.topology import Topology
-from .plan import Fault, FaultPlan, FaultPlanError
+from ..control.fault_plan import Fault, FaultPlan, FaultPlanError
 
 BUCKETS = ((1e-8, 1e-5, 0.4723), (1e-5, 1e-4, 0.1843), (1e-4, 1e-3, 0.2166), (1e-3, 1e-1, 0.1267))
 BIDIRECTIONAL = 0.082

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..control.status import read_status
 from ..fabric.switch import stop_process_group
-from .plan import Fault, FaultPlan
+from ..control.fault_plan import Fault, FaultPlan
 
 HARNESS_KINDS = ("link-down", "switch-crash", "controller-crash", "host-pause")
 

@@ -6,14 +6,18 @@ import dataclasses
 from pathlib import Path
 from typing import Mapping
 
-from .. import control as C
 from ..schedule import routes as R
 from ..schedule.topology import Topology
+from .errors import ControllerError
+from .one_switch import one_switch_entities
+from .roles import Role, SwitchSpec, rotor_role
+from .target import BMV2, Target
+from .tor import slice_boundaries, tor_entities
 
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,
-                 only: set[str] | None = None, target: C.Target = C.BMV2,
-                 clock_ifaces: Mapping[str, str] | None = None) -> list[C.Role]:
+                 only: set[str] | None = None, target: Target = BMV2,
+                 clock_ifaces: Mapping[str, str] | None = None) -> list[Role]:
     """Every switch of the topology; ``target`` says where in ``build`` its programs are.  A
     one-switch fabric is one role, holding every ToR's and rotor's state (docs/one-switch.md).
     ``clock_ifaces``: switch name -> the host interface wired to its clock port (time probes on
@@ -24,7 +28,7 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
         names = {name for name, _, _ in topo.switches()}
         unknown = sorted(set(clock_ifaces) - names)
         if unknown:
-            raise C.ControllerError(f"--clock-iface {unknown[0]}=...: the topology has no switch named {unknown[0]!r}")
+            raise ControllerError(f"--clock-iface {unknown[0]}=...: the topology has no switch named {unknown[0]!r}")
     roles = _roles(topo, routes, build, addr, epsilon_us, only, target)
     if clock_ifaces:
         roles = [dataclasses.replace(r, spec=dataclasses.replace(r.spec, clock_iface=clock_ifaces[r.spec.name]))
@@ -33,7 +37,7 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
 
 
 def _roles(topo: Topology, routes, build: Path, addr: str, epsilon_us: float, only: set[str] | None,
-           target: C.Target) -> list[C.Role]:
+           target: Target) -> list[Role]:
     s = topo.schedule
     if topo.one_switch is not None:
         return [one_switch_role(topo, routes, build, addr, epsilon_us, only, target)]
@@ -43,37 +47,37 @@ def _roles(topo: Topology, routes, build: Path, addr: str, epsilon_us: float, on
     for rs in topo.rotors:
         if only and rs.name not in only:
             continue
-        spec = C.SwitchSpec(rs.name, addr, rs.grpc_port, rs.device_id)
-        roles.append(C.rotor_role(s, spec, rinfo, rblob, port_map=rs.ports, link_mtus=topo.rotor_link_mtus(rs)))
+        spec = SwitchSpec(rs.name, addr, rs.grpc_port, rs.device_id)
+        roles.append(rotor_role(s, spec, rinfo, rblob, port_map=rs.ports, link_mtus=topo.rotor_link_mtus(rs)))
     for rack in topo.racks:
         if only and rack.tor.name not in only:
             continue
-        spec = C.SwitchSpec(rack.tor.name, addr, rack.tor.grpc_port, rack.tor.device_id)
+        spec = SwitchSpec(rack.tor.name, addr, rack.tor.grpc_port, rack.tor.device_id)
 
         def ents(mode, offset, epoch, gen, target, rack=rack):
-            return C.tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
+            return tor_entities(topo, rack, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
                                   epsilon_us=epsilon_us, target=target)
 
-        roles.append(C.Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
-                            boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now),
+        roles.append(Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
+                            boundaries=lambda t0, now: slice_boundaries(topo, routes, t0, now),
                             data_ports=tuple(sorted(topo.tor_link_mtus(rack)))))
     return roles
 
 
 def one_switch_role(topo: Topology, routes, build: Path, addr: str, epsilon_us: float,
-                    only: set[str] | None, target: C.Target) -> C.Role:
+                    only: set[str] | None, target: Target) -> Role:
     o = topo.one_switch
     assert o is not None
     if only and only != {o.name}:
-        raise C.ControllerError(f"--only {','.join(sorted(only))}: a one-switch fabric has one switch, {o.name}")
+        raise ControllerError(f"--only {','.join(sorted(only))}: a one-switch fabric has one switch, {o.name}")
     if target.name != "bmv2":
-        raise C.ControllerError("the one-switch fabric has a v1model program only (bmv2)")
+        raise ControllerError("the one-switch fabric has a v1model program only (bmv2)")
     info, blob = target.pipeline_files(build, "oneswitch")
-    spec = C.SwitchSpec(o.name, addr, o.grpc_port, o.device_id)
+    spec = SwitchSpec(o.name, addr, o.grpc_port, o.device_id)
 
     def ents(mode, offset, epoch, gen, target):
-        return C.one_switch_entities(topo, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
+        return one_switch_entities(topo, routes, mode, offset_us=offset, epoch_us=epoch, generation=gen,
                                      epsilon_us=epsilon_us, target=target)
 
-    return C.Role(spec=spec, kind="one-switch", p4info=info, p4blob=blob, entities=ents,
-                  boundaries=lambda t0, now: C.slice_boundaries(topo, routes, t0, now))
+    return Role(spec=spec, kind="one-switch", p4info=info, p4blob=blob, entities=ents,
+                  boundaries=lambda t0, now: slice_boundaries(topo, routes, t0, now))

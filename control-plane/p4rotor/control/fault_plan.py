@@ -160,8 +160,8 @@ def load(path: str | Path, topo: Topology) -> FaultPlan:
 
 
 def link_losses(plan: FaultPlan, rotor: str) -> list:
-    """The plan's loss faults on one rotor as ``control.LinkLoss`` values (for ``loss_entries``)."""
-    from ..control.entities import LinkLoss
+    """The plan's loss faults on one rotor as ``LinkLoss`` values (for ``loss_entries``)."""
+    from .entities import LinkLoss
 
     return [LinkLoss(f.port, f.direction, f.rate, f.matching) for f in plan.faults
             if f.kind == "loss" and f.rotor == rotor]
