@@ -21,6 +21,7 @@ from .. import p4 as dp
 from .. import schedule as S
 from ..host import traffic as T
 from ..control.acks import ack_delays_us, timed_margins_us
+from ..experiments.frame_check import check_frames
 from ..stats import summarize
 from . import measure as M
 
@@ -107,7 +108,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             windows.append((bnds[0] - 1_000_000, bnds[-1] + 1_000_000))
             await asyncio.sleep(0.3)
         sent = int(a.duration * a.rate)
-        chk = M.check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
+        chk = check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
         dchk = None
         if a.pcap_dir:
             st = M.switch_times(a.pcap_dir, {f"s0p{p}": p for p in PORTS})
