@@ -82,7 +82,7 @@ $(BUILD)/tofino/%/pipe/tofino.bin: p4src/tna/%.p4 $(TNA_SRCS)
 	  > $(BUILD)/tofino/$*.log 2>&1 || { cat $(BUILD)/tofino/$*.log; exit 1; }
 
 $(BUILD)/tofino/resources.md: $(BUILD)/tofino/rotor/pipe/tofino.bin $(BUILD)/tofino/tor/pipe/tofino.bin
-	$(PY) -m p4rotor.p4.tofino $(BUILD)/tofino
+	$(PY) -m p4rotor.control.tofino_report $(BUILD)/tofino
 
 # The TNA P4Info fixtures the unit tests use (a test checks they match $(BUILD)/tofino/).
 fixtures-tofino: build-tofino

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from p4rotor import schedule as S
-from p4rotor.bench.measure import check_frames
+from p4rotor.experiments.frame_check import check_frames
 from p4rotor.schedule import topology as TP
 from p4rotor.control import fault_plan as FP
 from p4rotor.faults.capture import LINKTYPE_LINUX_SLL2, read_rotor_frames

@@ -3,6 +3,7 @@
 import pytest
 
 from p4rotor.bench import measure as M
+from p4rotor.experiments.frame_check import check_frames
 from p4rotor.stats import summarize
 from p4rotor import schedule as S
 from p4rotor.host.traffic import Rx, make_frame, parse_frame
@@ -35,26 +36,26 @@ def test_check_frames_in_time_and_stale():
     s = sched()
     r = s.rotors[0]
     good = [rx_at(500, 0), rx_at(1500, 1), rx_at(3999, 0 if 3 % 3 == 0 else 1)]
-    c = M.check_frames(good, s, r, PM, T0)
+    c = check_frames(good, s, r, PM, T0)
     assert c.stale == 0 and c.wrong_port == 0
     # slot 0 (matching 0) ends at 1000; received at 1030 on matching 0 -> 30 us late
     late = [rx_at(1030, 0)]
-    c = M.check_frames(late, s, r, PM, T0)
+    c = check_frames(late, s, r, PM, T0)
     assert c.stale == 1 and c.worst_late_us == pytest.approx(30)
-    assert M.check_frames(late, s, r, PM, T0, tolerance_us=50).stale == 0
+    assert check_frames(late, s, r, PM, T0, tolerance_us=50).stale == 0
     # a frame held a whole cycle: received in slot 3 (matching 0 again) during its night
     held = [rx_at(3050, 0)]
-    assert M.check_frames(held, s, r, PM, T0).stale == 1
+    assert check_frames(held, s, r, PM, T0).stale == 1
     # ... but it is 50 us before slot 3's day begins (night 100): within a 50 us tolerance it is
     # that day's, early (a switch clock ahead of the capture's), not a frame held since slot 0
-    assert M.check_frames(held, s, r, PM, T0, tolerance_us=50).stale == 0
-    assert M.check_frames(held, s, r, PM, T0, tolerance_us=40).stale == 1
+    assert check_frames(held, s, r, PM, T0, tolerance_us=50).stale == 0
+    assert check_frames(held, s, r, PM, T0, tolerance_us=40).stale == 1
 
 
 def test_check_frames_wrong_port():
     s = sched()
     bad = Rx(rx_ns=T0 + 500_000, out_port=1, in_port=1, seq=0, send_ns=T0)
-    assert M.check_frames([bad], s, s.rotors[0], PM, T0).wrong_port == 1
+    assert check_frames([bad], s, s.rotors[0], PM, T0).wrong_port == 1
 
 
 def test_boundary_errors_exact_and_shifted():

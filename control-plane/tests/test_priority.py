@@ -96,11 +96,11 @@ def test_a_real_thread_moves_between_the_policies():
 @pytest.mark.parametrize("args, why", [(["--rt-priority", "0"], "out of range"),
                                        (["--rt-always"], "needs --rt-priority")])
 def test_agent_refuses_a_bad_priority(args, why):
-    from p4rotor.host.agent import main
+    from p4rotor.host.agent_cli import main
 
     base = ["--schedule", "/nonexistent", "--t0-ns", "0", "--rack", "0", "--peers", "{}",
             "--stop-ns", "0", "--end-ns", "0", "--out", "/nonexistent/x.json"]
-    out = subprocess.run([sys.executable, "-m", "p4rotor.host.agent", *base, *args],
+    out = subprocess.run([sys.executable, "-m", "p4rotor.host.agent_cli", *base, *args],
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and why in out.stderr, out.stderr
     del main

@@ -13,6 +13,7 @@ import pytest
 
 from p4rotor import control as C
 from p4rotor import p4 as dp
+from p4rotor.control import tofino_report as TF
 from p4rotor.p4 import tofino as TR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +58,6 @@ def test_tna_p4info_is_the_committed_fixture(compiled, prog):
 
 
 def test_fit_table_counts_what_the_controller_writes():
-    f = TR.fit(8, rotors=4)
+    f = TF.fit(8, rotors=4)
     assert f["matchings"] == 2 and f["tables"]["circuit"]["entries"] == 16
     assert all(t["fits"] for t in f["tables"].values()) and f["cycle_fits"]

@@ -21,6 +21,8 @@ from .. import p4 as dp
 from .. import schedule as S
 from ..host import traffic as T
 from ..control.acks import ack_delays_us, timed_margins_us
+from ..control.passthrough import forward_entry
+from ..experiments.frame_check import check_frames
 from ..stats import summarize
 from . import measure as M
 
@@ -109,7 +111,7 @@ def inside_slot_run(a: argparse.Namespace) -> dict:
             windows.append((bnds[0] - 1_000_000, bnds[-1] + 1_000_000))
             await asyncio.sleep(0.3)
         sent = int(a.duration * a.rate)
-        chk = M.check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
+        chk = check_frames(rx, sched, rotor, pm, t0_ns, tolerance_us=a.tolerance_us)
         dchk = None
         if a.pcap_dir:
             st = M.switch_times(a.pcap_dir, {f"s0p{p}": p for p in PORTS})
@@ -207,8 +209,7 @@ def inside_throughput(a: argparse.Namespace) -> dict:
         async with sw:
             await sw.delete_all()
             if a.program == "passthrough":
-                await sw.write([+fy.P4TableEntry("PIngress.port_map", match=fy.P4TableMatch(in_port=1),
-                                                 action=fy.P4TableAction("PIngress.forward", port=2))])
+                await sw.write([+forward_entry(1, 2)])
             else:
                 s = S.from_json({"version": 1, "racks": 4, "slot_us": 60_000_000, "reconfig_us": 0,
                                  "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import p4 as dp
 from .. import schedule as S
-from ..bench.measure import check_frames
+from .frame_check import check_frames
 from ..schedule import topology as TP
 from ..fabric.switch import HarnessError, stop_process_group
 from ..control import fault_plan as FP

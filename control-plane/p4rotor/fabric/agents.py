@@ -258,7 +258,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 if len(k.hosts) <= n:
                     continue
                 h = k.hosts[n]
-                args = prefix + [sys.executable, "-m", "p4rotor.host.agent", "--schedule", str(sched_file),
+                args = prefix + [sys.executable, "-m", "p4rotor.host.agent_cli", "--schedule", str(sched_file),
                         "--t0-ns", str(emu.t0_ns), "--rack", str(k.id), "--peers", peers,
                         "--flows", "@" + str(_flows_file(out, h.name, (flows or {}).get((k.id, n), []))),
                         "--rate", str(rate / (1 if host_index is not None or shared else hosts)),

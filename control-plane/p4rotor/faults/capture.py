@@ -4,7 +4,7 @@
 out.  On a rotor's interface (``rotorN-ethP``: port P of rotor N), a frame coming in arrived from
 a ToR; a frame going out is what the rotor switched.  The rotor does not change a frame after the
 fabric header, so a frame that went out is matched to the one that came in by those bytes: the
-pair gives (in port, out port, time out), which ``bench.measure.check_frames`` judges against the
+pair gives (in port, out port, time out), which ``experiments/frame_check.py`` judges against the
 schedule (a circuit not live at that moment: wrong or dark).
 """
 

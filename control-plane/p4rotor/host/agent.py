@@ -1,4 +1,4 @@
-"""The RotorLB host agent (``python -m p4rotor.host.agent``): bulk held at the hosts, offered and
+"""The RotorLB host agent (run by host/agent_cli.py): bulk held at the hosts, offered and
 relayed over the circuits (seed 000 §2.5.1; the thesis's testbed ran RotorLB the same way, as
 user-space agents on the servers: stock BMv2 cannot keep queues per destination).
 
@@ -17,20 +17,15 @@ the fluid model runs; amounts are in frames, capacity = frames one window carrie
    counted as a duplicate); frames for another rack join N[final rack].
 
 All agent frames ride the direct-only class (DSCP 8): a live direct circuit or a counted drop.
-Sends are paced at ``--rate`` frames/s.  At the end the agent writes one JSON summary (``--out``):
-what it accepted, sent, delivered, still holds, and the relay delays in slots.
+Each window's frames are paced at the circuit's rate (host/window.py); what the agent reports,
+its summary at the end included, is host/agent_stats.py's.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
-import gc
-import json
-import os
 import socket
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -38,27 +33,17 @@ from pathlib import Path
 from .. import p4 as dp
 from .. import schedule as S
 from ..rotorlb import core
+from . import agent_stats as stats
 from . import wire
+from .agent_stats import Diagnostics
+from .delivery import Delivery
 from .flowqueue import FlowQueue
 from .gate import Circuit, circuits
 from .priority import BusyPriority
-
-
-class _Window:
-    """A circuit window open now: its frames (``out``, growing while it is open), how many of them
-    the pacer has sent, and the event that wakes the pacer when frames are added."""
-
-    def __init__(self, c: Circuit, end: int):
-        self.c, self.end = c, end
-        self.out: list[bytes] = []
-        self.sent = 0
-        self.more = asyncio.Event()
-
-    def queued(self) -> int:
-        return len(self.out) - self.sent
+from .resend import Resend
+from .window import HostLink, Window, pace
 
 PORT = 9977
-CATCH_UP = 1.2  # a window behind its schedule paces up to this much faster than the rate
 WINDOW_SLACK = 0.2  # share of a window's time left free (see Agent.capacity)
 TUN_FLOW = 0xF0000000  # flow id of a TUN interface's packets to rack r: TUN_FLOW + r
 
@@ -83,13 +68,12 @@ class Agent:
         # gives them together), each window's frames are claimed from the rack's agents, and the
         # host's own link (``host_rate`` frames/s, every circuit's sends together) paces what leaves.
         self.share = share
-        self.host_gap = 1e9 / host_rate if host_rate else 0.0
-        self.host_next = 0.0
+        self.link = HostLink(host_rate)
         self.host_rate = host_rate
         # Windows open now, by (rotor, slot): what a claim may still ask of the host's link
         # (:meth:`_room`), and where a flow that starts mid-window joins (:meth:`_join_open`).
-        self.open_windows: dict[tuple[int, int], _Window] = {}
-        self.stop_ns, self.end_ns, self.measure = stop_ns, end_ns, measure
+        self.open_windows: dict[tuple[int, int], Window] = {}
+        self.stop_ns, self.end_ns = stop_ns, end_ns
         # No window opens before start_ns: the harness starts every agent's clock at once, after all
         # of them listen (a frame sent to an agent not yet listening is lost, counted as NoPorts).
         self.start_ns, self.ready_file = start_ns, ready_file
@@ -103,12 +87,8 @@ class Agent:
         self.flows = flows
         self.next_seq = {f["flow"]: 0 for f in flows}
         self.accepted = collections.Counter()       # flow -> frames taken from the application
-        self.seen: set[tuple[int, int, int]] = set()
-        self.delivered = collections.Counter()      # origin -> frames delivered here
-        self.in_window = collections.Counter()      # origin -> delivered inside the measurement window
-        self.duplicates = 0
+        self.rx = Delivery(measure)  # frames for this rack, exactly once (host/delivery.py)
         self.sent = collections.Counter()           # direct / relay_first / relay_second
-        self.relay_delay = collections.Counter()    # slots spent at the relay -> frames
         self.missed = collections.Counter()         # offer / accept not received in time
         self.waiters: dict[tuple, asyncio.Future] = {}
         # Keys whose wait timed out (newest last): an OFFER / ACCEPT arriving for one is late,
@@ -117,32 +97,15 @@ class Agent:
         self.quiet = 0  # offers not sent: nothing to relay, or no spare capacity
         self.claimed = 0  # frames of shared windows this agent claimed and kept (host/share.py)
         self.share_moves = collections.Counter()  # topped_up: frames of flows joining an open shared window
-        self.flow_rx: dict[tuple[int, int], list[int]] = {}  # (origin, flow) -> [frames, last ns]
-        # How each flow went, for the flows an FCT run finds slow (experiments/fct.py:
-        # ``bulk_paths``): received here, (origin, flow) -> [frames relayed, most slots one waited
-        # at its relay, first ns, second copies dropped (a resent frame whose first copy came:
-        # its sender's resends less these are the frames the fabric lost)]; sent from here, flow -> [first ns, last ns, frames sent, resent,
-        # returned unsent from a window that closed].
-        self.flow_via: dict[tuple[int, int], list[int]] = {}
+        # How each flow sent from here went, for the flows an FCT run finds slow (experiments/fct.py:
+        # ``bulk_paths``): flow -> [first ns, last ns, frames sent, resent, returned unsent from a
+        # window that closed].
         self.flow_tx: dict[int, list[int]] = {}
-        # Retransmission (``retransmit_us`` > 0): own frames sent and not yet acknowledged, by
-        # (flow, seq) -> (dst, payload, sent ns); ACKs owed per origin rack.
-        self.retransmit_ns = int(retransmit_us * 1000)
-        # ACKs over the direct circuit to the origin, at the start of its next window, instead of
-        # the low-latency class (a schedule without one: RotorNet); they then take up to a cycle.
-        self.ack_direct = ack_direct
-        self.inflight: dict[tuple[int, int], tuple[int, bytes, int]] = {}
-        self.acks_owed: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
-        self.retransmitted = 0
-        self.pending: list[tuple[int, int, int]] = []         # (ns, local frames, relayed frames held)
-        # SCHED_RR while it holds bulk (host/priority.py); main() sets the priority.
+        self.resend = Resend(int(retransmit_us * 1000), ack_direct)  # host/resend.py
+        # SCHED_RR while it holds bulk (host/priority.py); host/agent_cli.py sets the priority.
         self.priority = BusyPriority(None)
-        # How long the loop could not run (a sample of the pending curve woke late), the garbage
-        # collector's pauses, and the most circuit windows open at once: what explains a frame
-        # that missed its window.
-        self.stalls = LoopStalls()
-        self.gc = GcPauses()
-        self.windows_open_max = 0
+        # The pending curve and what explains a frame that missed its window (host/agent_stats.py).
+        self.diag = Diagnostics()
         for f in flows:
             if f.get("frames", -1) > 0 and "start_ns" not in f:
                 self._make(f, f["frames"])
@@ -215,12 +178,12 @@ class Agent:
         self._refill()
         whole = Fraction(self.capacity)
         cap = whole
-        win = self.open_windows[(c.rotor, c.slot)] = _Window(c, end)
+        win = self.open_windows[(c.rotor, c.slot)] = Window(c, end)
         out = win.out  # every frame of this window goes to the circuit's peer
         if self.share is not None:
             # Claimed at the window's start for all that is held.  Claiming only what the circuit
             # can take from the agent, within the host link's room, giving back what RotorLB did
-            # not plan and topping up from the siblings (2026-11-26) fell further behind at Web
+            # not plan and topping up from the siblings fell further behind at Web
             # Search 10 % (mean pending 5.98 MB against 4.22; docs/rotorlb.md): not kept.
             held = sum(map(len, self.local.values())) + sum(map(len, self.relay.values()))
             cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, held)))
@@ -235,15 +198,14 @@ class Agent:
             out.append(self._data(c, self.me, flow, seq, c.peer, False, c.slot, payload))
         self.sent["relay_second"] += n_relay
         self.sent["direct"] += int(direct.local)
-        if self.ack_direct and self.acks_owed.get(c.peer):
-            frames = self.acks_owed.pop(c.peer)
-            for i in range(0, len(frames), wire.ACK_MAX):
-                self._send(c.peer, wire.encode_ack(wire.Ack(tuple(frames[i:i + wire.ACK_MAX]))))
+        if self.resend.ack_direct:
+            for buf in self.resend.acks_for(c.peer):
+                self._send(c.peer, buf)
         # The pacer sleeps while it has nothing to send and wakes when frames are added
         # (``more``): polling every 2 ms, 4 pacers per agent kept 16 idle agents at 1.3 of the
         # 2 cores and held BMv2's frames for 10-25 ms.
         more = win.more
-        sender = asyncio.ensure_future(self._pace(c.peer, win))
+        sender = asyncio.ensure_future(pace(win, self.rate, self.link, lambda buf: self._send_frame(c.peer, buf)))
         if not self.one_hop:
             offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
             key = (c.rotor, c.slot, c.peer)
@@ -314,50 +276,17 @@ class Agent:
         return wire.encode_data(wire.Data(c.rotor, c.slot, origin, flow, seq, dst, relayed, acc, time.time_ns(),
                                           payload), self.frame)
 
-    async def _pace(self, peer: int, win: _Window) -> int:
-        """Send the window's frames (``win.out``, growing while it is open: the exchange's relayed
-        frames, a top-up, a flow that starts; whoever adds sets ``win.more``) at the rate, until
-        its end; returns how many were sent.  Idle, it sleeps until ``more`` or the window's end,
-        never polls."""
-        out, end, more = win.out, win.end, win.more
-        gap = 1e9 / self.rate
-        nxt = time.time_ns()
-        i = 0
-        while (now := time.time_ns()) < end:
-            if i >= len(out):
-                more.clear()
-                try:
-                    await asyncio.wait_for(more.wait(), (end - now) / 1e9)
-                except asyncio.TimeoutError:
-                    break
-                nxt = max(nxt, time.time_ns())  # idle (waited for an ACCEPT): no burst after it
-                continue
-            if now < max(nxt, self.host_next):
-                await asyncio.sleep(max(0.0005, min(max(nxt, self.host_next) - now, end - now) / 1e9))
-                continue
-            self._send(peer, out[i])
-            if self.host_gap:  # the host's link, shared by every circuit's pacer (at most two at once)
-                self.host_next = max(self.host_next + self.host_gap, now - self.host_gap)
-            m = wire.decode(out[i])
-            if m.origin == self.me and not m.relayed:  # its own frame, direct or to a relay
-                sent_ns = time.time_ns()
-                if self.retransmit_ns:
-                    self.inflight[(m.flow, m.seq)] = (m.dst, m.payload, sent_ns)
-                tx = self.flow_tx.setdefault(m.flow, [sent_ns, 0, 0, 0, 0])
-                tx[1] = sent_ns
-                tx[2] += 1
-            i += 1
-            win.sent = i
-            # Behind (a late start, a busy CPU)?  Up to CATCH_UP faster, so what the window
-            # holds still leaves inside it: a relayed frame that misses its relay's window
-            # waits a whole cycle (issue #13: 3 of 34 545 did, at 12 slots).  Never a burst
-            # (at most two frames at once): it would queue on a shaped host link past the
-            # window's end and be dropped as stale; the FCT experiment's shaping has 25% room.
-            now = time.time_ns()
-            left = len(out) - i
-            g = max(gap / CATCH_UP, min(gap, (end - now) / (left + 1))) if left else gap
-            nxt = max(nxt + g, now - 2 * g)
-        return i
+    def _send_frame(self, peer: int, buf: bytes) -> None:
+        """A window's frame leaves: its own frames (direct or to a relay) are counted per flow and,
+        with retransmission, held until acknowledged."""
+        self._send(peer, buf)
+        m = wire.decode(buf)
+        if m.origin == self.me and not m.relayed:
+            sent_ns = time.time_ns()
+            self.resend.sent(m, sent_ns)
+            tx = self.flow_tx.setdefault(m.flow, [sent_ns, 0, 0, 0, 0])
+            tx[1] = sent_ns
+            tx[2] += 1
 
     async def _wait(self, key: tuple, timeout: float):
         fut = self.waiters.setdefault(key, asyncio.get_running_loop().create_future())
@@ -386,8 +315,7 @@ class Agent:
             self.missed["bad_message"] += 1
             return
         if isinstance(m, wire.Ack):
-            for key in m.frames:
-                self.inflight.pop(key, None)
+            self.resend.acked(m)
             return
         if isinstance(m, (wire.Offer, wire.Accept)):
             peer = self.s.rotors[m.rotor].matchings[m.slot % len(self.s.rotors[m.rotor].matchings)][self.me]
@@ -400,26 +328,9 @@ class Agent:
                 fut.set_result(m)
             return
         if m.dst == self.me:
-            key = (m.origin, m.flow, m.seq)
-            if self.retransmit_ns:
-                self.acks_owed[m.origin].append((m.flow, m.seq))  # a duplicate too: its ACK was lost
-            now = time.time_ns()
-            via = self.flow_via.setdefault((m.origin, m.flow), [0, 0, now, 0])
-            if key in self.seen:
-                self.duplicates += 1
-                via[3] += 1
+            self.resend.received(m)
+            if not self.rx.take(m, time.time_ns()):
                 return
-            self.seen.add(key)
-            self.delivered[m.origin] += 1
-            rx = self.flow_rx.setdefault((m.origin, m.flow), [0, 0])
-            rx[0] += 1
-            rx[1] = now
-            if self.measure[0] <= now < self.measure[1]:
-                self.in_window[m.origin] += 1
-            if m.relayed:
-                self.relay_delay[m.slot - m.accepted_slot] += 1
-                via[0] += 1
-                via[1] = max(via[1], m.slot - m.accepted_slot)
             if m.payload and self.tun is not None and not self.tun.write(m.payload):
                 self.missed["tun_write"] += 1  # delivered to the agent, refused by the kernel
         else:  # first hop of a relay: hold it for its final rack (N)
@@ -448,80 +359,46 @@ class Agent:
                 delay = max(0.0, (f["start_ns"] - time.time_ns()) / 1e9)
                 loop.call_later(delay, self._make, f, f["frames"])
 
-    async def _sample_pending(self) -> None:
-        """Frames held (local, relayed) once a slot: the stability curve of an FCT run.  How late
-        each sample woke is how long the agent's loop could not run (``loop_stalls``)."""
-        period = self.s.slot_us * 1000
-        due = None
-        while True:
-            now = time.time_ns()
-            if due is not None:
-                self.stalls.add(now - due, now)
-            self.pending.append((now, sum(len(q) for q in self.local.values()),
-                                 sum(len(q) for q in self.relay.values())))
-            due = now + period
-            await asyncio.sleep(period / 1e9)
-
-    def progress(self) -> dict:
-        """Frames received here per ``"origin:flow"`` and when the last came (``[frames, ns]``, as
-        :meth:`summary` ends with), and when this was written: what the harness has of a flow
-        this agent received if it dies before its summary."""
-        return {"t_ns": time.time_ns(), "flows_rx": {f"{o}:{fl}": list(v) for (o, fl), v in self.flow_rx.items()}}
-
-    def _write_progress(self) -> None:
-        """:meth:`progress` to ``progress_file``, whole or absent (written aside, renamed)."""
-        tmp = self.progress_file.with_name(self.progress_file.name + ".tmp")
-        tmp.write_text(json.dumps(self.progress()))
-        tmp.replace(self.progress_file)
-
-    async def _publish_progress(self) -> None:
-        while True:
-            self._write_progress()
-            await asyncio.sleep(1.0)
+    def _held(self) -> tuple[int, int]:
+        """Frames held here: local, relayed (the pending curve, once a slot)."""
+        return sum(len(q) for q in self.local.values()), sum(len(q) for q in self.relay.values())
 
     async def _acknowledge(self) -> None:
         """Every 20 ms: ACK what was delivered here to each origin (low-latency class)."""
         while True:
             await asyncio.sleep(0.02)
-            for origin, frames in list(self.acks_owed.items()):
-                for i in range(0, len(frames), wire.ACK_MAX):
-                    self._send_ll(origin, wire.encode_ack(wire.Ack(tuple(frames[i:i + wire.ACK_MAX]))))
-            self.acks_owed.clear()
+            for origin in list(self.resend.owed):
+                for buf in self.resend.acks_for(origin):
+                    self._send_ll(origin, buf)
 
     async def _retransmit(self) -> None:
         """Own frames not acknowledged ``retransmit_us`` after they left go back to the head of
         their queue (the receiver drops a second copy: exactly once)."""
         while True:
             await asyncio.sleep(0.05)
-            old = time.time_ns() - self.retransmit_ns
-            for key, (dst, payload, sent) in list(self.inflight.items()):
-                if sent < old:
-                    del self.inflight[key]
-                    self.local[dst].appendleft((key[0], key[1], payload))
-                    self.retransmitted += 1
-                    self.priority.set(True)
-                    if key[0] in self.flow_tx:
-                        self.flow_tx[key[0]][3] += 1
+            for (flow, seq), dst, payload in self.resend.overdue(time.time_ns()):
+                self.local[dst].appendleft((flow, seq, payload))
+                self.priority.set(True)
+                if flow in self.flow_tx:
+                    self.flow_tx[flow][3] += 1
 
     async def run(self) -> dict:
         await self.open()
-        if self.ready_file is not None:  # listening: the harness polls for this file (whole or absent)
-            tmp = self.ready_file.with_name(self.ready_file.name + ".tmp")
-            tmp.write_text(json.dumps({"ready_ns": time.time_ns()}))
-            tmp.replace(self.ready_file)
+        if self.ready_file is not None:  # listening: the harness polls for this file
+            stats.write_json(self.ready_file, {"ready_ns": time.time_ns()})
         self.priority.set(self.holds())  # listening: an idle agent gives its start-up priority back
         self.stopping = asyncio.Event()
-        self.gc.start()
+        self.diag.gc.start()
         self._start_timed_flows()
-        sampler = asyncio.ensure_future(self._sample_pending())
-        helpers = ([asyncio.ensure_future(self._retransmit())] if self.retransmit_ns else [])
-        if self.retransmit_ns and not self.ack_direct:
+        sampler = asyncio.ensure_future(self.diag.sample_pending(self.s.slot_us * 1000, self._held))
+        helpers = ([asyncio.ensure_future(self._retransmit())] if self.resend.after_ns else [])
+        if self.resend.after_ns and not self.resend.ack_direct:
             helpers.append(asyncio.ensure_future(self._acknowledge()))
         if self.progress_file is not None:
-            helpers.append(asyncio.ensure_future(self._publish_progress()))
+            helpers.append(asyncio.ensure_future(stats.publish_progress(self.progress_file, self.rx.flow_rx)))
         # The windows open now, and the first one that failed.  A finished window is let go at once:
-        # keeping every window's task until the end (2026-11-27: 40 windows/s, ~230 000 of them
-        # 1.6 h into an FCT run) made each full garbage collection walk them all, and the agents'
+        # keeping every window's task until the end (40 windows/s: ~230 000 of them 1.6 h into
+        # an FCT run) made each full garbage collection walk them all, and the agents'
         # loops stopped for up to 0.6 s (Data Mining 1 %: RotorNet's lone flow 1441 waited out its
         # direct circuit behind one, at 1.29x the bulk bound).
         live: set[asyncio.Task] = set()
@@ -545,7 +422,7 @@ class Agent:
             t = asyncio.ensure_future(self.exchange(c))
             live.add(t)
             t.add_done_callback(reap)
-            self.windows_open_max = max(self.windows_open_max, len(live))
+            self.diag.windows_open(len(live))
         await asyncio.gather(*live)  # windows already open finish (frames that do not fit go back)
         if failed:
             raise failed[0].exception()
@@ -557,10 +434,10 @@ class Agent:
         for h in helpers:
             h.cancel()
         if self.progress_file is not None:
-            self._write_progress()  # the last word: what the summary says
-        self.gc.stop()
+            stats.write_json(self.progress_file, stats.progress(self.rx.flow_rx))  # the last word: as the summary
+        self.diag.gc.stop()
         self.close()
-        return self.summary()
+        return stats.summary(self)
 
     def stop(self) -> None:
         """SIGTERM/SIGINT: open no new window, let open ones finish, write the summary."""
@@ -609,192 +486,8 @@ class Agent:
                 return
             self.received(buf)
 
-    def summary(self) -> dict:
-        return {"rack": self.me, "capacity_frames": self.capacity, "frame_bytes": self.frame,
-                "claimed_frames": self.claimed if self.share is not None else None,
-                "share_moves": dict(self.share_moves),
-                # idle claims answered without the rack's file (host/share.py: Claimer)
-                "claims_skipped": getattr(self.share, "skipped", None),
-                "accepted": {str(k): v for k, v in self.accepted.items()},
-                "delivered": {str(k): v for k, v in self.delivered.items()},
-                "delivered_in_window": {str(k): v for k, v in self.in_window.items()},
-                "duplicates": self.duplicates, "sent": dict(self.sent),
-                "held_local": sum(len(q) for q in self.local.values()),
-                "held_relay": {str(d): len(q) for d, q in self.relay.items() if q},
-                "held_relay_by_origin": dict(collections.Counter(str(o) for q in self.relay.values()
-                                                                 for o, _, _, _, _ in q)),
-                "relay_delay_slots": {str(k): v for k, v in sorted(self.relay_delay.items())},
-                "missed": dict(self.missed), "quiet_offers": self.quiet, "udp_rcvbuf_errors": _udp_counter("RcvbufErrors"),
-                "udp_no_ports": _udp_counter("NoPorts"),
-                "flows_rx": {f"{o}:{fl}": v for (o, fl), v in self.flow_rx.items()},
-                "flows_rx_via": {f"{o}:{fl}": v for (o, fl), v in self.flow_via.items()},
-                "flows_tx": {str(fl): v for fl, v in self.flow_tx.items()},
-                "retransmitted": self.retransmitted, "unacknowledged": len(self.inflight),
-                "priority": self.priority.summary(),
-                "loop_stalls": self.stalls.summary(), "gc": self.gc.summary(),
-                "windows_open_max": self.windows_open_max,
-                "pending": self.pending}
-
-
-class LoopStalls:
-    """How late the agent's loop woke, from a periodic task: stalls of ``STALL_MS`` or more
-    counted, the worst kept with when it ended (wall ns)."""
-
-    STALL_MS = 50
-
-    def __init__(self):
-        self.samples = self.over = 0
-        self.worst_ns = self.worst_at_ns = 0
-
-    def add(self, late_ns: int, now_ns: int) -> None:
-        self.samples += 1
-        if late_ns >= self.STALL_MS * 1_000_000:
-            self.over += 1
-        if late_ns > self.worst_ns:
-            self.worst_ns, self.worst_at_ns = late_ns, now_ns
-
-    def summary(self) -> dict:
-        return {"samples": self.samples, f"over_{self.STALL_MS}ms": self.over,
-                "worst_ms": round(self.worst_ns / 1e6, 3), "worst_at_ns": self.worst_at_ns}
-
-
-class GcPauses:
-    """The garbage collector's pauses in this process, per generation: collections, total and
-    longest (``gc.callbacks``; :meth:`start` hooks it, :meth:`stop` unhooks)."""
-
-    def __init__(self):
-        self.n = collections.Counter()
-        self.total_ns = collections.Counter()
-        self.worst_ns = collections.Counter()
-        self._t = 0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._t = time.perf_counter_ns()
-            return
-        g, d = info["generation"], time.perf_counter_ns() - self._t
-        self.n[g] += 1
-        self.total_ns[g] += d
-        self.worst_ns[g] = max(self.worst_ns[g], d)
-
-    def start(self) -> None:
-        if self not in gc.callbacks:
-            gc.callbacks.append(self)
-
-    def stop(self) -> None:
-        if self in gc.callbacks:
-            gc.callbacks.remove(self)
-
-    def summary(self) -> dict:
-        return {str(g): {"collections": self.n[g], "total_ms": round(self.total_ns[g] / 1e6, 3),
-                         "worst_ms": round(self.worst_ns[g] / 1e6, 3)} for g in sorted(self.n)}
-
-
-def _udp_counter(name: str) -> int | None:
-    """A UDP counter of this host's kernel (per network namespace): RcvbufErrors (dropped for a full
-    receive buffer), NoPorts (arrived where nothing listened) -- losses the agent's own counters
-    cannot see."""
-    try:
-        lines = [ln.split() for ln in Path("/proc/net/snmp").read_text().splitlines() if ln.startswith("Udp:")]
-        return int(lines[1][lines[0].index(name)])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _running_rr() -> bool:
-    try:
-        return os.sched_getscheduler(0) == os.SCHED_RR
-    except OSError:
-        return False
-
 
 async def _sleep_until(t_ns: int) -> None:
     d = (t_ns - time.time_ns()) / 1e9
     if d > 0:
         await asyncio.sleep(d)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="p4rotor.host.agent", description=__doc__.splitlines()[0])
-    p.add_argument("--schedule", required=True, help="the DILATED schedule the fabric runs")
-    p.add_argument("--t0-ns", type=int, required=True, help="wall time of schedule slot 0 (status file)")
-    p.add_argument("--rack", type=int, required=True)
-    p.add_argument("--peers", required=True, help='JSON {"rack": "agent IP", ...} for every rack')
-    p.add_argument("--flows", default="[]", help='JSON [{"flow": id, "dst": rack, "frames": n (-1: saturate), '
-                   '"start_ns": t (optional: made at t)}], or @FILE')
-    p.add_argument("--rate", type=float, default=500, help="frames/s on a circuit")
-    p.add_argument("--frame", type=int, default=1400, help="UDP payload bytes per data frame")
-    p.add_argument("--guard-us", type=float, default=0, help="wall us kept free at each end of a day")
-    p.add_argument("--one-hop", action="store_true", help="baseline: direct only, no offers")
-    p.add_argument("--stop-ns", type=int, required=True, help="saturated flows stop making data")
-    p.add_argument("--end-ns", type=int, required=True, help="stop (after draining relays)")
-    p.add_argument("--start-ns", type=int, default=0, help="open no circuit window before this wall time")
-    p.add_argument("--ready", help="write this file once listening (the harness waits for every agent's)")
-    p.add_argument("--measure", default="0,0", help="START_NS,END_NS of the throughput window")
-    p.add_argument("--tun", metavar="ADDR/PLEN", help="make a TUN interface rlb0 with this address "
-                   "(10.200.RACK.N/16): IP packets to another rack's TUN address are bulk data")
-    p.add_argument("--retransmit-us", type=float, default=0.0,
-                   help="resend own frames not acknowledged this long after they left (wall us; 0: never); "
-                        "ACKs ride the low-latency class")
-    p.add_argument("--ack-direct", action="store_true",
-                   help="with --retransmit-us: ACK over the direct circuit to the origin (its next window), "
-                        "not the low-latency class (a schedule without one, e.g. RotorNet)")
-    p.add_argument("--progress", help="write frames received per flow here once a second (JSON)")
-    p.add_argument("--share", metavar="FILE",
-                   help="share the rack's circuits with its other agents through this file (host/share.py): "
-                        "--rate is then the whole circuit's")
-    p.add_argument("--share-member", type=int, default=0, help="with --share: this agent's index in its rack")
-    p.add_argument("--share-members", type=int, default=1, help="with --share: the rack's agents")
-    p.add_argument("--host-rate", type=float,
-                   help="frames/s this host's link carries over all its circuits together (default: no cap)")
-    p.add_argument("--rt-priority", type=int, metavar="N",
-                   help="run under SCHED_RR at N while holding bulk, the default policy while idle "
-                        "(host/priority.py; needs CAP_SYS_NICE)")
-    p.add_argument("--rt-always", action="store_true", help="with --rt-priority: SCHED_RR idle or not")
-    p.add_argument("--out", required=True, help="the JSON summary goes here")
-    a = p.parse_args(argv)
-    if a.rt_always and a.rt_priority is None:
-        print("error: --rt-always needs --rt-priority", file=sys.stderr)
-        return 2
-    if a.rt_priority is not None and not 1 <= a.rt_priority <= 99:
-        print(f"error: --rt-priority {a.rt_priority} is out of range: SCHED_RR takes 1 to 99", file=sys.stderr)
-        return 2
-    sched = S.load(a.schedule)
-    peers = {int(k): v for k, v in json.loads(a.peers).items()}
-    ms = tuple(int(x) for x in a.measure.split(","))
-    agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
-                  flows=json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows), one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
-                  measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
-                  ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
-                  progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
-                  planes=a.share_members if a.share else 1)
-    if a.rt_priority is not None:
-        agent.priority = BusyPriority(a.rt_priority, always=a.rt_always, started_rr=_running_rr())
-    if a.share:
-        from .share import FileShare
-
-        agent.share = FileShare(Path(a.share), agent.capacity).member(a.share_member)
-    if a.tun:
-        from .tun import Tun
-
-        agent.tun = Tun("rlb0", a.tun, mtu=a.frame - wire.DATA_HEADER)
-    async def main() -> dict:
-        import signal
-
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda: agent.stopping.set() if hasattr(agent, "stopping") else None)
-        return await agent.run()
-
-    # What start-up made (modules, the schedule, the flow list) lives until the end: left out of
-    # every collection, so a full one walks only what the run makes.
-    gc.freeze()
-    res = asyncio.run(main())
-    tmp = Path(a.out + ".tmp")
-    tmp.write_text(json.dumps(res))
-    tmp.replace(a.out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

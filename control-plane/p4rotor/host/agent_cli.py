@@ -1,0 +1,114 @@
+"""Run one RotorLB host agent (``python -m p4rotor.host.agent_cli``; host/agent.py): started by
+the fabric's harness (fabric/agents.py), one per host, until ``--end-ns`` or SIGTERM; it then
+writes its JSON summary (host/agent_stats.py) to ``--out``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from .. import schedule as S
+from . import wire
+from .agent import Agent
+from .agent_stats import write_json
+from .priority import BusyPriority
+
+
+def _running_rr() -> bool:
+    try:
+        return os.sched_getscheduler(0) == os.SCHED_RR
+    except OSError:
+        return False
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="p4rotor.host.agent_cli", description=__doc__.splitlines()[0])
+    p.add_argument("--schedule", required=True, help="the DILATED schedule the fabric runs")
+    p.add_argument("--t0-ns", type=int, required=True, help="wall time of schedule slot 0 (status file)")
+    p.add_argument("--rack", type=int, required=True)
+    p.add_argument("--peers", required=True, help='JSON {"rack": "agent IP", ...} for every rack')
+    p.add_argument("--flows", default="[]", help='JSON [{"flow": id, "dst": rack, "frames": n (-1: saturate), '
+                   '"start_ns": t (optional: made at t)}], or @FILE')
+    p.add_argument("--rate", type=float, default=500, help="frames/s on a circuit")
+    p.add_argument("--frame", type=int, default=1400, help="UDP payload bytes per data frame")
+    p.add_argument("--guard-us", type=float, default=0, help="wall us kept free at each end of a day")
+    p.add_argument("--one-hop", action="store_true", help="baseline: direct only, no offers")
+    p.add_argument("--stop-ns", type=int, required=True, help="saturated flows stop making data")
+    p.add_argument("--end-ns", type=int, required=True, help="stop (after draining relays)")
+    p.add_argument("--start-ns", type=int, default=0, help="open no circuit window before this wall time")
+    p.add_argument("--ready", help="write this file once listening (the harness waits for every agent's)")
+    p.add_argument("--measure", default="0,0", help="START_NS,END_NS of the throughput window")
+    p.add_argument("--tun", metavar="ADDR/PLEN", help="make a TUN interface rlb0 with this address "
+                   "(10.200.RACK.N/16): IP packets to another rack's TUN address are bulk data")
+    p.add_argument("--retransmit-us", type=float, default=0.0,
+                   help="resend own frames not acknowledged this long after they left (wall us; 0: never); "
+                        "ACKs ride the low-latency class")
+    p.add_argument("--ack-direct", action="store_true",
+                   help="with --retransmit-us: ACK over the direct circuit to the origin (its next window), "
+                        "not the low-latency class (a schedule without one, e.g. RotorNet)")
+    p.add_argument("--progress", help="write frames received per flow here once a second (JSON)")
+    p.add_argument("--share", metavar="FILE",
+                   help="share the rack's circuits with its other agents through this file (host/share.py): "
+                        "--rate is then the whole circuit's")
+    p.add_argument("--share-member", type=int, default=0, help="with --share: this agent's index in its rack")
+    p.add_argument("--share-members", type=int, default=1, help="with --share: the rack's agents")
+    p.add_argument("--host-rate", type=float,
+                   help="frames/s this host's link carries over all its circuits together (default: no cap)")
+    p.add_argument("--rt-priority", type=int, metavar="N",
+                   help="run under SCHED_RR at N while holding bulk, the default policy while idle "
+                        "(host/priority.py; needs CAP_SYS_NICE)")
+    p.add_argument("--rt-always", action="store_true", help="with --rt-priority: SCHED_RR idle or not")
+    p.add_argument("--out", required=True, help="the JSON summary goes here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    if a.rt_always and a.rt_priority is None:
+        print("error: --rt-always needs --rt-priority", file=sys.stderr)
+        return 2
+    if a.rt_priority is not None and not 1 <= a.rt_priority <= 99:
+        print(f"error: --rt-priority {a.rt_priority} is out of range: SCHED_RR takes 1 to 99", file=sys.stderr)
+        return 2
+    sched = S.load(a.schedule)
+    peers = {int(k): v for k, v in json.loads(a.peers).items()}
+    ms = tuple(int(x) for x in a.measure.split(","))
+    flows = json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows)
+    agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
+                  flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
+                  measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
+                  ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
+                  progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
+                  planes=a.share_members if a.share else 1)
+    if a.rt_priority is not None:
+        agent.priority = BusyPriority(a.rt_priority, always=a.rt_always, started_rr=_running_rr())
+    if a.share:
+        from .share import FileShare
+
+        agent.share = FileShare(Path(a.share), agent.capacity).member(a.share_member)
+    if a.tun:
+        from .tun import Tun
+
+        agent.tun = Tun("rlb0", a.tun, mtu=a.frame - wire.DATA_HEADER)
+
+    async def run() -> dict:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda: agent.stopping.set() if hasattr(agent, "stopping") else None)
+        return await agent.run()
+
+    # What start-up made (modules, the schedule, the flow list) lives until the end: left out of
+    # every collection, so a full one walks only what the run makes.
+    gc.freeze()
+    write_json(Path(a.out), asyncio.run(run()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
