@@ -30,6 +30,7 @@ RANKS = {
     "experiments": 8,
     "bench": 9,
     "cli": 10,
+    "__main__": 11,  # `python -m p4rotor`: the CLI
 }
 MAX_LINES = 500
 
