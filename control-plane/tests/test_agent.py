@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from p4rotor import schedule as S
-from p4rotor.host import wire
+from p4rotor.rotorlb import wire
 from p4rotor.host import loopback
 
 

@@ -96,7 +96,8 @@ def test_a_flows_arrival_is_the_kernels_stamp_not_when_the_receiver_got_a_cpu(tm
     the receiver's process read it: a receiver busy for 0.3 s still logs the arrival."""
     import socket
 
-    from p4rotor.host.flows import HEADER, arrival_ns
+    from p4rotor.host.flows import HEADER
+    from p4rotor.workload.paths import arrival_ns
 
     runner = Flows([], port=_free_port(), dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
                    end_ns=0)

@@ -240,19 +240,6 @@ def test_bulk_paths_say_how_long_the_agents_loops_stood_still_while_a_flow_ran()
     assert agents_loops([receiver]) is None  # summaries from before: nothing to say
 
 
-def test_the_judges_agent_numbers_are_the_agents_own():
-    """workload sits below host, so plane.py writes down what the agents put in a frame and keep
-    free of a window, and paths.py how a receive log says when a flow arrived: the same as host's."""
-    from p4rotor.host import wire
-    from p4rotor.host.agent import WINDOW_SLACK
-    from p4rotor.host.flows import arrival_ns as host_arrival_ns
-    from p4rotor.workload import plane
-    from p4rotor.workload.paths import arrival_ns
-
-    assert plane.AGENT_HEADER == wire.DATA_HEADER and plane.WINDOW_SLACK == WINDOW_SLACK
-    for rec in ({"rx_ns": 7, "done_ns": 9}, {"rx_ns": None, "done_ns": 9}, {"done_ns": 9}):
-        assert arrival_ns(rec) == host_arrival_ns(rec)
-
 
 def test_workload_imports_nothing_above_it():
     """The package layering: workload (rank 3) imports no experiments, fabric, host or other

@@ -126,7 +126,7 @@ def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
 def _pair_capacity_mbps(sched: S.Schedule, ds: S.Schedule, rate: float, guard_us: float) -> float:
     """What RotorLB gives one saturated pair, in the TUN's payload bytes: the model's throughput
     (uplink slots per slot) x the frames a window carries x the TUN MTU, per wall second."""
-    from ..host import wire
+    from ..rotorlb import wire
 
     m = RM.evaluate(sched, [(0, 5)])
     frames = int(rate * (ds.day_us - 2 * guard_us) / 1e6 * 0.9)

@@ -34,7 +34,8 @@ from .. import p4 as dp
 from .. import schedule as S
 from ..rotorlb import core
 from . import agent_stats as stats
-from . import wire
+from ..rotorlb import wire
+from ..rotorlb.wire import WINDOW_SLACK
 from .agent_stats import Diagnostics
 from .delivery import Delivery
 from .flowqueue import FlowQueue
@@ -44,7 +45,6 @@ from .resend import Resend
 from .window import HostLink, Window, pace
 
 PORT = 9977
-WINDOW_SLACK = 0.2  # share of a window's time left free (see Agent.capacity)
 TUN_FLOW = 0xF0000000  # flow id of a TUN interface's packets to rack r: TUN_FLOW + r
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import schedule as S
-from . import wire
+from ..rotorlb import wire
 from .agent import Agent
 from .agent_stats import write_json
 from .priority import BusyPriority

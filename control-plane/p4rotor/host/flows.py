@@ -61,11 +61,6 @@ SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Linux; absent 
 _TCPI_RTT, _TCPI_TOTAL_RETRANS, _TCPI_DSACK_DUPS = 68, 100, 216
 
 
-def arrival_ns(rec: dict) -> int:
-    """When a received flow's last byte reached its host: ``rx_ns`` (the kernel's stamp), or, in
-    logs written before it was recorded, ``done_ns`` (when the receiver read it)."""
-    return rec["rx_ns"] if rec.get("rx_ns") is not None else rec["done_ns"]
-
 
 async def _recv_stamped(sock: socket.socket, n: int) -> tuple[bytes, int | None]:
     """Up to ``n`` bytes from a non-blocking TCP socket with SO_TIMESTAMPNS on, and the kernel's

@@ -11,7 +11,7 @@ import random
 import time
 
 from .. import schedule as S
-from . import wire
+from ..rotorlb import wire
 from .agent import Agent
 
 DELAY_S = 0.0005  # one hop

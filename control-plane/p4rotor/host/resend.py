@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import collections
 
-from . import wire
+from ..rotorlb import wire
 
 
 class Resend:

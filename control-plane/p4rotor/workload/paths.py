@@ -23,8 +23,7 @@ from .scale import MSS
 def arrival_ns(rec: dict) -> int:
     """When a received flow's last byte reached its host: ``rx_ns`` (the kernel's stamp), or, in
     logs written before it was recorded, ``done_ns`` (when the receiver read it).  The record is
-    host/flows.py's receive log line; workload sits below host, so it is read here (the same rule
-    as host/flows.py: arrival_ns)."""
+    host/flows.py's receive log line."""
     return rec["rx_ns"] if rec.get("rx_ns") is not None else rec["done_ns"]
 
 

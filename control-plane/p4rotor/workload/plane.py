@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from .. import schedule as S
 from ..schedule import topology as TP
+from ..rotorlb.wire import DATA_HEADER as AGENT_HEADER
+from ..rotorlb.wire import WINDOW_SLACK
 from . import stability as ST
 
 FRAME = 1400                      # agent frame (UDP payload), as the RotorLB experiment
 HEADROOM = 1.25  # a host's access rate over its agents' rate: room for the low-latency class
-# What the agents (host/agent.py, host/wire.py) put in a frame and keep free of a window.
-# workload sits below host, so the two numbers are written here too; tests/test_judge.py holds
-# them equal to the agents' own.
-AGENT_HEADER = 32   # host/wire.py: DATA_HEADER, the bytes of a data frame before its payload
-WINDOW_SLACK = 0.2  # host/agent.py: WINDOW_SLACK, the share of a window's time left free
 
 
 def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,

@@ -13,7 +13,7 @@ from pathlib import Path
 from ... import schedule as S
 from ...fabric.agents import account, cycle_start_ns, start_agents
 from ...fabric.switch import stop_process_group
-from ...host import wire
+from ...rotorlb import wire
 from ...host.flows import CLOSE_WAIT_S
 from ...stats import percentile
 from ...workload import fct as F

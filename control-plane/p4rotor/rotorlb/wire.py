@@ -26,6 +26,10 @@ _PAIR = struct.Struct("!HI")          # dst rack, frames
 _OFFER = struct.Struct("!IH")         # spare frames, entries
 _DATA = struct.Struct("!HIIHBIQ")     # origin, flow, seq, final dst, relayed, accepted slot, sent ns
 DATA_HEADER = _HEAD.size + _DATA.size
+# The share of a circuit window's time an agent leaves free (its frames are paced in the rest):
+# a user-space sender cannot hit a window's last microseconds.  The models that predict the
+# agents' capacity (workload/plane.py) use the same share.
+WINDOW_SLACK = 0.2
 _ACK = struct.Struct("!II")           # flow, seq
 ACK_MAX = 160                         # entries per ACK message (1285 bytes)
 
