@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "p4rotor"
 # may use: input parsing, CLI helpers, statistics, and the P4 program's constants.  A package
 # imports only packages of lower rank, and itself.
 RANKS = {
-    "inputs": 0, "cliutil": 0, "stats": 0, "p4": 0,
+    "inputs": 0, "cliutil": 0, "stats": 0, "plotting": 0, "p4": 0,
     "schedule": 1,
     "rotorlb": 2,
     "workload": 3,

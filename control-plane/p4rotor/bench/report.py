@@ -193,10 +193,9 @@ def update_doc(doc: Path, res: dict, command: str) -> None:
 def plot_dilation(rows: list[dict], png: Path) -> None:
     """Fidelity vs dilation: boundary error in emulated us, and reconfiguration loss against its
     bound, per dilation (log x)."""
-    import matplotlib
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     ok = [r for r in rows if "error" not in r]
     d = [r["dilation"] for r in ok]

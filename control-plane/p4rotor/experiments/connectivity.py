@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 from .. import p4 as dp
 from .. import schedule as S
 from ..fabric.mininet import Emulation
-from .runner import check_fabric, launch, pyplot, run_probes, say
+from ..plotting import pyplot
+from .runner import check_fabric, launch, run_probes, say
 
 
 Cell = tuple[int, int, int]  # (slice of the hyperperiod, source rack, destination rack)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .. import p4 as dp
 from .. import schedule as S
-from .runner import launch, pyplot, run_probes, say
+from ..plotting import pyplot
+from .runner import launch, run_probes, say
 
 
 def duty_cycle(build: Path, out: Path, dilation: float = 100.0, slot_us: int = 2000,

@@ -33,7 +33,8 @@ from ..fabric.switch import HarnessError, stop_process_group
 from ..control import fault_plan as FP
 from ..faults.capture import interface_names, read_rotor_frames
 from ..faults.inject import Injector
-from .runner import launch, pyplot, run_probes, say
+from ..plotting import pyplot
+from .runner import launch, run_probes, say
 
 ORIGIN_AFTER_T0_S = 40.0   # wall s from slot 0 to the probes' start: the fabric is up by then (~5 s here)
 PROBE_START_S = 8.0        # wall s for the probe processes to start and listen

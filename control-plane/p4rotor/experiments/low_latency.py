@@ -8,7 +8,8 @@ from pathlib import Path
 from .. import p4 as dp
 from .. import schedule as S
 from ..stats import summarize
-from .runner import check_fabric, launch, pyplot, run_probes
+from ..plotting import pyplot
+from .runner import check_fabric, launch, run_probes
 
 
 def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 100.0,

@@ -18,7 +18,8 @@ from .. import schedule as S
 from ..fabric.agents import account, cycle_start_ns, start_agents, start_lead_s
 from ..fabric.switch import HarnessError, stop_process_group
 from ..rotorlb import model as RM
-from .runner import launch, pyplot, say
+from ..plotting import pyplot
+from .runner import launch, say
 
 DENSITIES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56)
 

@@ -24,15 +24,6 @@ def say(m: str) -> None:
     print(m, file=sys.stderr, flush=True)
 
 
-def pyplot():
-    """matplotlib's pyplot on a file-only backend (no display on a server)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as pyplot
-
-    return pyplot
-
 
 FABRICS = ("multi-switch", "one-switch")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from .. import p4 as dp
 from .. import schedule as S
-from .runner import launch, pyplot, run_probes, say
+from ..plotting import pyplot
+from .runner import launch, run_probes, say
 
 
 def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 100.0,

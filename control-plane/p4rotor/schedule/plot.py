@@ -8,10 +8,9 @@ from ..schedule import Schedule, analyse
 
 
 def plot_schedule(s: Schedule, out: Path, cycles: int = 1) -> Path:
-    import matplotlib
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     H = s.hyperperiod_us * cycles
     fig, ax = plt.subplots(figsize=(max(10, min(18, 4 + H / s.slot_us * 0.6)), 1.2 + 0.6 * len(s.rotors)))

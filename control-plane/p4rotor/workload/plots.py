@@ -8,16 +8,8 @@ from pathlib import Path
 
 from . import fct as F
 from .paths import QUANTILES
+from ..plotting import pyplot
 
-
-def pyplot():
-    """matplotlib's pyplot on a file-only backend (no display on a server)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as pyplot
-
-    return pyplot
 
 
 def bulk_plot(r: dict, path: Path) -> bool:

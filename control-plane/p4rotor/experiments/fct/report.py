@@ -14,7 +14,8 @@ from ...workload import bound as B
 from ...workload import fct as F
 from ...workload import stability as ST
 from ...workload.plots import bulk_plot, paths_plot
-from ..runner import pyplot, say
+from ...plotting import pyplot
+from ..runner import say
 from .calibrate import ALONE_ROUNDS, SEGMENT
 
 
