@@ -122,7 +122,7 @@ bench-scale: build
 	$(VENV)/bin/p4rotor bench --only scale --scale-sizes 108x6 --scale-kind opera --scale-fabric one-switch
 	$(VENV)/bin/p4rotor bench --only scale --scale-sizes 128
 
-# Opera's evaluation points (seed 000 §2.6 / issue #14): Web Search 1/5/10 %, Data Mining
+# Opera's evaluation points ([McGuinness21 §2.6] / issue #14): Web Search 1/5/10 %, Data Mining
 # 1/10/25/40 %, 2000 flows each, every point in results/fct/WORKLOAD-LOAD/; then one table (and
 # issue #14's criteria judged on it).  A point already there is kept (delete its directory to re-run
 # it): the sweep resumes where it stopped.  A point may name its runs, WORKLOAD:LOAD:MODES (e.g.

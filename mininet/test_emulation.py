@@ -205,7 +205,7 @@ def test_faults_switch_and_controller_crash_are_survived(tmp_path):
         {"kind": "switch-crash", "start_us": 10000, "switch": "rotor1", "restart_after_us": 5000},
         {"kind": "controller-crash", "start_us": 30000, "restart_after_us": 5000}]}))
     res = faults.faults(BUILD, tmp_path / "faults", plan=str(plan))
-    # The experiment's goal is 0 (its runs in docs/experiments.md: 0 of 13 064); on a machine
+    # The experiment's goal is 0 (results/faults: 0 of 13 295); on a machine
     # busy with the rest of the suite a handful left a rotor late by the capture's clock (9 of
     # 4661 once, 10-110 ms: BMv2's transmit stalled after the egress check).  Reported, and
     # bounded here rather than zero; a wrong port would be a logic error: none.
@@ -326,7 +326,7 @@ def test_full_size_frames_cross_every_rack_pair(opera_fabric, tmp_path, dscp, tc
 def test_every_switch_is_synchronised_through_its_clock_port(opera_fabric):
     """Each switch's clock offset is proven on the data path (its clock port, wired by the
     harness), not estimated from PacketOut round trips (+/- 200-700 us here): a ToR and a rotor
-    that disagree by that much put low-latency frames onto a circuit still dark (fct, fix 11)."""
+    that disagree by that much put low-latency frames onto a circuit still dark."""
     from p4rotor.control.status import read_status
     from p4rotor.fabric.mininet import clock_iface_names
 

@@ -1,6 +1,5 @@
 """Do short flows pay for the bulk beside them?  An fct run's one-packet low-latency flows (Opera),
-by the path they met and by what bulk was running when each began (docs/experiments.md, "Beside
-bulk").  A diagnostic, not a test.
+by the path they met and by what bulk was running when each began (docs/notes/alone-baseline.md).  A diagnostic, not a test.
 
 A one-packet TCP flow's FCT (its sender's issue to the kernel's receive stamp, as the run judged
 it) is put in one of four groups by the bulk flows in progress at its issue (a bulk flow runs

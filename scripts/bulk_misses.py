@@ -1,5 +1,5 @@
 """The bulk flows of an fct run that took longer than issue #14's bound, and what ran beside each
-(docs/experiments.md, "Who shares what with the flows above the bound").  A diagnostic, not a test.
+(docs/notes/bulk-bound.md).  A diagnostic, not a test.
 
 The bound (``workload/bound.py: bulk_bound_s``) is one flow's: its bytes at its host's access rate
 while circuits are up, plus the wait for capacity.  A flow beside another bulk flow shares
@@ -86,8 +86,7 @@ def nearest(beside: dict[str, float]) -> str:
 
 
 def went(a: dict) -> str:
-    """What the agents said of a flow above the bound (fct.json ``bulk_bound.above``; runs since
-    2026-11-26, fourteenth session), or ""."""
+    """What the agents said of a flow above the bound (fct.json ``bulk_bound.above``), or ""."""
     if "first_sent_s" not in a and "relayed" not in a:
         return ""
     parts = []
@@ -96,7 +95,7 @@ def went(a: dict) -> str:
                      f"{a['resent']} resent, {a['returned']} returned unsent)")
     if "relayed" in a:
         parts.append(f"{a['relayed']}/{a['frames']} relayed, the longest {a['worst_relay_slots']} slots at its relay")
-    if "lost" in a:  # runs since 2026-11-27: resent frames that arrived once
+    if "lost" in a:  # resent frames that arrived once
         parts.append(f"{a['lost']} lost in the fabric ({a['duplicates']} second copies dropped)")
     return "\n      agents: " + "; ".join(parts)
 

@@ -1,5 +1,4 @@
-"""How long one BMv2 takes to forward a frame, by how long it was left alone (docs/experiments.md,
-"Warm switches").  A diagnostic, not a test: one ``simple_switch`` with a two-port program
+"""How long one BMv2 takes to forward a frame, by how long it was left alone (docs/notes/cold-switches.md).  A diagnostic, not a test: one ``simple_switch`` with a two-port program
 (compiled here with p4c-bm2-ss), veth pairs in the root namespace, one frame every GAP ms in a
 shuffled order, the residence from one packet socket's kernel stamps on the switch's two
 interfaces.  Needs root, p4c and BMv2; nothing else should run.

@@ -1,5 +1,4 @@
-"""Where a one-packet low-latency flow's time goes, hop by hop (docs/experiments.md, "Switches on
-their own CPU").  A diagnostic, not a test: it starts the fct experiment's fabric (Opera, 8 racks
+"""Where a one-packet low-latency flow's time goes, hop by hop (docs/notes/switch-cpus.md).  A diagnostic, not a test: it starts the fct experiment's fabric (Opera, 8 racks
 x 2 hosts, dilation 100, idle agents as in its "alone" rounds), sends one-packet TCP flows between
 the 56 rack pairs (one host per rack) ``--gaps`` ms apart, and captures them: on each measuring
 host's link (tcpdump in its namespace) and on every switch port (one ``tcpdump -i any`` in the
@@ -165,7 +164,7 @@ def report(out: Path) -> None:
                          ("sender's Python", data_out - sa_in), ("data trip", data_in[0] - data_out),
                          ("receiver Python", r["done_ns"] - max(data_in)),
                          # the experiment's FCT ends at the kernel's stamp (host/flows.py: rx_ns);
-                         # its logs from before 2026-11-26 have only done_ns, the receiver's read
+                         # older logs have only done_ns, the receiver's read
                          ("FCT", (r.get("rx_ns") or r["done_ns"]) - t["issued_ns"]),
                          ("FCT to the receiver's read", r["done_ns"] - t["issued_ns"])):
                 parts.setdefault(k, []).append(v / 1e6)

@@ -1,4 +1,4 @@
-"""Fault plans as data: validation with one-line errors, seed 003's corruption generator, the CLI."""
+"""Fault plans as data: validation with one-line errors, [Zhuo19]'s corruption generator, the CLI."""
 
 from __future__ import annotations
 

@@ -213,7 +213,7 @@ def test_bulk_flows_whole_from_the_agents_progress(tmp_path):
     from p4rotor.fabric.agents import Agents
 
     (tmp_path / "agent-a.progress").write_text(json.dumps({"flows_rx": {"0:7": [3, 10], "1:8": [5, 20]}}))
-    (tmp_path / "agent-b.progress").write_text(json.dumps({"flows_rx": {"0:7": 2}}))  # before 2026-11-26: counts
+    (tmp_path / "agent-b.progress").write_text(json.dumps({"flows_rx": {"0:7": 2}}))  # an older agent: counts only
     (tmp_path / "agent-c.progress").write_text("{")  # being written: counts nothing
     idle = subprocess.Popen([sys.executable, "-c", "pass"])
     idle.wait()
@@ -276,7 +276,7 @@ def test_agents_stop_shares_one_deadline_and_reports_an_agent_without_a_summary(
 
 
 def testfct_plot_say_no_flow_finished_instead_of_failing(tmp_path):
-    # A run whose every flow stayed unfinished (the agents starved, 2026-11-27) still gets its
+    # A run whose every flow stayed unfinished (the agents starved) still gets its
     # fct.png: a log axis of nothing made matplotlib raise after fct.json was written.
     from p4rotor.experiments.fct.report import fct_plot
 

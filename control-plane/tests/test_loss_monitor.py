@@ -1,4 +1,4 @@
-"""The live CorrOpt monitor (issue #17, seed 003 §3.4): per-link loss estimated from the rotors'
+"""The live CorrOpt monitor (issue #17, [Zhuo19 §3.4]): per-link loss estimated from the rotors'
 counters, decisions made once, the masked schedule written as diffs (ToRs first, no clear), and
 the whole loop against in-process fake P4Runtime switches of an 8-rack Opera fabric."""
 

@@ -1,4 +1,4 @@
-"""The CorrOpt-style monitor (seed 003 §3.4.1's fast checker on rotor links): which lossy links are
+"""The CorrOpt-style monitor ([Zhuo19 §3.4.1]'s fast checker on rotor links): which lossy links are
 disabled, why the others are kept, the masked schedule, ``p4rotor faults monitor``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Opera schedules whose every slice is an expander (seed 000 §2.6.1; issue #15 item 1).
+"""Opera schedules whose every slice is an expander ([McGuinness21 §2.6.1]; issue #15 item 1).
 
 What is held: at least K-1 live matchings in every slice, every slice connected with a diameter
 at most one hop above the median random regular graph of its size and degree, every rack pair

@@ -1,4 +1,4 @@
-"""RotorLB core: the worked example of seed 000 Figure 2.9, and invariants on random slots."""
+"""RotorLB core: the worked example of [McGuinness21 Fig. 2.9], and invariants on random slots."""
 
 import random
 from fractions import Fraction as F

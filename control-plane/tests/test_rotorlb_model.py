@@ -20,7 +20,7 @@ def test_one_heavy_pair_gets_all_paths():
     assert r.ratio == pytest.approx(7.0, rel=0.01)  # N_R - 1
     assert r.rotorlb.delivered_per_slot == pytest.approx(1.0)
     assert r.onehop.fraction == pytest.approx(1 / 56)
-    # Relayed data waits at most one cycle (7 slots) at its relay (seed 000: N_m + 1 bound).
+    # Relayed data waits at most one cycle (7 slots) at its relay ([McGuinness21]: N_m + 1 bound).
     assert set(r.rotorlb.relay_delay) <= set(range(1, 8))
     assert sum(r.rotorlb.relay_delay.values()) == pytest.approx(1.0)
 
@@ -120,7 +120,7 @@ def test_replay_skips_idle_stretches():
 
 
 def test_replay_one_pair_at_the_models_rate():
-    # One pair alone gets 3.5 of the 4 uplinks per slot (docs/experiments.md, "The bulk bound").
+    # One pair alone gets 3.5 of the 4 uplinks per slot (docs/notes/bulk-bound.md).
     b = M.replay(OPERA, [(0, 0, 5, 70.0)])
     assert 70 / 4 <= b.empty_at + 1 <= 70 / 3.5 + 4
 
@@ -154,7 +154,7 @@ def test_alone_one_frame_waits_for_its_direct_circuit_or_a_relay():
 
 def test_alone_a_host_plane_is_capped_at_the_pairs_share():
     # One plane per host: a large flow drains at 3.5 of the 4 uplinks (48 pairs), so it misses
-    # the bound (units / 4 + matchings + 1 slots) -- docs/experiments.md, "The bulk bound".
+    # the bound (units / 4 + matchings + 1 slots) -- docs/notes/bulk-bound.md.
     units, bound = 100.0, 100 / 4 + 3
     slots = [M.alone_slots(OPERA, a, b, units) for a, b in _pairs()]
     assert sum(s > bound for s in slots) == 48

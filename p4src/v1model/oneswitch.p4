@@ -1,5 +1,5 @@
 // p4rotor one-switch fabric for v1model: every ToR and every rotor of a topology on ONE
-// BMv2 (seed 000 §2.6.3's testbed design; docs/one-switch.md).  Composition only.
+// BMv2 ([McGuinness21 §2.6.3]'s testbed design; docs/one-switch.md).  Composition only.
 #include "include/target.p4"
 #include "../shared/defines.p4"
 #include "../shared/headers.p4"

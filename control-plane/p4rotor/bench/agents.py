@@ -3,7 +3,7 @@ agents keep up"), measured on the in-process fabric (host/loopback.py): the agen
 without the kernel and BMv2, so the numbers bound what the agents cost, not the fabric.
 
 One heavy pair on 4 racks (RotorNet, 3 matchings): RotorLB carries it over its direct slot and
-two relays, 3x the one-hop throughput in the model (seed 000 §2.5, Figure 2.10: N_R - 1).  At
+two relays, 3x the one-hop throughput in the model ([McGuinness21 §2.5], Figure 2.10: N_R - 1).  At
 each per-agent pacing rate, RotorLB and one-hop run side by side; the agents keep up while the
 ratio stays at the model's 3x (their CPU holds every slot) -- the ratio, not an absolute time,
 is what survives this noisy 2-core machine."""

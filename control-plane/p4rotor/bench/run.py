@@ -213,8 +213,7 @@ def parse_scale_sizes(text: str, kind: str = "rotornet", fabric: str = "multi-sw
 
 
 def scale_schedule(spec: ScaleSpec) -> tuple[S.Schedule, float]:
-    """The schedule of a scale point and its dilation: RotorNet at 2000 (2 s slots, as measured
-    since session 2); a staggered (Opera) schedule dilated so that the connectivity check's probes
+    """The schedule of a scale point and its dilation: RotorNet at 2000 (2 s slots); a staggered (Opera) schedule dilated so that the connectivity check's probes
     (MIN_PER_CELL per shortest cell from every host to every other rack) come to about
     SCALE_PROBE_PPS over the fabric (its 100 us slices need 11x RotorNet's probe rate at the same
     dilation)."""

@@ -77,7 +77,7 @@ def add_parser(sub) -> None:
                     help="the re-sync rewrites an offset off by more than this (and than the fresh "
                          "estimate's uncertainty); default 100")
     pc.add_argument("--corropt-threshold", type=loss_rate, metavar="RATE",
-                    help="with --topology: the live CorrOpt monitor (seed 003 §3.4): read the rotors' per-link "
+                    help="with --topology: the live CorrOpt monitor ([Zhuo19 §3.4]): read the rotors' per-link "
                          "loss counters and turn off (mask out of the schedule, routes rewritten) every link "
                          "lossier than RATE, in (0, 1), whose removal keeps every slice connected (docs/faults.md)")
     pc.add_argument("--corropt-every", type=float, default=1.0, metavar="S",

@@ -1,4 +1,4 @@
-"""The live CorrOpt monitor's task (seed 003 §3.4): it reads the rotors' per-link loss counters
+"""The live CorrOpt monitor's task ([Zhuo19 §3.4]): it reads the rotors' per-link loss counters
 into the monitor's state (``loss_monitor.py``, pure), and when a link is to go, writes the masked
 schedule: only what changes, ToRs first (their routes stop using the link) and rotors last (its
 circuits go), no clear, no dark cycle."""

@@ -56,7 +56,7 @@ def port_mtu_entries(link_mtus: dict[int, int], table: str = dp.T_PORT_MTU,
 class LinkLoss:
     """Optical loss on one direction of one rotor link: frames entering the rotor on ``port``
     (``direction="in"``) or leaving it there (``"out"``) are lost with probability ``rate``, in
-    every slot or only while matching ``matching`` is live (seed 003 §3: per link, mostly one-way)."""
+    every slot or only while matching ``matching`` is live ([Zhuo19 §3]: per link, mostly one-way)."""
 
     port: int
     direction: str

@@ -1,4 +1,4 @@
-"""Which corrupting rotor links to disable: CorrOpt's fast checker (seed 003 §3.4.1) on a rotor
+"""Which corrupting rotor links to disable: CorrOpt's fast checker ([Zhuo19 §3.4.1]) on a rotor
 schedule.  Pure: schedules and rates in, decisions and schedules out, no I/O.
 
 A *link* is one rack's fibre pair to one rotor, named ``(rotor name, rack)`` (the topology maps it

@@ -1,4 +1,4 @@
-"""The live CorrOpt monitor's state (seed 003 §3.4): per-link loss rates estimated from the
+"""The live CorrOpt monitor's state ([Zhuo19 §3.4]): per-link loss rates estimated from the
 rotors' per-port counters, and which links to turn off.  Pure: counter readings in, decisions
 out; the controller (runtime.py) reads the counters over P4Runtime and writes what changes.
 

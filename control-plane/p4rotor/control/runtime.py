@@ -23,7 +23,7 @@ Two ways to move the slot (docs/dataplane.md explains why):
   switch can re-measure its offset periodically and rewrite the slot config when it is off by
   more than a bound (``skew.py``): the slot config alone, never a clear.
 
-A live CorrOpt monitor (``loss_monitor.py``, seed 003 §3.4) can run beside either mode: it reads the
+A live CorrOpt monitor (``loss_monitor.py``, [Zhuo19 §3.4]) can run beside either mode: it reads the
 rotors' per-link loss counters, and when a link is lossier than the threshold and every slice
 stays connected without it, it masks the link's circuits out of the schedule and writes only what
 changes, ToRs first (their routes stop using the link) and rotors last (its circuits go): no clear,

@@ -73,7 +73,7 @@ class ResyncCheck:
 
 @dataclasses.dataclass(frozen=True)
 class LossFault:
-    """Optical loss on one rotor port (a fault plan's ``loss``, seed 003 §3) from ``start_us``
+    """Optical loss on one rotor port (a fault plan's ``loss``, [Zhuo19 §3]) from ``start_us``
     until ``end_us`` (None: the end of the run), schedule us from slot 0 like ``ClockSkew``."""
 
     switch: str

@@ -33,16 +33,16 @@ def add_parser(sub) -> None:
     fct.add_argument("--idle-poll", action=argparse.BooleanOptionalAction, default=None,
                      help="idle CPUs poll instead of halting while the fabric is up (PM QoS; default on: "
                           "a packet after a quiet spell otherwise pays ~0.4 ms per switch to wake them, "
-                          "docs/experiments.md 'Cold packets'); --no-idle-poll runs as before 2026-11-25")
+                          "docs/notes/cold-switches.md); --no-idle-poll lets them halt")
     fct.add_argument("--switch-cpus", metavar="CPUS",
                      help="the switches run on these CPUs only, the hosts' processes keep the others: "
                           "'auto' (the upper half; on 2 CPUs the last one), a list such as 1, or 'none' "
                           "(default: anywhere). Pinned, FCTs fall by a third but low-load slowdowns rise "
-                          "(docs/experiments.md 'Switches on their own CPU')")
+                          "(docs/notes/switch-cpus.md)")
     fct.add_argument("--warm-switches", metavar="MS",
                      help="every MS ms a probe through each switch's clock port keeps it warm: 'on' (every "
                           "2 ms), a period, 'off', or 'auto' (default: on at a load of 5%% or less). An idle "
-                          "BMv2 forwards a frame 3-4x slower than a busy one (docs/experiments.md 'Warm switches')")
+                          "BMv2 forwards a frame 3-4x slower than a busy one (docs/notes/cold-switches.md)")
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")

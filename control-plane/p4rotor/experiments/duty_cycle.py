@@ -1,5 +1,5 @@
 """Duty cycle: throughput between two racks vs (slot - night)/slot, and uptime efficiency with a
-host guard time (seed 000 §2.2)."""
+host guard time ([McGuinness21 §2.2])."""
 
 from __future__ import annotations
 

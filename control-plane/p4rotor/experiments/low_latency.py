@@ -1,4 +1,4 @@
-"""Low latency: Opera multi-hop latency across reconfigurations (seed 000 §2.6)."""
+"""Low latency: Opera multi-hop latency across reconfigurations ([McGuinness21 §2.6])."""
 
 from __future__ import annotations
 

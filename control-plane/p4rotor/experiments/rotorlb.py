@@ -1,4 +1,4 @@
-"""RotorLB on the emulated fabric vs the fluid model (seed 000 §2.5.1, Figure 2.10).
+"""RotorLB on the emulated fabric vs the fluid model ([McGuinness21 §2.5.1], Figure 2.10).
 
 8 racks x 1 host, one rotor cycling the 7 matchings of the complete graph (RotorNet).  For every
 traffic matrix (saturated heavy pairs) the same fabric runs the host agents twice, RotorLB and
@@ -268,7 +268,7 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path) -> dict:
     ax.plot([s["density"] for s in summary], [s["model_mean"] for s in summary], "k-", label="model")
     ax.set_xlabel("heavy pairs (of 56)")
     ax.set_ylabel("RotorLB / one-hop throughput")
-    ax.set_title("RotorLB vs one-hop, 8 racks (seed 000 Fig. 2.10)")
+    ax.set_title("RotorLB vs one-hop, 8 racks ([McGuinness21] Fig. 2.10)")
     ax.legend()
     ks = sorted(delay, key=int)
     ax2.bar([int(k) for k in ks], [delay[k] for k in ks])

@@ -55,8 +55,8 @@ def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir:
         say(f"[run] the switches run on CPU {switch_cpus} only; the hosts' processes keep the others")
     try:
         # 100+ BMv2 take a while on 2 cores: starting them, then installing them 8 at a time
-        # (~1.5 s per switch at 132 switches in session 2; 3.4 s since the ToRs' routes carry their
-        # deadlines and the switches run at nice -10: 112 of 132 in 450 s).  One switch holds
+        # (3.4 s per switch at 132 switches, with the ToRs' routes carrying their deadlines and the
+        # switches at nice -10: 112 of 132 in 450 s).  One switch holds
         # racks^2 x slices routes: their computation and writing take the time (Opera 108 x 6:
         # 3.3 M entries, over 6 min).
         timeout = max(120.0, 6.0 * (sched.racks + len(sched.rotors)))

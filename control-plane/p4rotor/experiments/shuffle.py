@@ -1,4 +1,4 @@
-"""Shuffle: all-to-all transfer time with TDMA host gating vs the prediction (seed 002)."""
+"""Shuffle: all-to-all transfer time with TDMA host gating vs the prediction ([TDMA12])."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .runner import launch, run_probes, say
 
 def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 100.0,
             guards: tuple[int, ...] = (0, 100, 300), count: int = 600, rate: float = 500.0) -> dict:
-    """All-to-all shuffle with TDMA host gating (seed 002): each host sends ``count`` frames to
+    """All-to-all shuffle with TDMA host gating ([TDMA12]): each host sends ``count`` frames to
     every other rack, to each only while its direct circuit is live and more than a guard time
     from its end.  Transfer time vs the ideal x slot / (slot - night - guard)."""
     sched = sched or S.generate_rotornet(4, 1, 2000, 200)

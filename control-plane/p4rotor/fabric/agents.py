@@ -26,13 +26,12 @@ FAR_NS = 1 << 62  # wall ns in the year 2116: "until stopped"
 # What SIGTERMed agents get, all together, to finish their open windows and write their summaries.
 # 10 s per agent, waited in turn, was too little for the first one after a 2 h run (16 summaries
 # of ~2 MB written at once beside 12 busy switches): it was killed, and the 12 flows it had
-# received whole were reported unfinished (docs/experiments.md, Data Mining 1 % warmed).
+# received whole were reported unfinished (docs/notes/cold-switches.md).
 STOP_WAIT_S = 60.0
 # Where agents keep the files they rewrite many times a second: their rack's claims (host/share.py,
 # 40 a second per agent) and their progress (once a second).  On the disk (ext4) each rewrite
 # starts write-back, and a writer can wait on the journal: with no fabric running, 16 agents'
-# claims took up to 69 ms there against 4.5 ms on tmpfs (docs/experiments.md, "Agents waiting on
-# the disk").  Mininet's hosts share the file system, /dev/shm with it.
+# claims took up to 69 ms there against 4.5 ms on tmpfs (docs/notes/agents-on-tmpfs.md).  Mininet's hosts share the file system, /dev/shm with it.
 LIVE_ROOT = Path("/dev/shm")
 
 
@@ -90,7 +89,7 @@ class Agents:
 
     def progress_of(self, name: str) -> dict[str, tuple[int, int | None]]:
         """What agent ``name`` last said it had received: ``"origin:flow"`` -> (frames, when the
-        last came, ns; None in a file from before 2026-11-26, which had counts only).  Empty if
+        last came, ns; None in an older agent's file, which had counts only).  Empty if
         it wrote none yet or is writing it (each is rewritten once a second, renamed into place)."""
         f = self.live / f"agent-{name}.progress" if self.live is not None else None
         if f is None or not f.exists():
@@ -243,7 +242,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     # Started under SCHED_RR (its start-up keeps its lead); ``rt_always`` (the default): it keeps it
     # idle too.  Off, it keeps it only while it holds bulk (host/priority.py): at Data Mining 1 %
     # the low-latency class's mean slowdown fell from 2.05 to 1.80, but 70 of 76 lone bulk flows
-    # met the bound instead of 90 of 90 (docs/experiments.md, "Agents under SCHED_RR only while busy").
+    # met the bound instead of 90 of 90 (docs/notes/priorities.md).
     rt_args = (["--rt-priority", str(AGENT_RT_PRIORITY)] + (["--rt-always"] if rt_always else [])
                if prefix[:1] == ["chrt"] else [])
     if start_ns is None:

@@ -38,7 +38,7 @@ def add_parsers(sub) -> None:
     pn.add_argument("--epsilon-us", type=float, default=50.0,
                     help="low-latency guard (emulated us, default 50): low-latency routes avoid a circuit "
                          "that goes dark within this after the slice ends, so a frame in flight at a "
-                         "reconfiguration still crosses (Opera's epsilon, seed 000 §2.6.1)")
+                         "reconfiguration still crosses (Opera's epsilon, [McGuinness21 §2.6.1])")
     pn.add_argument("--rotorlb", action="store_true",
                     help="start RotorLB host agents with TUN interfaces (bulk through them: docs/rotorlb.md)")
     pn.add_argument("--rotorlb-rate", type=float, default=300.0, metavar="FPS",

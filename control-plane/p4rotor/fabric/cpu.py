@@ -2,7 +2,7 @@
 
 On a VM an idle vCPU halts (here: ``cpuidle`` driver haltpoll, with guest polling off), and the
 first packet after a quiet spell pays for waking it at every BMv2 thread it crosses.  Measured on
-the fct fabric (docs/experiments.md, "Cold packets"): a SYN took 1.5-1.7 ms across three
+the fct fabric (docs/notes/cold-switches.md): a SYN took 1.5-1.7 ms across three
 switches where the same flow's data segment took 0.55 ms a few ms later, and one-packet flows
 after 2.5 s of quiet took 5.5 ms at the median against 4.7 ms 50 ms after another flow.  With a
 CPU latency request of 0 us (``/dev/cpu_dma_latency``) the idle loop polls: the same flows took
@@ -74,7 +74,7 @@ class IdlePoll:
 # switches' real-time threads held both CPUs.  With every switch on the last CPU the same flows
 # took 2.3 ms, the two Pythons 0.31 and 0.05 ms, and a switch's frames no longer cross CPUs
 # between its threads.  Not the fct default: the fastest flow gains more than the typical one,
-# so slowdowns against it rise at low load (docs/experiments.md, "Switches on their own CPU").
+# so slowdowns against it rise at low load (docs/notes/switch-cpus.md).
 
 
 def cpu_list(text: str, available: set[int] | None = None) -> str:

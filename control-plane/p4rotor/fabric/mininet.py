@@ -96,7 +96,7 @@ class Emulation:
                 self.say("[run] idle CPUs poll while the emulation runs (PM QoS: /dev/cpu_dma_latency = 0)")
             else:
                 self.say(f"[run] WARNING: idle CPUs will halt ({self._poll.why_not}): a packet after a quiet "
-                         "spell pays ~0.4 ms per switch to wake them (docs/experiments.md, 'Cold packets')")
+                         "spell pays ~0.4 ms per switch to wake them (docs/notes/cold-switches.md)")
         link_cls = TCLink if self.link_mbps else Link
         net = Mininet(topo=None, controller=None, link=link_cls, build=False, autoSetMacs=False)
         self.net = net

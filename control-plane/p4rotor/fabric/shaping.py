@@ -11,7 +11,7 @@ packets of ~35 KB each (142 KB, 200 ms at 5.8 Mb/s), a short flow behind it wait
 them, and the link carried 35 KB bursts.  ``gso_max_segs 1`` makes every packet one frame, and
 TCP's small queues then keep a flow to ~2 frames in the qdisc: a 30 KB flow sharing a host with
 a long one took 67-69 ms (its fair half of 5.8 Mb/s: 83 ms) instead of 390-1 270 ms (the
-side-by-side measurement is in docs/experiments.md).
+side-by-side measurement is in docs/notes/one-frame-per-packet.md).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ HOST_RT_PRIORITY = SWITCH_RT_PRIORITY - 10
 # default priority they waited for the controller and the harness: flow 1439 of Data Mining 1 %
 # alone, 57 of 60 copies within the bulk bound; under SCHED_RR 60 of 60).  At the TCP processes'
 # own priority a woken receiver waited for an agent's turn: the low-latency class's mean slowdown
-# at Data Mining 1 % rose from 1.64 to 2.02 (docs/experiments.md, "The agents under SCHED_RR").
+# at Data Mining 1 % rose from 1.64 to 2.02 (docs/notes/priorities.md).
 # Below them it was still 2.05; holding this priority only while an agent holds bulk
 # (host/priority.py) gave 1.80 but lost the bulk bound (fabric/agents.py: ``rt_always``).
 AGENT_RT_PRIORITY = HOST_RT_PRIORITY - 5

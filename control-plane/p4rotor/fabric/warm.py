@@ -1,7 +1,7 @@
 """Keep every switch warm: a time probe through each switch's clock port every few ms.
 
 A BMv2 switch that saw no frame for a while is slow to forward the next one.  Measured on one
-switch alone (a trivial program, idle CPUs polling; docs/experiments.md, "Warm switches"): a
+switch alone (a trivial program, idle CPUs polling; docs/notes/cold-switches.md): a
 frame crossed it in 45-50 us 1 ms after the one before, 116 us after 30 ms of quiet and 164-181 us
 after 100 ms; on the fct fabric a SYN took 230-310 us per switch after 30 ms of quiet against
 50-80 us for the frames right behind it.  Its code and tables are out of the caches of a VM whose

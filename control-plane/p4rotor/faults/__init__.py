@@ -1,3 +1,3 @@
 """Faults on a running emulation: generators drawn from measured distributions (``corropt``,
-seed 003), the harness's injection (``inject``), captures (``capture``) and ``p4rotor faults``.
+[Zhuo19]), the harness's injection (``inject``), captures (``capture``) and ``p4rotor faults``.
 A fault plan itself is data the controller reads too: ``control.fault_plan``."""

@@ -1,5 +1,5 @@
-"""``p4rotor faults generate`` (seed 003's corruption rates on the rotor links), ``faults check`` and
-``faults monitor`` (which lossy links to disable, seed 003 §3.4.1's fast checker)."""
+"""``p4rotor faults generate`` ([Zhuo19]'s corruption rates on the rotor links), ``faults check`` and
+``faults monitor`` (which lossy links to disable, [Zhuo19 §3.4.1]'s fast checker)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from ..cliutil import die, loss_rate
 
 
 def add_parser(sub) -> None:
-    pf = sub.add_parser("faults", help="fault plans: generate (optical loss per seed 003), check")
+    pf = sub.add_parser("faults", help="fault plans: generate (optical loss per [Zhuo19]), check")
     sf = pf.add_subparsers(dest="sub", required=True)
-    g = sf.add_parser("generate", help="loss faults on a fraction of the rotor links, rates from seed 003 Table 3.1")
+    g = sf.add_parser("generate", help="loss faults on a fraction of the rotor links, rates from [Zhuo19 Table 3.1]")
     g.add_argument("--topology", required=True)
     g.add_argument("--fraction", type=float, default=0.1, help="share of rotor links with corruption (default 0.1)")
     g.add_argument("--seed", type=int, default=1)

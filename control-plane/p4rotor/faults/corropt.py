@@ -1,4 +1,4 @@
-"""Per-link corruption loss rates as measured in production datacenters (seed 003 §3.2, Table 3.1:
+"""Per-link corruption loss rates as measured in production datacenters ([Zhuo19 §3.2], Table 3.1:
 links with corruption, by loss bucket), as a fault plan of ``loss`` faults on the rotor links.
 
 Among links with corruption: 47.23% in [1e-8, 1e-5), 18.43% in [1e-5, 1e-4), 21.66% in

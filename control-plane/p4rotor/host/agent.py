@@ -1,5 +1,5 @@
 """The RotorLB host agent (run by host/agent_cli.py): bulk held at the hosts, offered and
-relayed over the circuits (seed 000 §2.5.1; the thesis's testbed ran RotorLB the same way, as
+relayed over the circuits ([McGuinness21 §2.5.1]; the thesis's testbed ran RotorLB the same way, as
 user-space agents on the servers: stock BMv2 cannot keep queues per destination).
 
 One agent per rack, on a host of that rack (the experiment runs one host per rack).  It keeps
@@ -130,7 +130,7 @@ class Agent:
     def _join_open(self, dst: int) -> None:
         """A flow that starts while a circuit to its rack is open sends in it, as far as the
         window has room (:meth:`_room`; shared, what a sibling left: ``share.top_up``), instead
-        of waiting for the next window (half a slot at the median: docs/experiments.md)."""
+        of waiting for the next window (half a slot at the median: docs/notes/late-grants.md)."""
         for w, win in self.open_windows.items():
             if win.c.peer != dst:
                 continue

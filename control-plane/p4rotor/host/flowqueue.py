@@ -1,8 +1,8 @@
-"""An agent's own frames for one destination rack (L[d] of seed 000 §2.5.1), served one flow at a
+"""An agent's own frames for one destination rack (L[d] of [McGuinness21 §2.5.1]), served one flow at a
 time in turn: a frame of each flow that has some, round and round (processor sharing).
 
 In arrival order (one FIFO per destination, as before), a 324 KB flow queued behind a 53.8 MB
-flow to the same rack waited 502 s for all of it (Data Mining 10 %, docs/experiments.md).  The
+flow to the same rack waited 502 s for all of it (Data Mining 10 %, docs/notes/flows-in-turn.md).  The
 model holds bulk per destination and says nothing of the order within; RotorLB's amounts (how
 many frames go where) are the same either way, since they count frames only.
 """

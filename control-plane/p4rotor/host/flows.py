@@ -1,6 +1,6 @@
 """Short flows over the kernel's TCP (``python -m p4rotor.host.flows``), one process per host.
 
-The low-latency half of an FCT run (seed 001 §5.4 method; Opera's split, seed 000 §2.6: flows
+The low-latency half of an FCT run ([Gao20 §5.4] method; Opera's split, [McGuinness21 §2.6]: flows
 below a cutoff ride the expander's multi-hop paths at once).  The process
 
 * serves: accepts TCP connections on ``--port``; each carries one flow: a 16-byte header
@@ -8,7 +8,7 @@ below a cutoff ride the expander's multi-hop paths at once).  The process
   JSON line ``{"id", "bytes", "first_ns", "rx_ns", "done_ns", "retrans"}`` to ``--rx-log`` and
   answers one byte.  ``rx_ns``: when the last of the bytes reached this host (the kernel's
   receive stamp of its segment, SO_TIMESTAMPNS); ``done_ns``: when this process read it, later by
-  however long it waited for a CPU (0.05-0.8 ms on the fct fabric, docs/experiments.md);
+  however long it waited for a CPU (0.05-0.8 ms on the fct fabric, docs/notes/tcp-flow-timing.md);
 * sends: for each of its flows (``--flows``: a JSON list of ``{"id", "dst", "size", "start_ns"}``),
   at ``start_ns`` it opens a connection with the DSCP set (``--dscp``, default 46: the
   low-latency class), sends the header and the bytes, waits for the answer and writes one JSON
@@ -31,7 +31,7 @@ answer ride the flow's class (an unmarked reverse path rode the bulk class and l
 FCT = the receiver's ``rx_ns`` (:func:`arrival_ns`) - ``issued_ns`` (every host shares the
 machine's clock): from the moment the sender really began the flow, at or after ``start_ns``, to
 the moment its last byte reached the receiver -- neither process's wait for a CPU counts, as
-the fabric did not cause it (seed 001 §5.4: the FCT of a flow in the network).  A flow
+the fabric did not cause it ([Gao20 §5.4]: the FCT of a flow in the network).  A flow
 with an error or no ``done_ns`` is unfinished, never dropped silently.  The process stops at
 ``--end-ns`` (or SIGTERM), closing the logs.
 """

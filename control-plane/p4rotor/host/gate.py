@@ -25,7 +25,7 @@ class Circuit:
     day_end_ns: int     # the rotor starts reconfiguring
 
     def window(self, guard_ns: int) -> tuple[int, int]:
-        """When a host may send on it: the day less a guard at each end (seed 002's guard time)."""
+        """When a host may send on it: the day less a guard at each end ([TDMA12]'s guard time)."""
         return self.day_start_ns + guard_ns, self.day_end_ns - guard_ns
 
 

@@ -7,8 +7,7 @@ every window of its rack's circuits (four a slot), samples its queues and looks 
 sixteen idle agents took ~2.7 % of a CPU each, and under SCHED_RR every one of those wake-ups ran
 ahead of every process at the default policy.  The switch warmer (fabric/warm.py) fell more than
 1.7 ms behind its period 7x as often (894 055 times against 124 718 in the whole Data Mining 1 %
-list) and the low-latency class's mean slowdown rose from 1.64 to 2.05 (docs/experiments.md,
-"The whole list with the agents below the TCP processes").  An agent holding nothing has
+list) and the low-latency class's mean slowdown rose from 1.64 to 2.05 (docs/notes/priorities.md).  An agent holding nothing has
 nothing to send on time, so it gives the priority back until it holds a frame again.
 
 :class:`BusyPriority` changes the calling thread's policy (the agent's event loop runs on its
@@ -25,7 +24,7 @@ import time
 class BusyPriority:
     """SCHED_RR at ``priority`` while :meth:`set` is told busy; the default policy otherwise.
     ``priority`` None: never change anything (only count).  ``always``: SCHED_RR from the start,
-    busy or not (the agents' policy before 2026-11-27, for comparison)."""
+    busy or not (for comparison: docs/notes/priorities.md)."""
 
 
     def __init__(self, priority: int | None, always: bool = False, setter=None, started_rr: bool = False):

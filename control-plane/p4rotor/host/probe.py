@@ -3,7 +3,7 @@
 Each probe carries (src host index, seq, send wall ns); the receiver logs (recv wall ns, src,
 seq, send ns) as JSON lines.  Sending can be gated on the schedule: a destination rack is only
 sent to while a direct circuit to it is live and more than ``guard`` from its end (TDMA-style
-host gating, seed 002 / seed 000 §2.2.1).
+host gating, [TDMA12] / [McGuinness21 §2.2.1]).
 
 Many hosts start together: with ``--ready`` and ``--go`` a probe reports once its receiver is
 bound and waits for the start time to be written into the go file, so the caller starts sending

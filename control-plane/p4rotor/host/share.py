@@ -105,8 +105,7 @@ class Claimer:
     agents rewrote their racks' files 640 times a second, and on ext4 each rewrite of a file
     truncated to nothing starts its write-back (``auto_da_alloc``).  Measured here with no
     fabric running (16 processes, 40 idle claims a second each, 30 s): worst claim 69 ms, 29
-    over 20 ms, against 4.5 ms and none on tmpfs (docs/experiments.md, "Agents waiting on the
-    disk")."""
+    over 20 ms, against 4.5 ms and none on tmpfs (docs/notes/agents-on-tmpfs.md)."""
 
     def __init__(self, share, n: int):
         self.share, self.n = share, n

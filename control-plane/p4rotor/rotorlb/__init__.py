@@ -1,4 +1,4 @@
-"""RotorLB, RotorNet's decentralised indirection (seed 000 §2.5.1): algorithm, fluid model, CLI.
+"""RotorLB, RotorNet's decentralised indirection ([McGuinness21 §2.5.1]): algorithm, fluid model, CLI.
 
 ``core`` is the algorithm on queue values (no I/O, no clock) so that a host
 agent and the slot-level model run the very same code; ``model`` drives it

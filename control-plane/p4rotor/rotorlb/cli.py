@@ -85,7 +85,7 @@ def add_model_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     pm = sub.add_parser("model", help="analytical and fluid models (no switch needed)")
     sm = pm.add_subparsers(dest="sub", required=True)
     p = sm.add_parser("rotorlb", help="RotorLB vs one-hop throughput for saturated heavy pairs "
-                                      "(seed 000 Figure 2.10)")
+                                      "([McGuinness21 Fig. 2.10])")
     p.add_argument("--schedule", help="schedule file (default: rotornet, --racks racks, --rotors rotors)")
     p.add_argument("--racks", type=int, help="default 8")
     p.add_argument("--rotors", type=int, help="default 1")

@@ -1,4 +1,4 @@
-"""RotorLB (seed 000 §2.5.1, Algorithm 1 and Figure 2.9) as pure functions on queue values.
+"""RotorLB ([McGuinness21 §2.5.1], Algorithm 1 and Figure 2.9) as pure functions on queue values.
 
 Units: one unit = what one uplink carries during one matching slot, so a
 circuit's capacity per direction is ``capacity`` (1 by default).  Every rack

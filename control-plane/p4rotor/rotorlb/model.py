@@ -1,4 +1,4 @@
-"""Slot-level fluid model of RotorLB on a Schedule (seed 000 §2.5.4, Figure 2.10).
+"""Slot-level fluid model of RotorLB on a Schedule ([McGuinness21 §2.5.4], Figure 2.10).
 
 The fabric is run slot by slot with :func:`p4rotor.rotorlb.core.run_slot`,
 the same code a host agent would run.  Time is counted in whole slots: in
@@ -36,7 +36,7 @@ def check_schedule(s: Schedule) -> None:
     Each rack must have a circuit in every matching (a perfect permutation,
     no ``None``, no rack reaching itself) and the circuit must be
     bidirectional: offers go one way and accepts come back over the same
-    circuit (seed 000 §2.5.2: "RotorLB requires that it can communicate in a
+    circuit ([McGuinness21 §2.5.2]: "RotorLB requires that it can communicate in a
     bidirectional fashion").
     """
     for r in s.rotors:

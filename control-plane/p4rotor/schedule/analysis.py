@@ -1,5 +1,5 @@
 """What a schedule does: pair meetings per hyperperiod, slices and their connectivity and diameter,
-and how those diameters compare with random regular graphs (the expander yardstick of seed 000 §2.6.1)."""
+and how those diameters compare with random regular graphs (the expander yardstick of [McGuinness21 §2.6.1])."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ REFERENCE_SEEDS = 20
 def reference_diameter(n: int, degree: int) -> float | None:
     """Median diameter of ``networkx.random_regular_graph(degree, n, seed=s)``, s = 0..19.
 
-    The yardstick for "every slice is an expander" (seed 000 §2.6.1): a random regular
+    The yardstick for "every slice is an expander" ([McGuinness21 §2.6.1]): a random regular
     graph is a near-optimal expander, so a slice whose diameter is within a hop of it is as
     good as Opera needs.  Disconnected samples are left out of the median; degree 2 is
     special (random 2-regular graphs are mostly several cycles; the one connected 2-regular

@@ -1,4 +1,4 @@
-"""Arrange matchings into an Opera schedule whose every slice is an expander (seed 000 §2.6.1).
+"""Arrange matchings into an Opera schedule whose every slice is an expander ([McGuinness21 §2.6.1]).
 
 With K rotors staggered by slot/K, read the rotors' slots in time order as one cyclic sequence
 ``seq``: position ``q = p*K + j`` is rotor j's slot p.  Then every slice is a window of that

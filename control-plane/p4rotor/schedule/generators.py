@@ -68,7 +68,7 @@ def generate_rotornet(racks: int, rotors: int, slot_us: int, reconfig_us: int) -
 
 
 def selector_matchings(racks: int) -> list[list[int | None]]:
-    """Offsets +1, +2, +4, ... below ``racks`` (SelectorNet, seed 000 §2.3.1)."""
+    """Offsets +1, +2, +4, ... below ``racks`` (SelectorNet, [McGuinness21 §2.3.1])."""
     out = []
     off = 1
     while off < racks:
@@ -102,7 +102,7 @@ def opera_matchings(racks: int, rng: random.Random) -> list[list[int | None]]:
 
 def generate_opera(racks: int, rotors: int, slot_us: int, reconfig_us: int,
                    seed: int = 1, tries: int = 4, work: int = OPERA_WORK) -> Schedule:
-    """Opera (seed 000 §2.6.1): rotors staggered by slot/K so at most one is dark, every slice an expander.
+    """Opera ([McGuinness21 §2.6.1]): rotors staggered by slot/K so at most one is dark, every slice an expander.
 
     The matchings are a random 1-factorisation (``factorisation``: every rack pair meets
     directly at least once per cycle), arranged by ``expander.arrange`` so that every slice's

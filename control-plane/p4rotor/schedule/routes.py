@@ -2,13 +2,13 @@
 
 Classes (docs/routing.md):
 
-* **low latency** (DSCP 46): Opera routing (seed 000 §2.6.1).  In each slice, the next hop on
+* **low latency** (DSCP 46): Opera routing ([McGuinness21 §2.6.1]).  In each slice, the next hop on
   a shortest path of the graph of circuits that are live for the whole slice *and* stay live
   for ``epsilon_us`` after it ends (a frame sent late in the slice still gets through before
   its circuit reconfigures).  Paths of any length the expander needs.
 * **bulk**: the direct circuit if one is live for the whole slice; otherwise a 2-hop VLB path
   through a rack that is connected to the source now and to the destination now (RotorLB's
-  indirection, seed 000 §2.5.1, restricted to paths that exist in the current slice because a
+  indirection, [McGuinness21 §2.5.1], restricted to paths that exist in the current slice because a
   P4 switch cannot hold a frame for a later slot).  The first hop marks the frame
   ``BULK_TRANSIT``; the transit ToR may only send it on directly.
 """

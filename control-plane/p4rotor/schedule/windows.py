@@ -1,6 +1,6 @@
 """When is a rack pair connected?  The one place that turns a schedule into time windows.
 
-Used by the host slot gate (senders only send while their circuit is up: seed 002's host gating),
+Used by the host slot gate (senders only send while their circuit is up: [TDMA12]'s host gating),
 the experiments' predictions and judges, and the bench.  Every rotor's offset counts: an Opera
 schedule's staggered rotors change matchings at different times, so "slot k" of one rotor is not
 a time window of the fabric; the fabric's unit is the *slice* (``Schedule.slices()``), an interval

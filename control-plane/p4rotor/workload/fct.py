@@ -1,13 +1,13 @@
 """Flow completion times from a run's records: per class and size bucket, slowdown, stability.
 
 Pure functions (the experiment collects the records; tests feed them directly).  The method is
-seed 001 §5.4 (pHost): slowdown = FCT / the FCT the same flow would have alone, reported as mean
+[Gao20 §5.4] (pHost): slowdown = FCT / the FCT the same flow would have alone, reported as mean
 and 99th percentile per size bucket.  "Alone" here is the floor of a one-packet flow's FCT
 measured alone on the same fabric (handshake and path latency: the fastest of every rack pair's
 samples, since every pair has a direct circuit in some slice) plus what the flow's size adds,
 measured alone too (:class:`AloneCurve`; without one, the flow's wire bytes -- payload + a header
 per packet, :func:`.generate.wire_bytes` -- at the shaped access rate).  Buckets are in *real-system* bytes (size / scaling
-factor): < 100 KB, 100 KB - 10 MB, > 10 MB, as Opera's evaluation (seed 000 §2.6) groups them.
+factor): < 100 KB, 100 KB - 10 MB, > 10 MB, as Opera's evaluation ([McGuinness21 §2.6]) groups them.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class AloneCurve:
 
 def alone_envelope(alone_floor_s: float, calibration: Sequence[tuple[int, float]],
                    run: Sequence[tuple[int, float]], access_bps: float) -> tuple[float, AloneCurve, dict]:
-    """The "alone" FCT of seed 001 §5.4 (the flow alone in the network: the best this fabric does
+    """The "alone" FCT of [Gao20 §5.4] (the flow alone in the network: the best this fabric does
     for its size) as the lower envelope of every FCT measured on the fabric: ``alone_floor_s`` (the
     fastest one-packet flow alone), the ``calibration`` flows alone and the ``run``'s own flows of
     the same transport ((size, FCT s) each).  Any measured FCT is an upper bound on the best the
@@ -167,9 +167,9 @@ def with_alone(done: list, floor_s: float, curve: AloneCurve) -> list:
 
 
 def path_offsets(residuals: Iterable[tuple[str | None, float]]) -> dict[str, float]:
-    """The alone FCT by path: seed 001 §5.4's OPT(i) is flow i alone in the network, and alone in
+    """The alone FCT by path: [Gao20 §5.4]'s OPT(i) is flow i alone in the network, and alone in
     Opera's a flow rides the low-latency path of the slice it starts in -- one rack hop or three
-    (docs/experiments.md, "Alone on its own path").  ``residuals``: (path key, FCT less the floor
+    (docs/notes/alone-baseline.md).  ``residuals``: (path key, FCT less the floor
     and what the size adds) for every TCP flow measured on the fabric, alone or in the run; per
     key, the least of them (never below 0) is what that path adds to the floor.  A flow's alone
     is then the floor + its path's offset + its size's extra: every flow's residual is at least
@@ -184,8 +184,7 @@ def path_offsets(residuals: Iterable[tuple[str | None, float]]) -> dict[str, flo
 
 # The share of a path's one-packet FCTs below its alone: the fastest of ~900 samples is one draw
 # from the tail of the kernel's and BMv2's scheduling noise, and moved the low-latency verdict
-# across 2 between runs whose one-packet FCTs were the same (docs/experiments.md, "The alone
-# baseline: the 5th percentile by path").
+# across 2 between runs whose one-packet FCTs were the same (docs/notes/alone-baseline.md).
 ALONE_PERCENTILE = 5.0
 
 

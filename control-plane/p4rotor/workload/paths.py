@@ -161,7 +161,7 @@ def repath(run: Path) -> dict:
     missing = next((p for m in have for p in [run / "flows.json"] + need[m] if not p.exists()), None)
     if not have or missing is not None or not r.get("alone_curve"):
         raise C.WorkloadError(f"{run}: {'no ' + str(missing.relative_to(run)) if missing else 'no Opera or packet-switch run with a size curve'}"
-                              " (an fct run's directory, with its logs, from 2026-11-22 on)")
+                              " (an fct run's directory with its logs)")
     flows, meta = flowlist.read(str(run / "flows.json"))
     racks = {h: v["rack"] for h, v in meta["hosts"].items()}
     ip_rack = {v["ip"]: v["rack"] for v in meta["hosts"].values()}

@@ -65,7 +65,7 @@ def rotorlb_alone(sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int):
     agents run the fabric (one plane per host: a circuit carries one unit, the flow is queued at
     once), and with the rack's circuits shared by its hosts (a circuit carries ``hosts_per_rack``
     units; the host's link feeds the rack's queue at its bulk rate, one unit per rotor a slot:
-    docs/experiments.md, "The bulk bound"); third, the issue's bound on the agents' own frames
+    docs/notes/bulk-bound.md); third, the issue's bound on the agents' own frames
     (their header counted: a unit per rotor a slot, plus matchings + 1 slots).  Memoised per
     (rack pair, frames)."""
     from ..rotorlb.model import alone_slots
@@ -89,7 +89,7 @@ def rotorlb_alone(sched: S.Schedule, plane: ST.Plane, hosts_per_rack: int):
 
 def pair_shares(sched: S.Schedule, flows, rack: dict[str, int]) -> dict[int, float]:
     """Per flow: the share of the K uplinks RotorLB's model delivers for its rack pair alone and
-    saturated (rotorlb/model.py; seed 000 §2.5.4).  ``rack``: host name -> rack."""
+    saturated (rotorlb/model.py; [McGuinness21 §2.5.4]).  ``rack``: host name -> rack."""
     from ..rotorlb.model import evaluate
 
     k = len(sched.rotors)

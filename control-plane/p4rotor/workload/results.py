@@ -21,7 +21,7 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
     "Same within noise" when every bucket both ran with at least ``min_flows`` finished flows has
     that median ratio within ``tolerance`` of 1, and both runs finished the same flows.  Means
     and p99s are shown, not judged: on this emulation a lost SYN or segment costs a 1 s TCP
-    timeout, and a handful of those moves a mean by half (docs/experiments.md).  Smaller buckets
+    timeout, and a handful of those moves a mean by half (docs/notes/tcp-flow-timing.md).  Smaller buckets
     are shown, not judged."""
     if not 0 < tolerance < 10:
         raise ValueError(f"the tolerance must be in (0, 10), got {tolerance!r}")

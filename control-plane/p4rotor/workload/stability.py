@@ -62,7 +62,7 @@ class Plane:
     def rack_shared(self) -> "Plane":
         """The same fabric with every rack's hosts sharing its circuits (one RotorLB per rack, as
         a ToR's queues are shared) instead of a plane per host: one plane, whose unit is a whole
-        circuit's slot, all its hosts' planes' worth (docs/experiments.md, "The bulk bound")."""
+        circuit's slot, all its hosts' planes' worth (docs/notes/bulk-bound.md)."""
         planes = len({p for _, p in self.where.values()})
         return dataclasses.replace(self, where={h: (rack, 0) for h, (rack, _) in self.where.items()},
                                    frames_per_unit=self.frames_per_unit * planes)

@@ -1,7 +1,7 @@
 """Flow completion times on the Opera fabric: Opera's two classes vs RotorNet (all bulk).
 
-Method: seed 001 §5.4 (pHost) — Poisson arrivals at a load, slowdown = FCT / FCT alone, mean and
-p99 per size bucket.  Opera's split (seed 000 §2.6): a flow below the cutoff (default: one
+Method: [Gao20 §5.4] (pHost) — Poisson arrivals at a load, slowdown = FCT / FCT alone, mean and
+p99 per size bucket.  Opera's split ([McGuinness21 §2.6]): a flow below the cutoff (default: one
 cycle's bytes at the access rate) goes over the low-latency class with the kernel's TCP (DSCP 46,
 host/flows.py); a flow at or above it is bulk for the RotorLB agents (host/agent.py, direct or
 two-hop).  ``cutoff 0`` puts every flow on RotorLB: RotorNet.

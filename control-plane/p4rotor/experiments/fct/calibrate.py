@@ -45,7 +45,7 @@ def measure_alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int 
     """The FCT of a one-packet flow alone on the fabric (low-latency class), per ordered host pair:
     one flow at a time, every pair ``rounds`` times; the fastest.  The fastest of them all (the
     floor: a direct circuit's latency without queueing, which every pair has in some slice) is
-    the one-packet "alone" FCT a flow's slowdown divides by (seed 001 §5.4: the flow alone in
+    the one-packet "alone" FCT a flow's slowdown divides by ([Gao20 §5.4]: the flow alone in
     the network).  Not each pair's own fastest: a pair's samples spread 3.9-31 ms with the CPU's
     moments, the run's flows come from the same spread, and 1 in 9 of them beat the fastest of
     8 (slowdowns of 0.73); the floor is the fastest of 16 x 56 samples.  (A one-packet flow's alone

@@ -21,7 +21,7 @@ def start_flows(emu, plan: dict[str, list], out: Path, end_ns: int, pace_bps: fl
     BBR's start-up sent at up to 2.9x its first estimate, which the fast veth made far above the
     shaped rate: a 1 MB transfer held 210 KB in its host's htb (a SYN behind it waited 90-105 ms);
     at the access rate it holds 2 frames, the SYN waits 9-11 ms and the transfer takes as long
-    (1.448 s both: docs/experiments.md).
+    (1.448 s both: docs/notes/priorities.md).
     Under SCHED_RR below the switches (``FLOWS_RT_PRIORITY``): an application answers at once on
     real hosts, here it waited for the 16 agents' time slices (a one-packet flow's median FCT
     was 2.5x its alone, most of it the senders' and receivers' Python waking up)."""
@@ -38,7 +38,7 @@ def shape_hosts(emu, topo, access_bps: float) -> None:
     """Every host sends at most ``access_bps`` (htb on its link to the ToR, one frame per packet),
     the agents' frames (DSCP 8, paced, below 1/HEADROOM of the rate) first: a frame that waits
     behind a TCP burst misses its circuit's window and is dropped as stale (12% of them did in one
-    FIFO).  Opera's ToRs give the two classes separate queues the same way (seed 000 §2.6).
+    FIFO).  Opera's ToRs give the two classes separate queues the same way ([McGuinness21 §2.6]).
     fabric/shaping.py says why a packet must be one frame; the script is kept in the run directory."""
     from ...fabric.shaping import link_commands, shaper_batch
     from ...p4 import DSCP_DIRECT_ONLY

@@ -38,14 +38,12 @@ def parse_modes(text: str | None) -> tuple[str, ...]:
 EPSILON_US = 150.0
 
 
-# --warm-switches auto warms at or below this load.  Measured side by side (docs/experiments.md,
-# "Warm switches"): Data Mining 1 %, first 400 flows: low-latency mean slowdown 2.04 -> 1.90, bulk
+# --warm-switches auto warms at or below this load.  Measured side by side (docs/notes/cold-switches.md): Data Mining 1 %, first 400 flows: low-latency mean slowdown 2.04 -> 1.90, bulk
 # unchanged; Web Search 10 %: short flows 1.94 -> 1.85 but bulk 16-24 % slower.
 WARM_MAX_LOAD = 0.05
 
 
-# --share-circuits auto shares at or below this load.  Measured (docs/experiments.md, "Hosts share
-# their rack's circuits by default at 1 %"): Web Search 1 %, every bulk flow alone in the fabric
+# --share-circuits auto shares at or below this load.  Measured (docs/notes/bulk-bound.md): Web Search 1 %, every bulk flow alone in the fabric
 # within issue #14's bound shared (236 of 236; a plane per host 33 of 146), bulk FCT median 0.63x
 # the bound against 1.09x; Web Search 5 %, side by side: bulk FCT median the same (2.27 / 2.25 s),
 # mean 6 % longer shared, 150 agent frames resent against 11; at 10 % the shared agents fall

@@ -49,12 +49,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     ``switch_cpus``: the switches run on these CPUs only, the hosts' processes keep the rest
     ("auto": the upper half of this machine's CPUs, fabric/cpu.py; or a list such as "1");
     "none" (the default): anywhere.  Pinned, every FCT is shorter but the one-packet floor falls
-    further than the typical flow, so low-load slowdowns rise (docs/experiments.md, "Switches
-    on their own CPU"); ``warm_switches``: every this many ms a probe through each switch's
+    further than the typical flow, so low-load slowdowns rise (docs/notes/switch-cpus.md); ``warm_switches``: every this many ms a probe through each switch's
     clock port keeps it warm (fabric/warm.py; "on": every 2 ms; "off": never; "auto", the
     default: on at a load of at most ``WARM_MAX_LOAD``, where the fabric is mostly idle and the
     agents lose nothing to it, off above, where the traffic keeps the switches warm and the
-    warmer's frames cost the agents CPU: docs/experiments.md, "Warm switches")."""
+    warmer's frames cost the agents CPU: docs/notes/cold-switches.md)."""
     chosen = parse_modes(modes)
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:

@@ -1,4 +1,4 @@
-// p4rotor on TNA: optical loss on the rotor's links (seed 003 §3; the v1model file
+// p4rotor on TNA: optical loss on the rotor's links ([Zhuo19 §3]; the v1model file
 // explains the model).  At egress, as on v1model:
 // ingress bridges the matching and the ingress port.  Tofino compares two variables by subtraction, so the draw
 // and the threshold are compared on their top 31 bits, as a sign test: P(loss) =

@@ -1,4 +1,4 @@
-// p4rotor one-switch fabric: ONE switch emulates every ToR and every rotor (seed 000
+// p4rotor one-switch fabric: ONE switch emulates every ToR and every rotor ([McGuinness21]
 // §2.6.3: Opera's testbed ran its 8 ToRs and 6 rotors on one Tofino).  Host ports are
 // switch ports.  A pass of the pipeline is a visit to one rack's ToR: it routes the
 // frame exactly as the ToR program does (same route table, keyed by the rack too),

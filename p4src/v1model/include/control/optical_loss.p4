@@ -1,4 +1,4 @@
-// p4rotor: optical loss on the rotor's links (seed 003 §3: corruption is per link, stable,
+// p4rotor: optical loss on the rotor's links ([Zhuo19 §3]: corruption is per link, stable,
 // load-independent and mostly one-way).  Applied at egress, where a frame meets its
 // link (on TNA egress also has the stage room the ingress lacks).  A link direction is a rotor port's input (frames from
 // the rack) or output (frames to the rack); each may lose frames with a probability, in every
