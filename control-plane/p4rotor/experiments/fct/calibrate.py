@@ -80,15 +80,7 @@ def measure_alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int 
                 t += gap_ns
                 i += 1
     end = t + 4 * gap_ns
-    procs = []
-    try:
-        procs += start_flows(emu, plan, out, end, pace_bps)
-        for p in procs:
-            p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
-    finally:
-        for p in procs:
-            stop_process_group(p)
-    starts = issued_starts({f["id"]: f["start_ns"] for fl in plan.values() for f in fl}, out, plan)
+    starts = run_plan(emu, plan, out, end, pace_bps)
     best: dict[tuple[str, str], float] = {}
     every: list[float] = []
     for h in plan:
@@ -165,14 +157,7 @@ def calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, 
                 t += gap_ns
                 i += 1
     end = t + 4 * gap_ns
-    procs = start_flows(emu, plan, out, end, pace_bps)
-    try:
-        for p in procs:
-            p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
-    finally:
-        for p in procs:
-            stop_process_group(p)
-    starts = issued_starts({f["id"]: f["start_ns"] for fl in plan.values() for f in fl}, out, plan)
+    starts = run_plan(emu, plan, out, end, pace_bps)
     samples = []
     for h in plan:
         f = out / f"rx-{h}.jsonl"
@@ -181,6 +166,20 @@ def calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, 
             size = meta[r["id"]][2]
             samples.append((size, (arrival_ns(r) - starts[r["id"]]) / 1e9))
     return samples
+
+
+def run_plan(emu, plan: dict, out: Path, end: int, pace_bps) -> dict:
+    """Run every host's flows of ``plan`` until ``end`` (wall ns), stop their processes, and
+    return when each flow was issued (:func:`issued_starts`)."""
+    procs = []
+    try:
+        procs += start_flows(emu, plan, out, end, pace_bps)
+        for p in procs:
+            p.wait(timeout=(end - time.time_ns()) / 1e9 + 30)
+    finally:
+        for p in procs:
+            stop_process_group(p)
+    return issued_starts({f["id"]: f["start_ns"] for fl in plan.values() for f in fl}, out, plan)
 
 
 def issued_starts(planned: dict[int, int], out: Path, hosts) -> dict[int, int]:
