@@ -221,7 +221,9 @@ def test_an_agent_lets_finished_windows_go_and_says_when_its_loop_stopped(monkey
         return await orig(self, c)
 
     monkeypatch.setattr(Agent, "exchange", exchange)
-    res, fab = run_fabric([(0, 1), (2, 3)], frames=20, cycles=8, slot_us=20_000)
+    # 16 cycles of 3 slots: ~48 samples, of which the stall takes ~15 (at 8 cycles the
+    # samples left after it were 7-12, and "> 10" failed on a busy machine).
+    res, fab = run_fabric([(0, 1), (2, 3)], frames=20, cycles=16, slot_us=20_000)
     assert blocked
     for r in res:
         # One rotor: two at once (one ending, the next starting); just after the stall, the window
