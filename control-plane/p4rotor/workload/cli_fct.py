@@ -11,6 +11,7 @@ import argparse
 from ..cliutil import die
 from . import cdf as C
 from . import flowlist as FL
+from .results import write_fct
 
 
 def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -153,7 +154,6 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from . import results
@@ -179,14 +179,13 @@ def cmd_merge(a: argparse.Namespace) -> int:
         die(str(ex))
     out.mkdir(parents=True, exist_ok=True)
     (out / "flows.json").write_text((Path(a.runs[0]) / "flows.json").read_text())
-    (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
+    write_fct(out, res)
     print(f"wrote {out / 'fct.json'}: " + ", ".join(f"{m} from {n}" for n, s in res["merged_from"].items()
                                                      for m in s["modes"]) + "; plots stay in each run's fct.png")
     return 0
 
 
 def cmd_stability(a: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from .judge import capacity_of, rejudge
@@ -224,7 +223,7 @@ def cmd_stability(a: argparse.Namespace) -> int:
     if a.write:
         from .plots import bulk_plot
 
-        (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
+        write_fct(run, r)
         print(f"wrote {run / 'fct.json'}" + (f", {run / 'bulk.png'}" if bulk_plot(r, run / "bulk.png") else ""))
     return 0
 
@@ -242,7 +241,6 @@ def _judged_again(run, judge, misfits: tuple, misfit) -> dict:
 
 
 def cmd_paths(a: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from . import fct as F
@@ -269,7 +267,7 @@ def cmd_paths(a: argparse.Namespace) -> int:
     if a.write:
         from .plots import paths_plot
 
-        (run / "fct.json").write_text(json.dumps(r, indent=1, default=str))
+        write_fct(run, r)
         print(f"wrote {run / 'fct.json'}" + (f", {run / 'paths.png'}" if paths_plot(r, run / "paths.png") else ""))
     return 0
 

@@ -7,11 +7,19 @@ same results give the same bytes.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Sequence
 
 from .cdf import WorkloadError
 from .checks import checks
 
+
+
+def write_fct(run: Path, res: dict) -> None:
+    """``RUN/fct.json``: one line of JSON, no indentation (a 2000-flow run's per-flow records
+    are megabytes; indented, results/ would grow by half again)."""
+    (Path(run) / "fct.json").write_text(json.dumps(res, separators=(",", ":"), default=str) + "\n")
 
 def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> dict:
     """Two ``fct.json`` results of one flow list (a replay): per mode, class and size bucket, the

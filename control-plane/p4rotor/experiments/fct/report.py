@@ -14,6 +14,7 @@ from ...workload import bound as B
 from ...workload import fct as F
 from ...workload import stability as ST
 from ...workload.plots import bulk_plot, paths_plot
+from ...workload.results import write_fct
 from ...plotting import pyplot
 from ..runner import say
 from .calibrate import ALONE_ROUNDS, SEGMENT
@@ -113,7 +114,7 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
         dead = r.get("dead_agents") or []
         lines.append(f"{mode}: " + "; ".join(parts) + f"; unfinished {unfinished}"
                      + (f" (agents without a summary: {', '.join(d['host'] for d in dead)})" if dead else ""))
-    (out / "fct.json").write_text(json.dumps(res, indent=1, default=str))
+    write_fct(out, res)
     bulk_plot(res, out / "bulk.png")
     paths_plot(res, out / "paths.png")
     fct_plot(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
