@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import ipaddress
 import json
+import math
 import os
 import signal
 import subprocess
@@ -267,16 +268,24 @@ class Emulation:
         # (127 of them per host at 128 racks).
         ll_try = ("" if self.topo.schedule.kind == "rotornet" else
                   "ping -n -q -c1 -W0.5 -Q 0xb8 $ip >/dev/null 2>&1 && ok=low-latency || ")
+        # A bulk try covers a whole cycle: echo requests at half a day apart (0.02..0.2 s) until one
+        # is answered.  A single request per try (0.5 s timeout) met a RotorNet pair's circuit one
+        # time in ~8, so a host's seven racks, probed one after another, took 52 +- 20 s and the
+        # slowest of eight hosts sometimes outlasted the start deadline.
+        sch = self.topo.schedule
+        interval = min(0.2, max(0.02, sch.day_us / 2e6))
+        cover = math.ceil(sch.hyperperiod_us / 1e6 + 0.5)  # ping takes whole seconds
+        bulk_try = f"ping -n -q -c1 -i {interval:.3f} -w {cover} $ip"
         procs = []
         for k, h in firsts:
             out = self.run_dir / f"reach-{h.name}.txt"
             out.unlink(missing_ok=True)
             dsts = " ".join(o.ip for kk, o in firsts if kk.id != k.id)
-            # Between failed rounds a pause of 0..0.9 s in a pseudo-random order: tries 1 s apart
-            # phase-locked to a 1 s cycle and missed the only slot a RotorNet pair has a circuit.
+            # Between failed tries a pause of 0..0.9 s in a pseudo-random order, so that tries never
+            # phase-lock to the cycle.
             script = (f"i=0; for ip in {dsts}; do ok=; while [ -z \"$ok\" ]; do "
                       f"{ll_try}"
-                      "{ ping -n -q -c1 -W0.5 $ip >/dev/null 2>&1 && ok=bulk; } || "
+                      f"{{ {bulk_try} >/dev/null 2>&1 && ok=bulk; }} || "
                       "{ i=$((i + 1)); sleep 0.$(( (i * 37) % 10 )); }; done; "
                       f"echo \"$ip $ok\" >> {out}; done")
             procs.append((out, self.popen(h.name, ["sh", "-c", script])))
