@@ -16,7 +16,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.
 P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv toolchain build build-tofino fixtures-tofino test test-unit test-ptf run bench bench-scale fct-sweep clean check-tools constants fixtures
+.PHONY: help deps venv toolchain build build-ebpf build-tofino fixtures-tofino test test-unit test-ptf run bench bench-scale fct-sweep clean check-tools constants fixtures
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
@@ -62,6 +62,38 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(BUILD)/$*.out \
 	  --p4runtime-files $(BUILD)/$*.out/$*.p4info.txt $<
 	@mv $(BUILD)/$*.out/$*.json $@ && mv $(BUILD)/$*.out/$*.p4info.txt $(BUILD)/$*.p4info.txtpb && rm -rf $(BUILD)/$*.out
+
+# PSA on eBPF (docs/targets.md): p4c-ebpf writes C for the XDP hook, clang compiles it, NIKSS
+# loads it.  p4c-ebpf writes no P4Info, so p4c-bm2-psa's front end writes it from the same
+# source (its BMv2 back end then fails on this program: only the P4Info is kept).
+P4C_EBPF    ?= p4c-ebpf
+EBPF_RT     ?= /usr/local/share/p4c/ebpf/runtime
+EBPF_PROGS  := rotor
+PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
+# As p4c's backends/ebpf/runtime/kernel.mk compiles it: clang to LLVM IR, then llc to BPF.
+EBPF_CFLAGS := -O2 -g -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -I$(EBPF_RT) -I$(EBPF_RT)/usr/include \
+               -I$(EBPF_RT)/contrib/libbpf/include/uapi -Wno-unused-value -Wno-pointer-sign \
+               -Wno-compare-distinct-pointer-types -Wno-gnu-variable-sized-type-not-at-end \
+               -Wno-address-of-packed-member -Wno-tautological-compare -Wno-unknown-warning-option \
+               -Wno-parentheses-equality -Wno-incompatible-pointer-types
+
+build-ebpf: $(addprefix $(BUILD)/ebpf/,$(addsuffix .o,$(EBPF_PROGS)) xdp_pass.o)
+
+$(BUILD)/ebpf/%.o: p4src/psa/%.p4 $(PSA_SRCS)
+	@command -v $(P4C_EBPF) >/dev/null || { echo "p4c-ebpf not found: see docs/toolchain.md"; exit 2; }
+	@command -v clang >/dev/null && command -v llc >/dev/null || { echo "clang/llc not found: see docs/toolchain.md"; exit 2; }
+	@mkdir -p $(BUILD)/ebpf
+	$(P4C_EBPF) --arch psa --xdp --xdp2tc head --Wdisable -o $(BUILD)/ebpf/$*.c $<
+	clang $(EBPF_CFLAGS) -emit-llvm -c $(BUILD)/ebpf/$*.c -o $(BUILD)/ebpf/$*.bc
+	llc -march=bpf -filetype=obj $(BUILD)/ebpf/$*.bc -o $@ && rm -f $(BUILD)/ebpf/$*.bc
+	@rm -f $(BUILD)/ebpf/$*.p4info.txt; p4c-bm2-psa --Wdisable --p4runtime-files $(BUILD)/ebpf/$*.p4info.txt \
+	  -o $(BUILD)/ebpf/$*.bm2 $< >/dev/null 2>&1; rm -rf $(BUILD)/ebpf/$*.bm2
+	@test -s $(BUILD)/ebpf/$*.p4info.txt || { echo "no P4Info for $<"; rm -f $@; exit 2; }
+	@mv $(BUILD)/ebpf/$*.p4info.txt $(BUILD)/ebpf/$*.p4info.txtpb
+
+$(BUILD)/ebpf/xdp_pass.o: p4src/psa/xdp_pass.c
+	@mkdir -p $(BUILD)/ebpf
+	clang -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
 
 # Tofino (TNA) with the open Tofino back end of p4c (docs/tofino.md): both programs, their
 # P4Info and a resource report in $(BUILD)/tofino/.  Skips, saying so, without bf-p4c.

@@ -228,6 +228,15 @@ TOFINO = Target(name="tofino", time_unit_ns=1024, time_bits=32, report_unit_ns=1
                 drop_counters=("drop_counter", "egress_drop_counter"), device_bin="tofino.bin",
                 build_subdir="tofino", cycle_register="clock_cycle_end", phase_bits=16)
 
+# PSA on eBPF (p4src/psa, NIKSS): times in units of 1024 ns of the kernel clock every switch
+# shares (CLOCK_MONOTONIC: the offset is 0), 64 bits wide; clock mode only (no CPU port).  Its
+# entities go through control/nikss.py, not P4Runtime: `p4rotor control` does not drive it yet,
+# so it is not among TARGETS.
+EBPF = Target(name="ebpf", time_unit_ns=1024, time_bits=64, report_unit_ns=1, modes=("clock",),
+              cpu_port=0, clock_port=None, cpu_value_set=None, clock_value_set=None,
+              drop_counters=("RotorIngress.drop_counter", "RotorEgress.egress_drop_counter"),
+              build_subdir="ebpf")
+
 TARGETS = {t.name: t for t in (BMV2, TOFINO)}
 
 

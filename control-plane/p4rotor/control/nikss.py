@@ -1,0 +1,193 @@
+"""The eBPF target's adapter: the controller's entities written into a NIKSS pipeline.
+
+On eBPF a switch is a PSA program the kernel runs (p4src/psa, compiled by p4c-ebpf) and NIKSS
+loads; the emulation loads it and attaches its ports (fabric/nikss.py), the controller only
+writes entries.  The entity builders stay what they are for BMv2 (finsy ``P4TableEntry`` values
+with the same P4Info names); this adapter turns each into a ``nikss-ctl`` call on the pipeline:
+
+- names: P4Info ``RotorIngress.circuit.circuit`` is NIKSS ``RotorIngress_circuit_circuit``;
+- ports: PSA ports are ifindexes, the entities' ports are the topology's logical ports; the
+  fields in ``PORT_KEYS`` and ``PORT_PARAMS`` are translated with the switch's port map;
+- ranges: PSA-eBPF has no range match, so the program's range keys are ternary; a range an
+  entity carries for one (``RANGE_KEYS``) is written as the prefixes that cover it (at most
+  2 x width - 2 entries; ``prefixes``);
+- times: in the EBPF target's units (target.py), as every target's.
+
+``nikss-ctl`` costs a process per entry (docs/targets.md has the rate): enough for a rotor's
+few hundred entries, not for a large ToR's routes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import finsy as fy
+
+from .errors import ControllerError
+
+NIKSS_CTL = "nikss-ctl"
+# (table, key field) holding a port; (action, parameter) holding a port.
+PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
+             ("RotorEgress.optical_loss.loss_out", "port")}
+PORT_PARAMS = {("RotorIngress.circuit.connect", "port")}
+# Range keys of the v1model program that are ternary on PSA-eBPF.
+RANGE_KEYS = {("RotorIngress.slot_state.clock_phase", "phase")}
+# Counters indexed by a port (their indices are translated back to logical ports).
+PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_in_loss_counter",
+                 "link_out_counter", "link_out_loss_counter")
+# Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
+DROP_COUNTERS = ("RotorIngress.drop_counter", "RotorEgress.egress_drop_counter")
+
+
+class NikssError(ControllerError):
+    pass
+
+
+def nikss_name(p4info_name: str) -> str:
+    return p4info_name.replace(".", "_")
+
+
+def prefixes(lo: int, hi: int, bits: int) -> list[tuple[int, int]]:
+    """[lo, hi] (inclusive) as the fewest (value, mask) prefixes that cover it exactly."""
+    if not 0 <= lo <= hi < 1 << bits:
+        raise NikssError(f"range {lo}..{hi} does not fit {bits} bits")
+    out = []
+    full = (1 << bits) - 1
+    while lo <= hi:
+        size = lo & -lo if lo else 1 << bits
+        while size > hi - lo + 1:
+            size >>= 1
+        out.append((lo, full ^ (size - 1)))
+        lo += size
+    return out
+
+
+Runner = Callable[[Sequence[str]], str]
+
+
+def cli_runner(netns: str | None = None) -> Runner:
+    """Run ``nikss-ctl`` (in the network namespace ``netns``, by nsenter: ``ip netns exec`` would
+    hide the BPF file system) and return its standard output; NikssError with its message."""
+    exe = shutil.which(NIKSS_CTL)
+    if exe is None:
+        raise NikssError(f"{NIKSS_CTL} not found: the eBPF target needs NIKSS (docs/toolchain.md)")
+    prefix = ["nsenter", f"--net=/var/run/netns/{netns}"] if netns else []
+
+    def run(args: Sequence[str]) -> str:
+        r = subprocess.run([*prefix, exe, *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
+            raise NikssError(f"{NIKSS_CTL} {' '.join(args[:6])}: {msg[-1] if msg else f'exit {r.returncode}'}")
+        return r.stdout
+    return run
+
+
+class NikssSwitch:
+    """One eBPF switch (a loaded NIKSS pipeline): writes entities, reads counters."""
+
+    def __init__(self, name: str, pipeline: int, p4info: Path, ports: dict[int, int],
+                 runner: Runner | None = None):
+        self.name = name
+        self.pipeline = pipeline
+        self.schema = fy.P4Schema(p4info)
+        self.ports = dict(ports)                          # logical -> ifindex
+        self.logical = {v: k for k, v in self.ports.items()}
+        self.run = runner or cli_runner()
+        self.entries_written = 0
+
+    # -- writes -------------------------------------------------------------------------
+    def _port(self, logical: int, what: str) -> int:
+        try:
+            return self.ports[logical]
+        except KeyError:
+            raise NikssError(f"{self.name}: {what} names port {logical}, which is not attached "
+                             f"(ports {sorted(self.ports)})") from None
+
+    def commands(self, entity: fy.P4TableEntry, op: str = "add") -> list[list[str]]:
+        """The nikss-ctl argument lists that write ``entity`` (op: add, update or delete)."""
+        if not isinstance(entity, fy.P4TableEntry):
+            raise NikssError(f"{self.name}: the eBPF target cannot write {type(entity).__name__}")
+        table = str(entity.table_id)
+        try:
+            t = self.schema.tables[table]
+        except Exception:
+            raise NikssError(f"{self.name}: table {table} is not in the eBPF program") from None
+        pipe = ["pipe", str(self.pipeline), nikss_name(table)]
+        data: list[str] = []
+        if entity.action is not None:
+            act = self.schema.actions[str(entity.action.name)]
+            for p in act.params:
+                v = entity.action.args[p.name]
+                if (act.name, p.name) in PORT_PARAMS:
+                    v = self._port(v, f"action {act.name}")
+                data.append(str(v))
+            action = ["action", "name", nikss_name(act.name)]
+        else:
+            action = []
+        params = ["data", *data] if data else []
+        if entity.is_default_action:
+            return [["table", "default", "set", *pipe, *action, *params]]
+        keys: list[list[str]] = [[]]
+        for f in t.match_fields:
+            v = (entity.match or {}).get(f.name)
+            if (table, f.name) in PORT_KEYS and v is not None:
+                v = self._port(v, f"table {table}")
+            kind = f.match_type.name
+            if kind == "EXACT":
+                alts = [str(v)]
+            elif (table, f.name) in RANGE_KEYS:
+                lo, hi = v
+                alts = [f"{a}^{m}" for a, m in prefixes(lo, hi, f.bitwidth)]
+            elif kind == "TERNARY":
+                if v is None:
+                    alts = ["0^0"]
+                elif isinstance(v, tuple):
+                    alts = [f"{v[0]}^{v[1]}"]
+                else:
+                    alts = [f"{v}^{(1 << f.bitwidth) - 1}"]
+            else:
+                raise NikssError(f"{self.name}: {kind} key {table}.{f.name} is not supported on eBPF")
+            keys = [k + [a] for k in keys for a in alts]
+        prio = ["priority", str(entity.priority)] if entity.priority else []
+        if op == "delete":
+            return [["table", "delete", *pipe, "key", *k] for k in keys]
+        return [["table", op, *pipe, *action, "key", *k, *params, *prio] for k in keys]
+
+    def write(self, updates: Iterable[object]) -> None:
+        """Write finsy updates (``+entity`` insert, ``-entity`` delete, ``~entity`` modify)."""
+        for u in updates:
+            kind = getattr(u, "_update_type", None)
+            kind_name = getattr(kind, "name", "INSERT")
+            op = {"INSERT": "add", "MODIFY": "update", "DELETE": "delete"}.get(kind_name, "add")
+            for args in self.commands(u, op):
+                self.run(args)
+                self.entries_written += 1
+
+    # -- reads --------------------------------------------------------------------------
+    def counter(self, name: str) -> dict[int, tuple[int, int]]:
+        """{index: (packets, bytes)} of the counter ``name`` (P4 name, dots or underscores), only
+        cells that counted; a port counter's indices are logical ports."""
+        nname = nikss_name(name)
+        out = json.loads(self.run(["counter", "get", "pipe", str(self.pipeline), nname]))
+        cells = {}
+        for e in out[nname]["entries"]:
+            idx = int(e["key"]["field0"], 16)
+            v = e["value"]
+            pk, by = int(v.get("packets", "0x0"), 16), int(v.get("bytes", "0x0"), 16)
+            if pk or by:
+                if nname.endswith(PORT_COUNTERS):
+                    idx = self.logical.get(idx, idx)
+                cells[idx] = (pk, by)
+        return cells
+
+    def drops(self) -> dict[int, int]:
+        """Frames dropped, by cause (ingress and egress summed)."""
+        out: dict[int, int] = {}
+        for c in DROP_COUNTERS:
+            for cause, (pk, _) in self.counter(c).items():
+                out[cause] = out.get(cause, 0) + pk
+        return out

@@ -1,0 +1,174 @@
+"""The rotor on the eBPF target (p4src/psa/rotor.p4, NIKSS): the adapter's translation of the
+controller's entities (always), and the program itself in the kernel (where p4c-ebpf, clang and
+nikss-ctl exist): every frame leaves on the circuit of the slot it arrived in, none in a night,
+and every frame is delivered or counted by cause; nothing stays loaded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from p4rotor import control as C
+from p4rotor import p4 as dp
+from p4rotor import schedule as S
+from p4rotor.control.nikss import NikssError, NikssSwitch, cli_runner, prefixes
+from p4rotor.control.target import EBPF
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+P4INFO = HERE / "data" / "ebpf-rotor.p4info.txtpb"
+BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build")) / "ebpf"
+
+
+def sched(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
+    return S.from_json({"version": 1, "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
+                        "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]}]})
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, args):
+        self.calls.append(list(args))
+        return ""
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 0), (0, 999), (1000, 1999), (5, 6), (3, 1 << 20), (0, (1 << 16) - 1)])
+def test_prefixes_cover_the_range_exactly(lo, hi):
+    ps = prefixes(lo, hi, 32)
+    covered = []
+    for v, m in ps:
+        size = ((~m) & 0xFFFFFFFF) + 1
+        assert v & ~m & 0xFFFFFFFF == 0
+        covered.append((v, v + size - 1))
+    covered.sort()
+    assert covered[0][0] == lo and covered[-1][1] == hi
+    assert all(a[1] + 1 == b[0] for a, b in zip(covered, covered[1:]))
+    assert len(ps) <= 2 * 32 - 2
+
+
+def test_adapter_writes_the_controllers_entities_with_ifindexes_and_prefixes():
+    rec = Recorder()
+    sw = NikssSwitch("r0", 7, P4INFO, {1: 11, 2: 12, 3: 13, 4: 14}, runner=rec)
+    s = sched()
+    sw.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=5000, target=EBPF))
+    circuit = [c for c in rec.calls if c[4] == "RotorIngress_circuit_circuit"]
+    assert ["table", "add", "pipe", "7", "RotorIngress_circuit_circuit", "action", "name",
+            "RotorIngress_circuit_connect", "key", "0", "11", "data", "12"] in circuit
+    assert len(circuit) == 8
+    phase = [c for c in rec.calls if c[4] == "RotorIngress_slot_state_clock_phase"]
+    assert len(phase) == len(prefixes(0, EBPF.duration_units(1000) - 1, 32)) + \
+        len(prefixes(EBPF.duration_units(1000), EBPF.duration_units(2000) - 1, 32))
+    assert all(c[-2:] == ["priority", "1"] for c in phase)
+    cfg = rec.calls[-1]
+    assert cfg[:5] == ["table", "default", "set", "pipe", "7"]
+    assert cfg[-7:] == ["2", "2", "0", str(EBPF.to_units(5000)), str(EBPF.duration_units(2000)),
+                        str(EBPF.duration_units(100)), "1"]
+
+
+def test_adapter_refuses_a_port_that_is_not_attached_and_a_table_it_lacks():
+    sw = NikssSwitch("r0", 7, P4INFO, {1: 11}, runner=Recorder())
+    s = sched()
+    with pytest.raises(NikssError, match="r0: .*port 2, which is not attached"):
+        sw.write(C.circuit_entries(s.rotors[0], C.default_port_map(4)))
+    with pytest.raises(NikssError, match="port_mtu.port_mtu is not in the eBPF program"):
+        sw.write(C.port_mtu_entries({1: 1500}))
+
+
+# -- in the kernel ------------------------------------------------------------------------
+
+
+def _kernel_skip() -> str | None:
+    from p4rotor.fabric.nikss import missing_tools
+
+    miss = missing_tools()
+    for f in (BUILD / "rotor.o", BUILD / "xdp_pass.o"):
+        if not f.exists():
+            miss.append(f"{f} (run 'make build-ebpf')")
+    if os.geteuid() != 0:
+        miss.append("root")
+    return f"eBPF rotor not tested: missing {', '.join(miss)}" if miss else None
+
+
+def _recv(ns: str, iface: str, seconds: float, out: list) -> None:
+    code = ("import socket,struct,sys,time,json\n"
+            "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(0x88B5));s.bind((sys.argv[1],0));"
+            "s.settimeout(0.1);end=time.monotonic()+float(sys.argv[2]);got=[]\n"
+            "while time.monotonic()<end:\n"
+            " try:f=s.recv(2048)\n except socket.timeout:continue\n"
+            " got.append(struct.unpack('!Q',f[14:22])[0])\n"
+            "print(json.dumps(got))\n")
+    r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", code, iface, str(seconds)],
+                       capture_output=True, text=True, check=True)
+    import json
+
+    out.extend(json.loads(r.stdout))
+
+
+@pytest.mark.skipif(_kernel_skip() is not None, reason=_kernel_skip() or "")
+def test_rotor_in_the_kernel_follows_the_clock_and_counts_every_frame():
+    from p4rotor.fabric.nikss import ebpf_bench, leftover_pipelines
+
+    slot_us, night_us = 100_000, 20_000
+    s = sched(slot_us, night_us)
+    ns_name = None
+    with ebpf_bench(BUILD / "rotor.o", BUILD / "xdp_pass.o") as (ns, sw, far):
+        ns_name = ns.name
+        ctl = NikssSwitch("r0", sw.pipeline, BUILD / "rotor.p4info.txtpb", sw.ports,
+                          runner=cli_runner(ns.name))
+        epoch_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000 + 100_000
+        ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us,
+                                   target=EBPF))
+        got: dict[int, list] = {2: [], 3: []}
+        rx = [threading.Thread(target=_recv, args=(ns.name, far[p], 1.6, got[p])) for p in (2, 3)]
+        for t in rx:
+            t.start()
+        time.sleep(0.3)
+        code = ("import socket,struct,sys,time\n"
+                "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0));n=0\n"
+                "end=time.monotonic()+1.0\n"
+                "while time.monotonic()<end:\n"
+                " s.send(bytes(12)+b'\\x88\\xb5'+struct.pack('!Q',time.clock_gettime_ns(time.CLOCK_MONOTONIC))"
+                "+bytes(40));n+=1;time.sleep(0.0005)\n"
+                "print(n)\n")
+        sent = int(subprocess.run(["ip", "netns", "exec", ns.name, "python3", "-c", code, far[1]],
+                                  capture_output=True, text=True, check=True).stdout)
+        for t in rx:
+            t.join()
+        drops = ctl.drops()
+        rxc = ctl.counter("RotorIngress.rx_port_counter")
+        txc = ctl.counter("RotorEgress.tx_port_counter")
+    cycle = 2 * EBPF.duration_units(slot_us)
+    epoch = EBPF.to_units(epoch_us)
+    wrong = night = 0
+    for port, want in ((2, 0), (3, 1)):
+        for ts in got[port]:
+            phase = ((ts >> 10) - epoch) % cycle
+            m = phase // EBPF.duration_units(slot_us)
+            wrong += m != want
+            night += phase - m * EBPF.duration_units(slot_us) < EBPF.duration_units(night_us)
+    delivered = len(got[2]) + len(got[3])
+    assert wrong == 0 and night == 0
+    assert rxc[1][0] == sent
+    assert delivered == txc.get(2, (0, 0))[0] + txc.get(3, (0, 0))[0]
+    assert sent == delivered + sum(drops.values()), (sent, delivered, drops)
+    assert set(drops) <= {dp.DropCause.NIGHT, dp.DropCause.NOT_STARTED}, drops
+    assert drops.get(dp.DropCause.NIGHT, 0) > 0 and len(got[2]) > 0 and len(got[3]) > 0
+    assert leftover_pipelines() == []
+    assert ns_name not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+def test_kernel_skip_names_what_is_missing():
+    r = _kernel_skip()
+    assert r is None or r.startswith("eBPF rotor not tested: missing ")
+    if shutil.which("nikss-ctl") and r is not None:
+        print(r)

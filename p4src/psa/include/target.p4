@@ -1,0 +1,18 @@
+// Target shim for PSA on eBPF (p4c-ebpf --arch psa --xdp, run by NIKSS): the widths of a
+// port and a timestamp, and how this target drops.  psa.p4 declares PortId_t and Timestamp_t
+// as P4 `type`s of its own (bit<32> ifindex, bit<64> ns); the shared files use those names
+// for plain bit types, so they are renamed around the shared includes (rotor.p4).
+#ifndef P4ROTOR_TARGET_P4
+#define P4ROTOR_TARGET_P4
+#include <core.p4>
+#include <psa.p4>
+
+typedef bit<32> Port_t;   // a port is the interface's ifindex (NIKSS add-port prints it)
+// Times in units of 1024 ns (the kernel clock's ns >> 10), like Tofino: every switch reads the
+// same clock (bpf_ktime_get_ns), so the controller's offset is 0 and the time base exact.
+// 64 bits wide: p4c-ebpf masks a 48-bit result with (1 << 48) - 1 on a C int, which clang
+// folds to garbage (every frame then seemed to come before the epoch).
+typedef bit<64> Time_t;
+
+#define TIME_OF(ts) ((Time_t) (((bit<64>) (ts)) >> 10))
+#endif
