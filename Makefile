@@ -132,6 +132,8 @@ fixtures: build
 test:
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; \
 	 else echo "!! p4c not found: P4 programs not built; switch tests will be skipped (docs/toolchain.md)"; fi
+	@if command -v $(P4C_EBPF) >/dev/null && command -v clang >/dev/null; then $(MAKE) --no-print-directory build-ebpf; \
+	 else echo "!! p4c-ebpf or clang not found: eBPF programs not built; eBPF tests will be skipped (docs/toolchain.md)"; fi
 	$(PY) -m pytest
 
 test-unit:
@@ -146,6 +148,7 @@ run: build
 	$(VENV)/bin/p4rotor run --rotorlb $(RUN_ARGS)
 
 bench: build
+	@if command -v $(P4C_EBPF) >/dev/null && command -v clang >/dev/null; then $(MAKE) --no-print-directory build-ebpf; fi
 	$(VENV)/bin/p4rotor bench
 
 # Issue #15's opera-sim-scale rows, merged into results/bench.json and docs/performance.md: Opera

@@ -11,7 +11,7 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
 def add_parser(sub) -> None:
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
-    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents, claims")
+    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents, claims, kernel")
     pb.add_argument("--scale-sizes", help="scale: comma list of RACKS (4 rotors) or RACKSxROTORS (default 16,32,64)")
     pb.add_argument("--scale-kind", default="rotornet", help="scale: rotornet (default) or opera schedules")
     pb.add_argument("--scale-fabric", default="multi-switch",
@@ -37,10 +37,11 @@ def cmd_bench(a: argparse.Namespace) -> int:
             miss.append(f"{build / prog}.json (make build)")
     if miss:
         die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
-    only = set(a.only.split(",")) if a.only else {"slot", "throughput", "loss", "dilation", "control", "scale", "agents", "claims"}
-    unknown = only - {"slot", "throughput", "loss", "dilation", "control", "scale", "agents", "claims"}
+    every = ("slot", "throughput", "loss", "dilation", "control", "scale", "agents", "claims", "kernel")
+    only = set(a.only.split(",")) if a.only else set(every)
+    unknown = only - set(every)
     if unknown:
-        die(f"--only: unknown benchmark {', '.join(sorted(unknown))} (slot, throughput, loss, dilation, control, scale, agents, claims)")
+        die(f"--only: unknown benchmark {', '.join(sorted(unknown))} ({', '.join(every)})")
     try:
         sizes = bench.parse_scale_sizes(a.scale_sizes or ",".join(map(str, bench.SCALE_SIZES)),
                                         a.scale_kind, a.scale_fabric)

@@ -173,6 +173,27 @@ def markdown(res: dict) -> str:
             lines += ["", f"Worst claim on the disk / on tmpfs: {rows[0]['worst_ms'] / rows[1]['worst_ms']:.1f}x "
                           f"(median {rows[0]['median_us'] / max(rows[1]['median_us'], 0.1):.1f}x)."]
         lines.append("")
+    if res.get("kernel"):
+        k = res["kernel"]
+        lines += ["### One rotor on BMv2 and on eBPF (kernel), side by side", "",
+                  f"{k['count']} frames from one sender (a Python AF_PACKET loop) through one rotor in clock mode "
+                  "(one matching, port 1 to port 2), per target and frame size, in one run (bench/kernel.py). "
+                  "Delivered: frames out of port 2 over the sender's time. Switch CPU: BMv2's process CPU time; "
+                  "eBPF's programs' run time (kernel.bpf_stats_enabled).", "",
+                  "| frame bytes | target | offered frames/s | delivered | delivered frames/s | "
+                  "switch CPU ns per delivered frame |",
+                  "|---|---|---|---|---|---|"]
+        for row in k["rows"]:
+            for t in ("bmv2", "ebpf"):
+                r = row.get(t) or {}
+                if "error" in r or not r:
+                    lines.append(f"| {row['size']} | {t} | error: {r.get('error', 'not run')} | | | |")
+                    continue
+                lines.append(f"| {row['size']} | {t} | {r['offered_pps']:.0f} | {r['delivered']} | "
+                             f"{r['delivered_pps']:.0f} | {fmt(r['cpu_ns_per_frame'], 0)} |")
+            lines.append(f"| {row['size']} | eBPF / BMv2 | | | {fmt(row.get('pps_ratio'), 1)}x | "
+                         f"{fmt(row.get('cpu_ratio'), 0)}x less |")
+        lines.append("")
     return "\n".join(lines)
 
 

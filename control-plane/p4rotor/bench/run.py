@@ -303,7 +303,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "claims": ("claims",), "loss": ("loss",),
-                "dilation": ("dilation",)}
+                "dilation": ("dilation",), "kernel": ("kernel",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
@@ -404,6 +404,16 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         for r in res["claims"]:
             _say(f"[bench]   {r['where']} ({r['fs']}): median {r['median_us']} us, worst {r['worst_ms']} ms, "
                  f"{r['over_20ms']} of {r['claims']} over 20 ms")
+    if "kernel" in only:
+        from ..fabric.nikss import missing_tools as ebpf_missing
+        from .kernel import run_kernel
+
+        miss = ebpf_missing() + [str(f) for f in (build / "ebpf" / "rotor.o", build / "ebpf" / "xdp_pass.o")
+                                 if not f.exists()]
+        if miss:
+            _say(f"[bench] kernel: SKIPPED, missing {', '.join(miss)} (make build-ebpf; docs/toolchain.md)")
+        else:
+            res["kernel"] = run_kernel(build, quick)
     res["command"] = command
     if merge and out.exists():
         res = merge_results(json.loads(out.read_text()), res, only, command)

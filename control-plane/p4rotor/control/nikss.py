@@ -8,9 +8,11 @@ with the same P4Info names); this adapter turns each into a ``nikss-ctl`` call o
 - names: P4Info ``RotorIngress.circuit.circuit`` is NIKSS ``RotorIngress_circuit_circuit``;
 - ports: PSA ports are ifindexes, the entities' ports are the topology's logical ports; the
   fields in ``PORT_KEYS`` and ``PORT_PARAMS`` are translated with the switch's port map;
-- ranges: PSA-eBPF has no range match, so the program's range keys are ternary; a range an
-  entity carries for one (``RANGE_KEYS``) is written as the prefixes that cover it (at most
-  2 x width - 2 entries; ``prefixes``);
+- the clock's phase table: PSA-eBPF has no range match, and a range as ternary prefixes costs up
+  to 62 entries and a lookup per mask; every slot has the same length, so the program divides
+  the phase by it and looks the index up exactly: the adapter keys each range entry by its
+  action's index (``INDEX_KEYED``) and adds the slot length to the config (``configure``'s
+  ``slot`` = cycle / num_matchings);
 - times: in the EBPF target's units (target.py), as every target's.
 
 ``nikss-ctl`` costs a process per entry (docs/targets.md has the rate): enough for a rotor's
@@ -34,8 +36,10 @@ NIKSS_CTL = "nikss-ctl"
 PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
              ("RotorEgress.optical_loss.loss_out", "port")}
 PORT_PARAMS = {("RotorIngress.circuit.connect", "port")}
-# Range keys of the v1model program that are ternary on PSA-eBPF.
-RANGE_KEYS = {("RotorIngress.slot_state.clock_phase", "phase")}
+# Tables whose v1model range key is the action's index on PSA-eBPF; the config action that gets
+# the slot length.
+INDEX_KEYED = {"RotorIngress.slot_state.clock_phase"}
+CONFIGURE = "RotorIngress.slot_state.configure"
 # Counters indexed by a port (their indices are translated back to logical ports).
 PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_in_loss_counter",
                  "link_out_counter", "link_out_loss_counter")
@@ -49,21 +53,6 @@ class NikssError(ControllerError):
 
 def nikss_name(p4info_name: str) -> str:
     return p4info_name.replace(".", "_")
-
-
-def prefixes(lo: int, hi: int, bits: int) -> list[tuple[int, int]]:
-    """[lo, hi] (inclusive) as the fewest (value, mask) prefixes that cover it exactly."""
-    if not 0 <= lo <= hi < 1 << bits:
-        raise NikssError(f"range {lo}..{hi} does not fit {bits} bits")
-    out = []
-    full = (1 << bits) - 1
-    while lo <= hi:
-        size = lo & -lo if lo else 1 << bits
-        while size > hi - lo + 1:
-            size >>= 1
-        out.append((lo, full ^ (size - 1)))
-        lo += size
-    return out
 
 
 Runner = Callable[[Sequence[str]], str]
@@ -120,8 +109,11 @@ class NikssSwitch:
         data: list[str] = []
         if entity.action is not None:
             act = self.schema.actions[str(entity.action.name)]
+            args = dict(entity.action.args)
+            if act.name == CONFIGURE:
+                args["slot"] = self._slot_length(args)
             for p in act.params:
-                v = entity.action.args[p.name]
+                v = args[p.name]
                 if (act.name, p.name) in PORT_PARAMS:
                     v = self._port(v, f"action {act.name}")
                 data.append(str(v))
@@ -131,6 +123,10 @@ class NikssSwitch:
         params = ["data", *data] if data else []
         if entity.is_default_action:
             return [["table", "default", "set", *pipe, *action, *params]]
+        if table in INDEX_KEYED:
+            key = [str(entity.action.args["index"])]
+            return [["table", "delete", *pipe, "key", *key]] if op == "delete" else \
+                [["table", op, *pipe, *action, "key", *key, *params]]
         keys: list[list[str]] = [[]]
         for f in t.match_fields:
             v = (entity.match or {}).get(f.name)
@@ -139,9 +135,6 @@ class NikssSwitch:
             kind = f.match_type.name
             if kind == "EXACT":
                 alts = [str(v)]
-            elif (table, f.name) in RANGE_KEYS:
-                lo, hi = v
-                alts = [f"{a}^{m}" for a, m in prefixes(lo, hi, f.bitwidth)]
             elif kind == "TERNARY":
                 if v is None:
                     alts = ["0^0"]
@@ -157,13 +150,24 @@ class NikssSwitch:
             return [["table", "delete", *pipe, "key", *k] for k in keys]
         return [["table", op, *pipe, *action, "key", *k, *params, *prio] for k in keys]
 
+    def _slot_length(self, args: dict) -> int:
+        n, cycle = args["num_matchings"], args["cycle"]
+        if n <= 0 or cycle % n:
+            raise NikssError(f"{self.name}: a cycle of {cycle} units does not split into {n} equal slots")
+        return cycle // n
+
     def write(self, updates: Iterable[object]) -> None:
-        """Write finsy updates (``+entity`` insert, ``-entity`` delete, ``~entity`` modify)."""
+        """Write finsy updates (``+entity`` insert, ``-entity`` delete, ``~entity`` modify).  Two
+        entities that become the same entry (one slot's range in two pieces) are written once."""
+        done = set()
         for u in updates:
             kind = getattr(u, "_update_type", None)
             kind_name = getattr(kind, "name", "INSERT")
             op = {"INSERT": "add", "MODIFY": "update", "DELETE": "delete"}.get(kind_name, "add")
             for args in self.commands(u, op):
+                if tuple(args) in done:
+                    continue
+                done.add(tuple(args))
                 self.run(args)
                 self.entries_written += 1
 

@@ -48,6 +48,8 @@ class Target:
     cycle_register: str | None = None
     # Width of the clock_phase range key: a cycle must be shorter than 2^phase_bits units.
     phase_bits: int = 32
+    # Width of the durations the programs take (cycle, night, slot bounds).
+    duration_bits: int = DURATION_BITS
 
     # -- times written --------------------------------------------------------------
     def _units(self, us: float) -> int:
@@ -64,8 +66,9 @@ class Target:
     def duration_units(self, us: float, what: str = "duration") -> int:
         """A duration or a time within the cycle, in units; never wraps."""
         n = self._units(us)
-        if not 0 <= n < 1 << DURATION_BITS:
-            raise ControllerError(f"{what} {us} us is {n} {self.name} time units: outside 0..2^{DURATION_BITS}-1")
+        if not 0 <= n < 1 << self.duration_bits:
+            raise ControllerError(f"{what} {us} us is {n} {self.name} time units: outside "
+                                  f"0..2^{self.duration_bits}-1")
         return n
 
     # -- times read back ------------------------------------------------------------
@@ -228,14 +231,15 @@ TOFINO = Target(name="tofino", time_unit_ns=1024, time_bits=32, report_unit_ns=1
                 drop_counters=("drop_counter", "egress_drop_counter"), device_bin="tofino.bin",
                 build_subdir="tofino", cycle_register="clock_cycle_end", phase_bits=16)
 
-# PSA on eBPF (p4src/psa, NIKSS): times in units of 1024 ns of the kernel clock every switch
-# shares (CLOCK_MONOTONIC: the offset is 0), 64 bits wide; clock mode only (no CPU port).  Its
-# entities go through control/nikss.py, not P4Runtime: `p4rotor control` does not drive it yet,
-# so it is not among TARGETS.
-EBPF = Target(name="ebpf", time_unit_ns=1024, time_bits=64, report_unit_ns=1, modes=("clock",),
+# PSA on eBPF (p4src/psa, NIKSS): times in ns of the kernel clock every switch shares
+# (CLOCK_MONOTONIC: the offset is 0), 64 bits wide, durations too: a microsecond schedule converts
+# exactly, so every slot is the same length and the program finds the slot by division.  Clock
+# mode only (no CPU port).  Its entities go through control/nikss.py, not P4Runtime: `p4rotor
+# control` does not drive it yet, so it is not among TARGETS.
+EBPF = Target(name="ebpf", time_unit_ns=1, time_bits=64, report_unit_ns=1, modes=("clock",),
               cpu_port=0, clock_port=None, cpu_value_set=None, clock_value_set=None,
               drop_counters=("RotorIngress.drop_counter", "RotorEgress.egress_drop_counter"),
-              build_subdir="ebpf")
+              build_subdir="ebpf", phase_bits=64, duration_bits=64)
 
 TARGETS = {t.name: t for t in (BMV2, TOFINO)}
 

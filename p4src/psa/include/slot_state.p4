@@ -2,6 +2,10 @@
 #ifndef P4ROTOR_PSA_SLOT_STATE_P4
 #define P4ROTOR_PSA_SLOT_STATE_P4
 
+// One restoring-division step of phase / slot: if 2^i more slots fit, take them.
+#define SLOT_STEP(i) \
+    if (rem >= (slot_units << i)) { rem = rem - (slot_units << i); idx = idx | (1 << i); }
+
 // One restoring-division step: if at least 2^i cycles have passed, advance by 2^i.
 #define CLOCK_STEP(i) \
     if (delta >= (cycle << i)) { delta = delta - (cycle << i); start = start + (cycle << i); n = n + (1 << i); }
@@ -15,19 +19,23 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
     Register<bit<16>, bit<32>>(1) clock_generation;
     bit<32> cell = 0;
     Time_t epoch = 0;
-    bit<32> cycle_us = 0;
-    bit<32> night_us = 0;
+    Time_t  cycle_us = 0;
+    Time_t  night_us = 0;
     bit<16> generation = 0;
-    bit<32> phase = 0;
+    Time_t  slot_units = 0;
+    Time_t  phase = 0;
+    bit<16> idx = 0;
 
     action unconfigured() {
         meta.slot.mode = MODE_UNCONFIGURED;
     }
 
     // The controller writes this table's default action (as on BMv2).  Times in the target's
-    // units (1024 ns); the parameter names keep their "us" from BMv2.
+    // units (ns); the parameter names keep their "us" from BMv2.  ``slot``: the length of
+    // every slot (cycle / num_matchings; the NIKSS adapter adds it, control/nikss.py).
     action configure(bit<8> mode, bit<16> num_matchings, Time_t offset,
-                     Time_t epoch_us, bit<32> cycle, bit<32> night, bit<16> gen) {
+                     Time_t epoch_us, Time_t cycle, Time_t night, bit<16> gen, Time_t slot) {
+        slot_units = slot;
         meta.slot.mode = mode;
         meta.slot.offset = offset;
         meta.slot.matchings = num_matchings;
@@ -45,21 +53,23 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
         size = 1;
     }
 
-    action clock_slot(bit<16> index, bit<32> slot_start, bit<32> slot_end) {
+    action clock_slot(bit<16> index, Time_t slot_start, Time_t slot_end) {
         meta.slot.index = index;
         meta.slot.night = phase < slot_start + night_us;
-        meta.slot.slot_end = (Time_t) slot_end;
+        meta.slot.slot_end = slot_end;
     }
 
     action clock_miss() {
         meta.slot.running = false;
     }
 
-    // Phase within the cycle -> matching.  PSA-eBPF has no range match: each slot's
-    // [start, end) is written as the prefixes that cover it (at most 2 x 32 - 2 entries a slot;
-    // the controller's NIKSS adapter splits them).
+    // Matching index -> its slot's bounds.  PSA-eBPF has no range match: as ternary prefixes a
+    // slot costs up to 2 x 32 - 2 entries, and a lookup tries every mask (2.3 us a frame with
+    // a 60 s slot); every slot has the same length, so the index is phase / slot (restoring
+    // division, 12 steps) and the table is exact: one entry per matching.  The NIKSS adapter
+    // keys the controller's range entries by their action's index.
     table clock_phase {
-        key = { phase : ternary @name("phase"); }
+        key = { idx : exact @name("index"); }
         actions = { clock_slot; @defaultonly clock_miss; }
         const default_action = clock_miss();
         size = CLOCK_PHASE_TABLE_SIZE;
@@ -79,7 +89,7 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                     start = epoch;
                     n = 0;
                 }
-                Time_t cycle = (Time_t) cycle_us;
+                Time_t cycle = cycle_us;
                 Time_t delta = now - start;
                 if (delta >= cycle) {
                     // Rare: only the first frame after a cycle boundary pays for this.
@@ -99,7 +109,11 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                 }
                 if (delta < cycle) {
                     meta.slot.running = true;
-                    phase = (bit<32>) delta;
+                    phase = delta;
+                    Time_t rem = phase;
+                    SLOT_STEP(11) SLOT_STEP(10) SLOT_STEP(9) SLOT_STEP(8)
+                    SLOT_STEP(7)  SLOT_STEP(6)  SLOT_STEP(5) SLOT_STEP(4)
+                    SLOT_STEP(3)  SLOT_STEP(2)  SLOT_STEP(1) SLOT_STEP(0)
                     clock_phase.apply();
                     if (meta.slot.running) {
                         meta.slot.slot_id = (n << CLOCK_INDEX_BITS) | (bit<32>) meta.slot.index;

@@ -8,11 +8,11 @@
 #include <psa.p4>
 
 typedef bit<32> Port_t;   // a port is the interface's ifindex (NIKSS add-port prints it)
-// Times in units of 1024 ns (the kernel clock's ns >> 10), like Tofino: every switch reads the
-// same clock (bpf_ktime_get_ns), so the controller's offset is 0 and the time base exact.
-// 64 bits wide: p4c-ebpf masks a 48-bit result with (1 << 48) - 1 on a C int, which clang
-// folds to garbage (every frame then seemed to come before the epoch).
+// Times in ns of the kernel clock (bpf_ktime_get_ns): every switch reads the same clock, so
+// the controller's offset is 0 and the time base exact, and a microsecond schedule converts
+// without rounding.  64 bits wide, durations too: p4c-ebpf masks a 48-bit result with
+// (1 << 48) - 1 on a C int, which clang folds to garbage.
 typedef bit<64> Time_t;
 
-#define TIME_OF(ts) ((Time_t) (((bit<64>) (ts)) >> 10))
+#define TIME_OF(ts) ((Time_t) (ts))
 #endif
