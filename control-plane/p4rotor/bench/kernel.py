@@ -134,7 +134,22 @@ def run_kernel(build: Path, quick: bool = False) -> dict:
         if b.get("cpu_ns_per_frame") and e.get("cpu_ns_per_frame"):
             row["cpu_ratio"] = b["cpu_ns_per_frame"] / e["cpu_ns_per_frame"]
         rows.append(row)
-    return {"rows": rows, "count": count}
+    fidelity = []
+    for d in DILATIONS:
+        _say(f"[bench] kernel: fidelity on eBPF at dilation {d} (slot {100 * d} us, night {10 * d} us)")
+        try:
+            r = run_fidelity(build, d)
+        except (subprocess.SubprocessError, OSError, RuntimeError, ValueError) as ex:
+            r = {"dilation": d, "error": str(ex)[:300]}
+            _say(f"[bench]   error: {r['error']}")
+        else:
+            be = r["boundary_error_us"]
+            _say(f"[bench]   {r['sent']} frames: boundary error p50/p99/max {be['p50']}/{be['p99']}/{be['max']} us "
+                 f"({r['misjudged']} frames misjudged by their send time, {r['other_matching']} on the other "
+                 f"matching's port); reconfig loss {r['reconfig_loss']:.4f}, sent in a night {r['offered_bound']:.4f} "
+                 f"(night / slot {r['loss_bound']:.4f})")
+        fidelity.append(r)
+    return {"rows": rows, "count": count, "fidelity": fidelity}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,3 +170,88 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- fidelity in the kernel ------------------------------------------------------------------
+
+_STAMP_BLAST = ("import socket,struct,sys,time\n"
+                "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0))\n"
+                "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<22)\n"
+                "h=bytes(12)+b'\\x88\\xb5';pad=bytes(40);now=time.clock_gettime_ns;M=time.CLOCK_MONOTONIC;n=0\n"
+                "end=now(M)+int(float(sys.argv[2])*1e9);ep,sl,ni=map(int,sys.argv[3:6]);dark=0\n"
+                "while True:\n"
+                " t=now(M)\n"
+                " if t>end:break\n"
+                " try:s.send(h+struct.pack('!Q',t)+pad);n+=1;dark+=(t-ep)%sl<ni\n"
+                " except BlockingIOError:pass\n"
+                "print(n,dark)\n")
+_STAMP_RECV = ("import socket,struct,sys,time,json\n"
+               "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(0x88B5))\n"
+               "s.setsockopt(socket.SOL_SOCKET,socket.SO_RCVBUF,1<<26);s.bind((sys.argv[1],0))\n"
+               "s.settimeout(0.2);print('ready',flush=True);end=time.monotonic()+float(sys.argv[2]);got=[]\n"
+               "while time.monotonic()<end:\n"
+               " try:f=s.recv(128)\n except socket.timeout:continue\n"
+               " got.append(struct.unpack('!Q',f[14:22])[0])\n"
+               "print(json.dumps(got))\n")
+DILATIONS = (1, 3, 10)
+
+
+def run_fidelity(build: Path, dilation: int, seconds: float = 1.0) -> dict:
+    """Two matchings (port 1 to 2, then to 3), slot 100 x dilation us with a night of a tenth, one
+    sender stamping each frame with the kernel clock, as fast as it can.  Every frame is judged
+    by its send time: a frame that left on the other matching's port, or that was sent in a night
+    and delivered, is misjudged by its send-to-ingress delay at most; its distance to the boundary
+    is the boundary error.  Reconfiguration loss: NIGHT drops of the frames the pipeline took in
+    after the epoch, against the share of frames sent in a night (a uniform sender's night / slot)."""
+    eb = build / "ebpf"
+    slot_us, night_us = 100 * dilation, 10 * dilation
+    s = S.from_json({"version": 1, "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
+                     "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]}]})
+    with ebpf_bench(eb / "rotor.o", eb / "xdp_pass.o") as (ns, sw, far):
+        ctl = NikssSwitch("rotor", sw.pipeline, eb / "rotor.p4info.txtpb", sw.ports, runner=cli_runner(ns.name))
+        epoch_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us,
+                                   target=EBPF))
+        rx = {}
+        for p in (2, 3):
+            rx[p] = subprocess.Popen(["ip", "netns", "exec", ns.name, sys.executable, "-c", _STAMP_RECV, far[p],
+                                      str(seconds + 3)], stdout=subprocess.PIPE, text=True)
+            if rx[p].stdout.readline().strip() != "ready":
+                raise RuntimeError("receiver did not start")
+        out = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", _STAMP_BLAST, far[1],
+                              str(seconds), str(epoch_us * 1000), str(slot_us * 1000), str(night_us * 1000)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        sent, sent_dark = int(out[0]), int(out[1])
+        got = {p: json.loads(r.communicate(timeout=seconds + 30)[0]) for p, r in rx.items()}
+        drops = ctl.drops()
+        txc = ctl.counter("RotorEgress.tx_port_counter")
+    slot, night = slot_us * 1000, night_us * 1000
+    epoch, cycle = epoch_us * 1000, 2 * slot
+    errors, wrong_port = [], 0
+    for port, want in ((2, 0), (3, 1)):
+        for ts in got[port]:
+            phase = (ts - epoch) % cycle
+            m, into = phase // slot, phase % slot
+            if m != want:                       # sent in the other matching's slot
+                wrong_port += 1
+                errors.append(cycle - phase if want == 0 else slot - phase)
+            elif into < night:                  # sent in the night before its day
+                errors.append(night - into)
+    delivered = sum(len(v) for v in got.values())
+    counted = sum(n for n, _ in txc.values())
+    taken = sent - drops.get(dp.DropCause.NOT_STARTED, 0)
+    errors.sort()
+
+    def q(f: float) -> float | None:
+        return errors[min(len(errors) - 1, int(f * len(errors)))] / 1000 if errors else None
+
+    loss = drops.get(dp.DropCause.NIGHT, 0) / taken if taken else None
+    # The sender is not uniform in time (it runs faster while the rotor drops than while it
+    # delivers, which wakes the receivers): the bound is the share of frames it sent in a night.
+    return {"dilation": dilation, "slot_us": slot_us, "night_us": night_us, "sent": sent,
+            "sent_in_night": sent_dark, "offered_bound": sent_dark / sent if sent else None,
+            "delivered": delivered, "captured_all": delivered == counted,
+            "misjudged": len(errors), "other_matching": wrong_port,
+            "boundary_error_us": {"p50": q(0.5), "p99": q(0.99), "max": errors[-1] / 1000 if errors else None},
+            "reconfig_loss": loss, "loss_bound": night / slot,
+            "drops": {dp.DropCause(c).name: n for c, n in drops.items()}}

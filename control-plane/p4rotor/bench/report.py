@@ -194,6 +194,26 @@ def markdown(res: dict) -> str:
             lines.append(f"| {row['size']} | eBPF / BMv2 | | | {fmt(row.get('pps_ratio'), 1)}x | "
                          f"{fmt(row.get('cpu_ratio'), 0)}x less |")
         lines.append("")
+        if k.get("fidelity"):
+            lines += ["Fidelity of the eBPF rotor (bench/kernel.py `run_fidelity`): two matchings, slot 100 x "
+                      "dilation us, night a tenth; one sender stamps each frame with the kernel clock, as fast as "
+                      "it can, for 1 s. Boundary error: how far from its boundary a frame was sent that the "
+                      "switch judged on the other side (its send-to-ingress delay). Reconfiguration loss: NIGHT "
+                      "drops of the frames taken in, against the share the sender sent in a night (it sends "
+                      "faster while the rotor drops than while it delivers).", "",
+                      "| dilation | slot / night us | frames | boundary error p50 / p99 / max us | "
+                      "on the other matching's port | reconfig loss | sent in a night | loss / sent in a night |",
+                      "|---|---|---|---|---|---|---|---|"]
+            for r in k["fidelity"]:
+                if "error" in r:
+                    lines.append(f"| {r['dilation']} | error: {r['error']} | | | | | | |")
+                    continue
+                be = r["boundary_error_us"]
+                ratio = r["reconfig_loss"] / r["offered_bound"] if r["offered_bound"] else None
+                lines.append(f"| {r['dilation']} | {r['slot_us']} / {r['night_us']} | {r['sent']} | "
+                             f"{fmt(be['p50'], 1)} / {fmt(be['p99'], 1)} / {fmt(be['max'], 1)} | {r['other_matching']} | "
+                             f"{pct(r['reconfig_loss'])} | {pct(r['offered_bound'])} | {fmt(ratio)} |")
+            lines.append("")
     return "\n".join(lines)
 
 
