@@ -40,7 +40,7 @@ class Recorder:
         return ""
 
 
-def test_adapter_writes_the_controllers_entities_with_ifindexes_and_phase_by_index():
+def test_adapter_writes_the_controllers_entities_with_ifindexes_and_phase_in_grains():
     rec = Recorder()
     sw = NikssSwitch("r0", 7, P4INFO, {1: 11, 2: 12, 3: 13, 4: 14}, runner=rec)
     s = sched()
@@ -70,8 +70,8 @@ def test_adapter_refuses_a_port_that_is_not_attached_and_a_table_it_lacks():
 
 
 # The rotor tables the controller writes on eBPF: the v1model names, actions and parameters;
-# the differences are the ones docs/targets.md gives (the phase table keyed by index, the
-# config's slot length; no port_mtu and no control packets on this target).
+# the differences are the ones docs/targets.md gives (the phase table keyed by grains, the
+# config's grain; no port_mtu and no control packets on this target).
 EBPF_TABLES = (dp.T_CONFIG, dp.T_CLOCK_PHASE, dp.T_CIRCUIT, dp.T_LOSS_IN, dp.T_LOSS_OUT)
 
 
@@ -83,9 +83,9 @@ def test_ebpf_p4info_has_the_v1model_rotors_tables_actions_and_parameters():
         t, t1 = psa.tables[name], v1.tables[name]
         assert sorted(a.name for a in t.actions) == sorted(a.name for a in t1.actions), name
         keys = [f.name for f in t.match_fields]
-        assert keys == (["index"] if name == dp.T_CLOCK_PHASE else [f.name for f in t1.match_fields]), name
+        assert keys == (["phase_grains"] if name == dp.T_CLOCK_PHASE else [f.name for f in t1.match_fields]), name
         for a in t.actions:
-            extra = ["slot"] if a.name == dp.A_CONFIGURE else []
+            extra = ["grain"] if a.name == dp.A_CONFIGURE else []
             assert [p.name for p in psa.actions[a.name].params] == \
                 [p.name for p in v1.actions[a.name].params] + extra, a.name
 
@@ -189,3 +189,18 @@ def test_kernel_skip_names_what_is_missing():
     assert r is None or r.startswith("eBPF rotor not tested: missing ")
     if shutil.which("nikss-ctl") and r is not None:
         print(r)
+
+
+def test_adapter_expands_unequal_spans_into_grains_and_refuses_a_cycle_of_too_many():
+    rec = Recorder()
+    sw = NikssSwitch("r0", 7, P4INFO, {1: 11, 2: 12, 3: 13, 4: 14}, runner=rec)
+    spans = [(0, 300), (300, 1000)]   # a night-like span, then the rest: grain 100 us
+    sw.write([+e for e in C.phase_entries(spans, target=EBPF)] +
+             [~C.slot_config_entry(dp.MODE_CLOCK, 2, 1000, 100, target=EBPF)])
+    keys = [(c[c.index("key") + 1], c[c.index("data") + 1]) for c in rec.calls if "RotorIngress_slot_state_clock_phase" in c]
+    assert keys == [(str(q), "0") for q in range(3)] + [(str(q), "1") for q in range(3, 10)]
+    assert rec.calls[-1][-1] == str(100_000)
+    bad = NikssSwitch("r0", 7, P4INFO, {}, runner=Recorder())
+    with pytest.raises(NikssError, match="is not up to 65536 grains"):
+        bad.write([+e for e in C.phase_entries([(0, 1), (1, 70_000)], target=EBPF)] +
+                  [~C.slot_config_entry(dp.MODE_CLOCK, 2, 70_000, 0, target=EBPF)])

@@ -9,10 +9,10 @@ with the same P4Info names); this adapter turns each into a ``nikss-ctl`` call o
 - ports: PSA ports are ifindexes, the entities' ports are the topology's logical ports; the
   fields in ``PORT_KEYS`` and ``PORT_PARAMS`` are translated with the switch's port map;
 - the clock's phase table: PSA-eBPF has no range match, and a range as ternary prefixes costs up
-  to 62 entries and a lookup per mask; every slot has the same length, so the program divides
-  the phase by it and looks the index up exactly: the adapter keys each range entry by its
-  action's index (``INDEX_KEYED``) and adds the slot length to the config (``configure``'s
-  ``slot`` = cycle / num_matchings);
+  to 62 entries and a lookup per mask; the program divides the phase by a grain every bound is
+  a multiple of and looks the quotient up exactly: the adapter writes each range entry once per
+  grain it covers (``GRAIN_KEYED``) and adds the grain (the greatest common divisor of the
+  bounds and the cycle; a rotor's is its slot) to the config (``configure``'s ``grain``);
 - times: in the EBPF target's units (target.py), as every target's.
 
 ``nikss-ctl`` costs a process per entry (docs/targets.md has the rate): enough for a rotor's
@@ -22,6 +22,7 @@ few hundred entries, not for a large ToR's routes.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,10 +37,11 @@ NIKSS_CTL = "nikss-ctl"
 PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
              ("RotorEgress.optical_loss.loss_out", "port")}
 PORT_PARAMS = {("RotorIngress.circuit.connect", "port")}
-# Tables whose v1model range key is the action's index on PSA-eBPF; the config action that gets
-# the slot length.
-INDEX_KEYED = {"RotorIngress.slot_state.clock_phase"}
-CONFIGURE = "RotorIngress.slot_state.configure"
+# Tables whose v1model range key is the phase in grains on PSA-eBPF, and the config action that
+# gets the grain; a cycle holds at most MAX_GRAINS.
+GRAIN_KEYED = {"RotorIngress.slot_state.clock_phase", "TorIngress.slot_state.clock_phase"}
+CONFIGURE = {"RotorIngress.slot_state.configure", "TorIngress.slot_state.configure"}
+MAX_GRAINS = 1 << 16
 # Counters indexed by a port (their indices are translated back to logical ports).
 PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_in_loss_counter",
                  "link_out_counter", "link_out_loss_counter")
@@ -87,6 +89,7 @@ class NikssSwitch:
         self.logical = {v: k for k, v in self.ports.items()}
         self.run = runner or cli_runner()
         self.entries_written = 0
+        self.grain = 0                                    # of the clock's phase (units)
 
     # -- writes -------------------------------------------------------------------------
     def _port(self, logical: int, what: str) -> int:
@@ -110,8 +113,8 @@ class NikssSwitch:
         if entity.action is not None:
             act = self.schema.actions[str(entity.action.name)]
             args = dict(entity.action.args)
-            if act.name == CONFIGURE:
-                args["slot"] = self._slot_length(args)
+            if act.name in CONFIGURE:
+                args["grain"] = self._grain_for(args)
             for p in act.params:
                 v = args[p.name]
                 if (act.name, p.name) in PORT_PARAMS:
@@ -123,10 +126,14 @@ class NikssSwitch:
         params = ["data", *data] if data else []
         if entity.is_default_action:
             return [["table", "default", "set", *pipe, *action, *params]]
-        if table in INDEX_KEYED:
-            key = [str(entity.action.args["index"])]
-            return [["table", "delete", *pipe, "key", *key]] if op == "delete" else \
-                [["table", op, *pipe, *action, "key", *key, *params]]
+        if table in GRAIN_KEYED:
+            lo, hi = entity.match["phase"]
+            g = self.grain
+            if not g or lo % g or (hi + 1) % g:
+                raise NikssError(f"{self.name}: phase range {lo}..{hi} is not in grains of {g}")
+            keys = [[str(q)] for q in range(lo // g, (hi + 1) // g)]
+            return [["table", "delete", *pipe, "key", *k] for k in keys] if op == "delete" else \
+                [["table", op, *pipe, *action, "key", *k, *params] for k in keys]
         keys: list[list[str]] = [[]]
         for f in t.match_fields:
             v = (entity.match or {}).get(f.name)
@@ -150,15 +157,29 @@ class NikssSwitch:
             return [["table", "delete", *pipe, "key", *k] for k in keys]
         return [["table", op, *pipe, *action, "key", *k, *params, *prio] for k in keys]
 
-    def _slot_length(self, args: dict) -> int:
-        n, cycle = args["num_matchings"], args["cycle"]
-        if n <= 0 or cycle % n:
-            raise NikssError(f"{self.name}: a cycle of {cycle} units does not split into {n} equal slots")
-        return cycle // n
+    def _grain_for(self, args: dict) -> int:
+        if args["cycle"] % self.grain or args["cycle"] // self.grain > MAX_GRAINS:
+            raise NikssError(f"{self.name}: a cycle of {args['cycle']} units is not up to {MAX_GRAINS} grains of "
+                             f"{self.grain}")
+        return self.grain
+
+    def _find_grain(self, updates: list) -> None:
+        """The grain of the phase entries and config in ``updates`` (kept for a later config)."""
+        g = 0
+        for u in updates:
+            if isinstance(u, fy.P4TableEntry) and str(u.table_id) in GRAIN_KEYED and u.match:
+                lo, hi = u.match["phase"]
+                g = math.gcd(g, lo, hi + 1)
+            elif isinstance(u, fy.P4TableEntry) and u.action is not None and str(u.action.name) in CONFIGURE:
+                g = math.gcd(g, u.action.args["cycle"])
+        if g:
+            self.grain = math.gcd(g, self.grain) if self.grain else g
 
     def write(self, updates: Iterable[object]) -> None:
         """Write finsy updates (``+entity`` insert, ``-entity`` delete, ``~entity`` modify).  Two
         entities that become the same entry (one slot's range in two pieces) are written once."""
+        updates = list(updates)
+        self._find_grain(updates)
         done = set()
         for u in updates:
             kind = getattr(u, "_update_type", None)

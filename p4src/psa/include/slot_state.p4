@@ -2,9 +2,9 @@
 #ifndef P4ROTOR_PSA_SLOT_STATE_P4
 #define P4ROTOR_PSA_SLOT_STATE_P4
 
-// One restoring-division step of phase / slot: if 2^i more slots fit, take them.
-#define SLOT_STEP(i) \
-    if (rem >= (slot_units << i)) { rem = rem - (slot_units << i); idx = idx | (1 << i); }
+// One restoring-division step of phase / grain: if 2^i more grains fit, take them.
+#define GRAIN_STEP(i) \
+    if (rem >= (grain_units << i)) { rem = rem - (grain_units << i); grains = grains | (1 << i); }
 
 // One restoring-division step: if at least 2^i cycles have passed, advance by 2^i.
 #define CLOCK_STEP(i) \
@@ -22,20 +22,20 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
     Time_t  cycle_us = 0;
     Time_t  night_us = 0;
     bit<16> generation = 0;
-    Time_t  slot_units = 0;
+    Time_t  grain_units = 0;
     Time_t  phase = 0;
-    bit<16> idx = 0;
+    bit<16> grains = 0;
 
     action unconfigured() {
         meta.slot.mode = MODE_UNCONFIGURED;
     }
 
     // The controller writes this table's default action (as on BMv2).  Times in the target's
-    // units (ns); the parameter names keep their "us" from BMv2.  ``slot``: the length of
-    // every slot (cycle / num_matchings; the NIKSS adapter adds it, control/nikss.py).
+    // units (ns); the parameter names keep their "us" from BMv2.  ``grain``: a length every
+    // slot (slice) bound is a multiple of (the NIKSS adapter adds it, control/nikss.py).
     action configure(bit<8> mode, bit<16> num_matchings, Time_t offset,
-                     Time_t epoch_us, Time_t cycle, Time_t night, bit<16> gen, Time_t slot) {
-        slot_units = slot;
+                     Time_t epoch_us, Time_t cycle, Time_t night, bit<16> gen, Time_t grain) {
+        grain_units = grain;
         meta.slot.mode = mode;
         meta.slot.offset = offset;
         meta.slot.matchings = num_matchings;
@@ -63,16 +63,17 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
         meta.slot.running = false;
     }
 
-    // Matching index -> its slot's bounds.  PSA-eBPF has no range match: as ternary prefixes a
-    // slot costs up to 2 x 32 - 2 entries, and a lookup tries every mask (2.3 us a frame with
-    // a 60 s slot); every slot has the same length, so the index is phase / slot (restoring
-    // division, 12 steps) and the table is exact: one entry per matching.  The NIKSS adapter
-    // keys the controller's range entries by their action's index.
+    // Phase -> the matching (the ToR: the slice) and its bounds.  PSA-eBPF has no range match:
+    // as ternary prefixes a slot costs up to 2 x 32 - 2 entries and a lookup tries every mask
+    // (2.3 us a frame with a 60 s slot).  Every bound is a multiple of the grain (a rotor: the
+    // slot), so the phase in grains (restoring division, 16 steps) is looked up exactly: one entry
+    // per grain of the cycle (a rotor: per matching).  The NIKSS adapter expands each of the
+    // controller's range entries into its grains.
     table clock_phase {
-        key = { idx : exact @name("index"); }
+        key = { grains : exact @name("phase_grains"); }
         actions = { clock_slot; @defaultonly clock_miss; }
         const default_action = clock_miss();
-        size = CLOCK_PHASE_TABLE_SIZE;
+        size = PHASE_GRAINS;   // a cycle of up to 2^16 grains
     }
 
     apply {
@@ -111,9 +112,10 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                     meta.slot.running = true;
                     phase = delta;
                     Time_t rem = phase;
-                    SLOT_STEP(11) SLOT_STEP(10) SLOT_STEP(9) SLOT_STEP(8)
-                    SLOT_STEP(7)  SLOT_STEP(6)  SLOT_STEP(5) SLOT_STEP(4)
-                    SLOT_STEP(3)  SLOT_STEP(2)  SLOT_STEP(1) SLOT_STEP(0)
+                    GRAIN_STEP(15) GRAIN_STEP(14) GRAIN_STEP(13) GRAIN_STEP(12)
+                    GRAIN_STEP(11) GRAIN_STEP(10) GRAIN_STEP(9)  GRAIN_STEP(8)
+                    GRAIN_STEP(7)  GRAIN_STEP(6)  GRAIN_STEP(5)  GRAIN_STEP(4)
+                    GRAIN_STEP(3)  GRAIN_STEP(2)  GRAIN_STEP(1)  GRAIN_STEP(0)
                     clock_phase.apply();
                     if (meta.slot.running) {
                         meta.slot.slot_id = (n << CLOCK_INDEX_BITS) | (bit<32>) meta.slot.index;

@@ -15,4 +15,6 @@ typedef bit<32> Port_t;   // a port is the interface's ifindex (NIKSS add-port p
 typedef bit<64> Time_t;
 
 #define TIME_OF(ts) ((Time_t) (ts))
+
+#define PHASE_GRAINS 65536   // clock_phase: the cycle in grains (slot_state.p4)
 #endif
