@@ -9,12 +9,14 @@ time over the run; eBPF's programs' own run time (kernel.bpf_stats_enabled, fabr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 from .. import control as C
 from .. import p4 as dp
@@ -22,8 +24,8 @@ from .. import schedule as S
 from ..control.nikss import NikssSwitch, cli_runner
 from ..control.target import EBPF
 from ..fabric import bpf_stats
-from ..fabric.nikss import ebpf_bench
-from ..fabric.switch import ptf_bench
+from ..fabric.nikss import EbpfSwitch, ebpf_bench, pass_xdp
+from ..fabric.switch import Netns, ptf_bench
 
 SIZES = (64, 1500)
 
@@ -255,3 +257,105 @@ def run_fidelity(build: Path, dilation: int, seconds: float = 1.0) -> dict:
             "boundary_error_us": {"p50": q(0.5), "p99": q(0.99), "max": errors[-1] / 1000 if errors else None},
             "reconfig_loss": loss, "loss_bound": night / slot,
             "drops": {dp.DropCause(c).name: n for c, n in drops.items()}}
+
+
+# -- the 3-hop path: ToR -> rotor -> ToR -------------------------------------------------------
+
+def chain_topology():
+    from ..schedule import topology as TP
+
+    s = S.from_json({"version": 1, "racks": 4, "slot_us": 60_000_000, "reconfig_us": 0,
+                     "rotors": [{"name": "rotor0", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})
+    return TP.generate(s, "schedule.json", hosts_per_rack=1)
+
+
+@contextlib.contextmanager
+def ebpf_chain(build: Path) -> Iterator[tuple[Netns, dict[str, NikssSwitch], dict[str, str]]]:
+    """ToR 0 and ToR 1 (eBPF) joined by one rotor (eBPF) in one namespace, in clock mode with one
+    matching (rack 0 <-> rack 1) for 60 s; yields (namespace, {switch: adapter}, {host: the
+    interface it sends and receives on}).  Racks 2 and 3 have no ToR: their rotor ports end in
+    plain interfaces."""
+    from ..schedule import routes as R
+
+    eb = build / "ebpf"
+    topo = chain_topology()
+    s = topo.schedule
+    ns = Netns()
+    switches: list[EbpfSwitch] = []
+    try:
+        for k in topo.racks:
+            ns.veth(f"r0p{k.id + 1}", f"t{k.id}u", mtu=topo.fabric_mtu)
+        for k in topo.racks[:2]:
+            ns.veth(f"t{k.id}h", f"h{k.id}", mtu=topo.host_mtu)
+        for far in ("h0", "h1", "t2u", "t3u"):
+            pass_xdp(ns.name, far, eb / "xdp_pass.o")
+        rotor = EbpfSwitch("rotor0", ns.name, eb / "rotor.o", {k.id + 1: f"r0p{k.id + 1}" for k in topo.racks})
+        switches.append(rotor.start())
+        tors = []
+        for k in topo.racks[:2]:
+            ports = {k.tor.uplinks["rotor0"]: f"t{k.id}u", k.hosts[0].port: f"t{k.id}h"}
+            tors.append(EbpfSwitch(k.tor.name, ns.name, eb / "tor.o", ports))
+            switches.append(tors[-1].start())
+        ctl = {"rotor0": NikssSwitch("rotor0", rotor.pipeline, eb / "rotor.p4info.txtpb", rotor.ports,
+                                     runner=cli_runner(ns.name))}
+        ctl["rotor0"].write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=0,
+                                             link_mtus=None, target=EBPF))
+        routes = R.compute(s)
+        for k, sw in zip(topo.racks[:2], tors):
+            ctl[sw.name] = NikssSwitch(sw.name, sw.pipeline, eb / "tor.p4info.txtpb", sw.ports,
+                                       runner=cli_runner(ns.name))
+            ctl[sw.name].write(C.tor_entities(topo, k, routes, dp.MODE_CLOCK, epoch_us=0, target=EBPF))
+        yield ns, ctl, {"h0": "h0", "h1": "h1"}
+    finally:
+        for sw in switches:
+            sw.close()
+        ns.close()
+
+
+def ipv4_frame(size: int, src: str = "10.0.0.1", dst: str = "10.0.1.1") -> bytes:
+    """An Ethernet + IPv4 + UDP frame of ``size`` bytes (checksums are not checked on the way)."""
+    import ipaddress
+    import struct
+
+    ip_len = size - 14
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 0, 0, 64, 17, 0,
+                     ipaddress.ip_address(src).packed, ipaddress.ip_address(dst).packed)
+    udp = struct.pack("!HHHH", 5000, 5001, ip_len - 20, 0)
+    return bytes.fromhex("020000000101" "020000000001") + b"\x08\x00" + ip + udp + bytes(ip_len - 28)
+
+
+_FRAME_BLAST = ("import socket,sys,time\n"
+                "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0))\n"
+                "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<22)\n"
+                "f=bytes.fromhex(sys.argv[3]);send=s.send;n=int(sys.argv[2]);t=time.perf_counter()\n"
+                "for _ in range(n):\n"
+                " while True:\n"
+                "  try:send(f);break\n"
+                "  except BlockingIOError:time.sleep(0.0001)\n"
+                "print(time.perf_counter()-t)\n")
+
+
+def run_chain_ebpf(build: Path, count: int, size: int) -> dict:
+    """Frames/s through ToR -> rotor -> ToR on eBPF, and the three switches' program time."""
+    with ebpf_chain(build) as (ns, ctl, hosts):
+        frame = ipv4_frame(size)
+        rx0 = rx_packets(ns.name, hosts["h1"])
+        pipes = [c.pipeline for c in ctl.values()]
+
+        def cpu() -> float:
+            return sum(p.run_time_ns for pl in pipes for p in bpf_stats.prog_stats(pl)) / 1e9
+
+        with bpf_stats.stats_enabled():
+            c0 = cpu()
+            r = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", _FRAME_BLAST, hosts["h0"],
+                                str(count), frame.hex()], capture_output=True, text=True, check=True, timeout=600)
+            secs = float(r.stdout)
+            last, got = -1, rx_packets(ns.name, hosts["h1"]) - rx0
+            while got != last:
+                time.sleep(0.5)
+                last, got = got, rx_packets(ns.name, hosts["h1"]) - rx0
+            cpu_s = cpu() - c0
+        drops = {name: {dp.DropCause(c).name: n for c, n in sw.drops().items()} for name, sw in ctl.items()}
+    return {"target": "ebpf", "path": "tor-rotor-tor", "size": size, "offered": count, "send_s": secs,
+            "offered_pps": count / secs, "delivered": got, "delivered_pps": got / secs,
+            "switch_cpu_s": cpu_s, "cpu_ns_per_frame": cpu_s * 1e9 / got if got else None, "drops": drops}

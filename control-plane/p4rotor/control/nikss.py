@@ -21,6 +21,7 @@ few hundred entries, not for a large ToR's routes.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import shutil
@@ -35,8 +36,9 @@ from .errors import ControllerError
 NIKSS_CTL = "nikss-ctl"
 # (table, key field) holding a port; (action, parameter) holding a port.
 PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
-             ("RotorEgress.optical_loss.loss_out", "port")}
-PORT_PARAMS = {("RotorIngress.circuit.connect", "port")}
+             ("RotorEgress.optical_loss.loss_out", "port"), ("TorEgress.port_mtu.port_mtu", "port")}
+PORT_PARAMS = {("RotorIngress.circuit.connect", "port"), ("TorIngress.routing.deliver", "port"),
+               ("TorIngress.routing.via", "port"), ("TorIngress.routing.via_vlb", "port")}
 # Tables whose v1model range key is the phase in grains on PSA-eBPF, and the config action that
 # gets the grain; a cycle holds at most MAX_GRAINS.
 GRAIN_KEYED = {"RotorIngress.slot_state.clock_phase", "TorIngress.slot_state.clock_phase"}
@@ -46,7 +48,7 @@ MAX_GRAINS = 1 << 16
 PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_in_loss_counter",
                  "link_out_counter", "link_out_loss_counter")
 # Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
-DROP_COUNTERS = ("RotorIngress.drop_counter", "RotorEgress.egress_drop_counter")
+DROP_COUNTERS = ("{Kind}Ingress.drop_counter", "{Kind}Egress.egress_drop_counter")
 
 
 class NikssError(ControllerError):
@@ -140,7 +142,14 @@ class NikssSwitch:
             if (table, f.name) in PORT_KEYS and v is not None:
                 v = self._port(v, f"table {table}")
             kind = f.match_type.name
-            if kind == "EXACT":
+            if kind == "LPM":               # finsy: "10.0.1.0/24" or (value, length)
+                if isinstance(v, str):
+                    net = ipaddress.ip_network(v, strict=False)
+                    v = (int(net.network_address), net.prefixlen)
+                alts = [f"{v[0]}/{v[1]}"]
+            elif kind == "EXACT":
+                if isinstance(v, str):      # an IPv4 address: NIKSS takes numbers
+                    v = int(ipaddress.ip_address(v))
                 alts = [str(v)]
             elif kind == "TERNARY":
                 if v is None:
@@ -212,7 +221,8 @@ class NikssSwitch:
     def drops(self) -> dict[int, int]:
         """Frames dropped, by cause (ingress and egress summed)."""
         out: dict[int, int] = {}
+        kind = "Tor" if any(t.name.startswith("TorIngress.") for t in self.schema.tables) else "Rotor"
         for c in DROP_COUNTERS:
-            for cause, (pk, _) in self.counter(c).items():
+            for cause, (pk, _) in self.counter(c.format(Kind=kind)).items():
                 out[cause] = out.get(cause, 0) + pk
         return out

@@ -1,0 +1,111 @@
+// p4rotor top-of-rack switch for PSA on eBPF (p4c-ebpf --arch psa --xdp, NIKSS).  Clock mode
+// only, as the rotor (rotor.p4).  Tables and actions carry the v1model program's P4Info names.
+#include "include/target.p4"
+#define Timestamp_t Time_t
+#define PortId_t Port_t
+#include "../shared/defines.p4"
+#include "../shared/headers.p4"
+#undef Timestamp_t
+#undef PortId_t
+#include "include/metadata.p4"
+#include "include/slot_state.p4"
+#include "include/tor_routing.p4"
+#include "include/port_mtu.p4"
+
+parser TorIngressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                        in psa_ingress_parser_input_metadata_t istd, in empty_t r, in empty_t c) {
+    state start {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_FABRIC: parse_fabric;
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_fabric {
+        packet.extract(hdr.fabric);
+        transition select(hdr.fabric.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition accept;
+    }
+}
+
+control TorIngress(inout headers_t hdr, inout metadata_t meta,
+                   in psa_ingress_input_metadata_t istd, inout psa_ingress_output_metadata_t ostd) {
+    Counter<bit<64>, bit<32>>(NUM_DROP_CAUSES, PSA_CounterType_t.PACKETS_AND_BYTES) drop_counter;
+    Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) rx_port_counter;
+    SlotState() slot_state;       // the slot of a ToR is the topology slice
+    TorRouting() routing;
+    apply {
+        Port_t in_port = (Port_t) istd.ingress_port;
+        meta.in_port = in_port;
+        slot_state.apply(meta, TIME_OF(istd.ingress_timestamp));
+        rx_port_counter.count(in_port);
+        Port_t out_port;
+        bit<32> cause;
+        routing.apply(hdr, meta, istd.parser_error == error.NoError, out_port, cause);
+        if (cause == NO_DROP) {
+            send_to_port(ostd, (PortId_t) out_port);
+            meta.uplink = hdr.fabric.isValid();
+            // The frame as it leaves: Ethernet, the fabric header if it goes up, IPv4's length.
+            meta.frame_len = 14 + (meta.uplink ? 32w8 : 32w0) + (bit<32>) hdr.ipv4.total_len;
+        } else {
+            drop_counter.count(cause);   // PSA starts every frame as dropped
+        }
+    }
+}
+
+control TorIngressDeparser(packet_out packet, out empty_t clone_meta, out empty_t resubmit_meta,
+                           out empty_t normal_meta, inout headers_t hdr, in metadata_t meta,
+                           in psa_ingress_output_metadata_t istd) {
+    apply {
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.fabric);
+        packet.emit(hdr.ipv4);
+    }
+}
+
+parser TorEgressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                       in psa_egress_parser_input_metadata_t istd, in empty_t normal_meta,
+                       in empty_t c, in empty_t cc) {
+    state start { transition accept; }   // egress decides from the metadata alone
+}
+
+// The MTU check, then the re-check of a frame leaving on an uplink: if its slice ended before it
+// left, the circuit is dark or another one (STALE), as on the rotor.
+control TorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_input_metadata_t istd,
+                  inout psa_egress_output_metadata_t ostd) {
+    Counter<bit<64>, bit<32>>(NUM_DROP_CAUSES, PSA_CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
+    Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
+    PortMtu() port_mtu;
+    apply {
+        Port_t out_port = (Port_t) istd.egress_port;
+        bool too_long;
+        port_mtu.apply(meta.frame_len, out_port, too_long);
+        if (too_long) {
+            egress_drop_counter.count(DROP_MTU);
+            egress_drop(ostd);
+        } else if (meta.uplink && meta.slot.mode == MODE_CLOCK
+                   && TIME_OF(istd.egress_timestamp) + meta.slot.offset >= meta.slot.slot_end) {
+            egress_drop_counter.count(DROP_STALE);
+            egress_drop(ostd);
+        } else {
+            tx_port_counter.count(out_port);
+        }
+    }
+}
+
+control TorEgressDeparser(packet_out packet, out empty_t clone_meta, out empty_t recirculate_meta,
+                          inout headers_t hdr, in metadata_t meta, in psa_egress_output_metadata_t istd,
+                          in psa_egress_deparser_input_metadata_t edstd) {
+    apply { }
+}
+
+IngressPipeline(TorIngressParser(), TorIngress(), TorIngressDeparser()) ip;
+EgressPipeline(TorEgressParser(), TorEgress(), TorEgressDeparser()) ep;
+PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
