@@ -41,6 +41,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) rx_port_counter;
     SlotState() slot_state;       // the slot of a ToR is the topology slice
     TorRouting() routing;
+    PortMtu() port_mtu;
     apply {
         Port_t in_port = (Port_t) istd.ingress_port;
         meta.in_port = in_port;
@@ -50,11 +51,20 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         bit<32> cause;
         routing.apply(hdr, meta, istd.parser_error == error.NoError, out_port, cause);
         if (cause == NO_DROP) {
-            send_to_port(ostd, (PortId_t) out_port);
+            // The MTU check is here, before the redirect: the kernel drops a frame redirected to
+            // a veth whose MTU it exceeds before the egress program could count it.  The frame
+            // as it leaves: Ethernet, the fabric header if it goes up, IPv4's length.
             meta.uplink = hdr.fabric.isValid();
-            // The frame as it leaves: Ethernet, the fabric header if it goes up, IPv4's length.
             meta.frame_len = 14 + (meta.uplink ? 32w8 : 32w0) + (bit<32>) hdr.ipv4.total_len;
-        } else {
+            bool too_long;
+            port_mtu.apply(meta.frame_len, out_port, too_long);
+            if (too_long) {
+                cause = DROP_MTU;
+            } else {
+                send_to_port(ostd, (PortId_t) out_port);
+            }
+        }
+        if (cause != NO_DROP) {
             drop_counter.count(cause);   // PSA starts every frame as dropped
         }
     }
@@ -76,21 +86,15 @@ parser TorEgressParser(packet_in packet, out headers_t hdr, inout metadata_t met
     state start { transition accept; }   // egress decides from the metadata alone
 }
 
-// The MTU check, then the re-check of a frame leaving on an uplink: if its slice ended before it
-// left, the circuit is dark or another one (STALE), as on the rotor.
+// The re-check of a frame leaving on an uplink: if its slice ended before it left, the circuit is
+// dark or another one (STALE), as on the rotor.
 control TorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_input_metadata_t istd,
                   inout psa_egress_output_metadata_t ostd) {
     Counter<bit<64>, bit<32>>(NUM_DROP_CAUSES, PSA_CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
-    PortMtu() port_mtu;
     apply {
         Port_t out_port = (Port_t) istd.egress_port;
-        bool too_long;
-        port_mtu.apply(meta.frame_len, out_port, too_long);
-        if (too_long) {
-            egress_drop_counter.count(DROP_MTU);
-            egress_drop(ostd);
-        } else if (meta.uplink && meta.slot.mode == MODE_CLOCK
+        if (meta.uplink && meta.slot.mode == MODE_CLOCK
                    && TIME_OF(istd.egress_timestamp) + meta.slot.offset >= meta.slot.slot_end) {
             egress_drop_counter.count(DROP_STALE);
             egress_drop(ostd);

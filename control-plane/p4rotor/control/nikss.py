@@ -5,7 +5,8 @@ loads; the emulation loads it and attaches its ports (fabric/nikss.py), the cont
 writes entries.  The entity builders stay what they are for BMv2 (finsy ``P4TableEntry`` values
 with the same P4Info names); this adapter turns each into a ``nikss-ctl`` call on the pipeline:
 
-- names: P4Info ``RotorIngress.circuit.circuit`` is NIKSS ``RotorIngress_circuit_circuit``;
+- names: P4Info ``RotorIngress.circuit.circuit`` is NIKSS ``RotorIngress_circuit_circuit``; the
+  ToR's MTU check is at ingress on this target (``MOVED``);
 - ports: PSA ports are ifindexes, the entities' ports are the topology's logical ports; the
   fields in ``PORT_KEYS`` and ``PORT_PARAMS`` are translated with the switch's port map;
 - the clock's phase table: PSA-eBPF has no range match, and a range as ternary prefixes costs up
@@ -36,7 +37,7 @@ from .errors import ControllerError
 NIKSS_CTL = "nikss-ctl"
 # (table, key field) holding a port; (action, parameter) holding a port.
 PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
-             ("RotorEgress.optical_loss.loss_out", "port"), ("TorEgress.port_mtu.port_mtu", "port")}
+             ("RotorEgress.optical_loss.loss_out", "port"), ("TorIngress.port_mtu.port_mtu", "port")}
 PORT_PARAMS = {("RotorIngress.circuit.connect", "port"), ("TorIngress.routing.deliver", "port"),
                ("TorIngress.routing.via", "port"), ("TorIngress.routing.via_vlb", "port")}
 # Tables whose v1model range key is the phase in grains on PSA-eBPF, and the config action that
@@ -47,6 +48,9 @@ MAX_GRAINS = 1 << 16
 # Counters indexed by a port (their indices are translated back to logical ports).
 PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_in_loss_counter",
                  "link_out_counter", "link_out_loss_counter")
+# Controls that moved on PSA-eBPF: the ToR checks the MTU at ingress, before the redirect (the
+# kernel drops a frame redirected to a veth it does not fit before the egress program runs).
+MOVED = {"TorEgress.port_mtu.": "TorIngress.port_mtu."}
 # Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
 DROP_COUNTERS = ("{Kind}Ingress.drop_counter", "{Kind}Egress.egress_drop_counter")
 
@@ -57,6 +61,13 @@ class NikssError(ControllerError):
 
 def nikss_name(p4info_name: str) -> str:
     return p4info_name.replace(".", "_")
+
+
+def _moved(name: str) -> str:
+    for old, new in MOVED.items():
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
 
 
 Runner = Callable[[Sequence[str]], str]
@@ -105,7 +116,7 @@ class NikssSwitch:
         """The nikss-ctl argument lists that write ``entity`` (op: add, update or delete)."""
         if not isinstance(entity, fy.P4TableEntry):
             raise NikssError(f"{self.name}: the eBPF target cannot write {type(entity).__name__}")
-        table = str(entity.table_id)
+        table = _moved(str(entity.table_id))
         try:
             t = self.schema.tables[table]
         except Exception:
@@ -113,7 +124,7 @@ class NikssSwitch:
         pipe = ["pipe", str(self.pipeline), nikss_name(table)]
         data: list[str] = []
         if entity.action is not None:
-            act = self.schema.actions[str(entity.action.name)]
+            act = self.schema.actions[_moved(str(entity.action.name))]
             args = dict(entity.action.args)
             if act.name in CONFIGURE:
                 args["grain"] = self._grain_for(args)
