@@ -113,29 +113,34 @@ def run_ebpf(build: Path, count: int, size: int) -> dict:
 
 
 def run_kernel(build: Path, quick: bool = False) -> dict:
-    """Both targets at each frame size, alternating, in one run; ratios eBPF / BMv2."""
+    """Both targets, each path and frame size, one after the other in one run; ratios eBPF / BMv2.
+    Paths: one rotor (port to port), and ToR -> rotor -> ToR (host to host, IPv4)."""
     count = 100_000 if quick else 300_000
     rows = []
-    for size in SIZES:
-        pair = {}
-        for target, fn in (("bmv2", run_bmv2), ("ebpf", run_ebpf)):
-            _say(f"[bench] kernel: one rotor on {target}, {count} frames of {size} B from one sender")
-            try:
-                pair[target] = fn(build, count, size)
-            except (subprocess.SubprocessError, OSError, RuntimeError) as ex:
-                pair[target] = {"error": str(ex)[:300]}
-                _say(f"[bench]   error: {pair[target]['error']}")
-                continue
-            r = pair[target]
-            _say(f"[bench]   offered {r['offered_pps']:.0f}/s, delivered {r['delivered']} ({r['delivered_pps']:.0f}/s); "
-                 f"switch CPU {r['cpu_ns_per_frame'] or float('nan'):.0f} ns per frame")
-        b, e = pair.get("bmv2", {}), pair.get("ebpf", {})
-        row = {"size": size, **pair}
-        if b.get("delivered_pps") and e.get("delivered_pps"):
-            row["pps_ratio"] = e["delivered_pps"] / b["delivered_pps"]
-        if b.get("cpu_ns_per_frame") and e.get("cpu_ns_per_frame"):
-            row["cpu_ratio"] = b["cpu_ns_per_frame"] / e["cpu_ns_per_frame"]
-        rows.append(row)
+    paths = {"rotor": {"bmv2": run_bmv2, "ebpf": run_ebpf},
+             "tor-rotor-tor": {"bmv2": run_chain_bmv2, "ebpf": run_chain_ebpf}}
+    for path, fns in paths.items():
+        for size in SIZES:
+            pair = {}
+            for target, fn in fns.items():
+                _say(f"[bench] kernel: {path} on {target}, {count} frames of {size} B from one sender")
+                try:
+                    pair[target] = fn(build, count, size)
+                except (subprocess.SubprocessError, OSError, RuntimeError) as ex:
+                    pair[target] = {"error": str(ex)[:300]}
+                    _say(f"[bench]   error: {pair[target]['error']}")
+                    continue
+                r = pair[target]
+                _say(f"[bench]   offered {r['offered_pps']:.0f}/s, delivered {r['delivered']} "
+                     f"({r['delivered_pps']:.0f}/s); switch CPU {r['cpu_ns_per_frame'] or float('nan'):.0f} ns "
+                     f"per delivered frame")
+            b, e = pair.get("bmv2", {}), pair.get("ebpf", {})
+            row = {"path": path, "size": size, **pair}
+            if b.get("delivered_pps") and e.get("delivered_pps"):
+                row["pps_ratio"] = e["delivered_pps"] / b["delivered_pps"]
+            if b.get("cpu_ns_per_frame") and e.get("cpu_ns_per_frame"):
+                row["cpu_ratio"] = b["cpu_ns_per_frame"] / e["cpu_ns_per_frame"]
+            rows.append(row)
     fidelity = []
     for d in DILATIONS:
         _say(f"[bench] kernel: fidelity on eBPF at dilation {d} (slot {100 * d} us, night {10 * d} us)")
@@ -158,10 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m p4rotor.bench.kernel")
+    p.add_argument("what", nargs="?", default="run", choices=["run", "install-bmv2-chain"])
     p.add_argument("--build-dir", default="build")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--output")
+    p.add_argument("--grpc", help="install-bmv2-chain: NAME=DEVICE:PORT,... (inside the chain's namespace)")
     a = p.parse_args(argv)
+    if a.what == "install-bmv2-chain":
+        grpc = {}
+        for item in a.grpc.split(","):
+            name, _, rest = item.partition("=")
+            dev, _, port = rest.partition(":")
+            grpc[name] = (int(dev), int(port))
+        _install_bmv2_chain(Path(a.build_dir), grpc)
+        return 0
     res = run_kernel(Path(a.build_dir), a.quick)
     text = json.dumps(res, indent=1)
     if a.output:
@@ -169,9 +184,6 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # -- fidelity in the kernel ------------------------------------------------------------------
@@ -359,3 +371,78 @@ def run_chain_ebpf(build: Path, count: int, size: int) -> dict:
     return {"target": "ebpf", "path": "tor-rotor-tor", "size": size, "offered": count, "send_s": secs,
             "offered_pps": count / secs, "delivered": got, "delivered_pps": got / secs,
             "switch_cpu_s": cpu_s, "cpu_ns_per_frame": cpu_s * 1e9 / got if got else None, "drops": drops}
+
+
+def _install_bmv2_chain(build: Path, grpc: dict[str, tuple[int, int]]) -> None:
+    """Inside the chain's namespace: write the chain's entities into BMv2 over P4Runtime
+    ({switch: (device id, gRPC port)}), as the controller would, BMv2's units."""
+    import asyncio
+
+    import finsy as fy
+
+    from ..schedule import routes as R
+
+    topo = chain_topology()
+    s = topo.schedule
+    routes = R.compute(s)
+    racks = {k.tor.name: k for k in topo.racks}
+
+    async def main() -> None:
+        for name, (dev, port) in grpc.items():
+            prog = "rotor" if name.startswith("rotor") else "tor"
+            sw = fy.Switch(name, f"127.0.0.1:{port}", fy.SwitchOptions(
+                p4info=build / f"{prog}.p4info.txtpb", p4blob=build / f"{prog}.json", device_id=dev))
+            async with sw:
+                await sw.delete_all()
+                ents = (C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=0)
+                        if prog == "rotor" else
+                        C.tor_entities(topo, racks[name], routes, dp.MODE_CLOCK, epoch_us=0))
+                await C.write_batched(sw, ents)
+
+    asyncio.run(main())
+
+
+def run_chain_bmv2(build: Path, count: int, size: int) -> dict:
+    """The same chain, the same sender and count on BMv2: three simple_switch_grpc processes."""
+    from ..fabric.switch import SwitchProcess
+
+    topo = chain_topology()
+    ns = Netns()
+    procs: list[SwitchProcess] = []
+    try:
+        for k in topo.racks:
+            ns.veth(f"r0p{k.id + 1}", f"t{k.id}u", mtu=topo.fabric_mtu)
+        for k in topo.racks[:2]:
+            ns.veth(f"t{k.id}h", f"h{k.id}", mtu=topo.host_mtu)
+        wiring = {"rotor0": {k.id + 1: f"r0p{k.id + 1}" for k in topo.racks}}
+        for k in topo.racks[:2]:
+            wiring[k.tor.name] = {k.tor.uplinks["rotor0"]: f"t{k.id}u", k.hosts[0].port: f"t{k.id}h"}
+        for dev, (name, ports) in enumerate(wiring.items(), start=1):
+            procs.append(SwitchProcess(ns, ports, device_id=dev).start())
+        grpc = ",".join(f"{name}={p.device_id}:{p.grpc_port}" for name, p in zip(wiring, procs))
+        subprocess.run(ns.prefix() + [sys.executable, "-m", "p4rotor.bench.kernel", "install-bmv2-chain",
+                                      "--build-dir", str(build), "--grpc", grpc],
+                       capture_output=True, text=True, check=True, timeout=300)
+        pids = [p.proc.pid for p in procs]
+        frame = ipv4_frame(size)
+        rx0 = rx_packets(ns.name, "h1")
+        c0 = sum(_cpu_s(pid) for pid in pids)
+        r = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", _FRAME_BLAST, "h0", str(count),
+                            frame.hex()], capture_output=True, text=True, check=True, timeout=600)
+        secs = float(r.stdout)
+        last, got = -1, rx_packets(ns.name, "h1") - rx0
+        while got != last:
+            time.sleep(0.5)
+            last, got = got, rx_packets(ns.name, "h1") - rx0
+        cpu_s = sum(_cpu_s(pid) for pid in pids) - c0
+    finally:
+        for p in procs:
+            p.stop()
+        ns.close()
+    return {"target": "bmv2", "path": "tor-rotor-tor", "size": size, "offered": count, "send_s": secs,
+            "offered_pps": count / secs, "delivered": got, "delivered_pps": got / secs,
+            "switch_cpu_s": cpu_s, "cpu_ns_per_frame": cpu_s * 1e9 / got if got else None}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

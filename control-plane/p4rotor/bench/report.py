@@ -175,23 +175,26 @@ def markdown(res: dict) -> str:
         lines.append("")
     if res.get("kernel"):
         k = res["kernel"]
-        lines += ["### One rotor on BMv2 and on eBPF (kernel), side by side", "",
-                  f"{k['count']} frames from one sender (a Python AF_PACKET loop) through one rotor in clock mode "
-                  "(one matching, port 1 to port 2), per target and frame size, in one run (bench/kernel.py). "
-                  "Delivered: frames out of port 2 over the sender's time. Switch CPU: BMv2's process CPU time; "
-                  "eBPF's programs' run time (kernel.bpf_stats_enabled).", "",
-                  "| frame bytes | target | offered frames/s | delivered | delivered frames/s | "
+        lines += ["### BMv2 and eBPF (kernel), side by side", "",
+                  f"{k['count']} frames from one sender (a Python AF_PACKET loop, as fast as it can) per target, "
+                  "path and frame size, in one run (bench/kernel.py), clock mode, one matching: through one "
+                  "rotor (port 1 to port 2), and host to host through ToR -> rotor -> ToR (IPv4). Delivered: "
+                  "frames out of the far end over the sender's time (on eBPF the sender's own rate is the "
+                  "limit). Switch CPU per delivered frame: BMv2's processes' CPU time (frames it took in and "
+                  "dropped included); eBPF's programs' run time (kernel.bpf_stats_enabled).", "",
+                  "| path | frame bytes | target | offered frames/s | delivered | delivered frames/s | "
                   "switch CPU ns per delivered frame |",
-                  "|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|"]
         for row in k["rows"]:
+            path = row.get("path", "rotor")
             for t in ("bmv2", "ebpf"):
                 r = row.get(t) or {}
                 if "error" in r or not r:
-                    lines.append(f"| {row['size']} | {t} | error: {r.get('error', 'not run')} | | | |")
+                    lines.append(f"| {path} | {row['size']} | {t} | error: {r.get('error', 'not run')} | | | |")
                     continue
-                lines.append(f"| {row['size']} | {t} | {r['offered_pps']:.0f} | {r['delivered']} | "
+                lines.append(f"| {path} | {row['size']} | {t} | {r['offered_pps']:.0f} | {r['delivered']} | "
                              f"{r['delivered_pps']:.0f} | {fmt(r['cpu_ns_per_frame'], 0)} |")
-            lines.append(f"| {row['size']} | eBPF / BMv2 | | | {fmt(row.get('pps_ratio'), 1)}x | "
+            lines.append(f"| {path} | {row['size']} | eBPF / BMv2 | | | {fmt(row.get('pps_ratio'), 1)}x | "
                          f"{fmt(row.get('cpu_ratio'), 0)}x less |")
         lines.append("")
         if k.get("fidelity"):
