@@ -20,6 +20,8 @@ from p4rotor import schedule as S
 from p4rotor.control.nikss import NikssError, NikssSwitch, cli_runner
 from p4rotor.control.target import EBPF
 
+from nikss_recorder import Recorder
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 P4INFO = HERE / "data" / "ebpf-rotor.p4info.txtpb"
@@ -29,15 +31,6 @@ BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build")) / "ebpf"
 def sched(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
     return S.from_json({"version": 1, "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
                         "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]}]})
-
-
-class Recorder:
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, args):
-        self.calls.append(list(args))
-        return ""
 
 
 def test_adapter_writes_the_controllers_entities_with_ifindexes_and_phase_in_grains():

@@ -19,19 +19,12 @@ from p4rotor import p4 as dp
 from p4rotor.control.nikss import NikssSwitch
 from p4rotor.control.target import EBPF
 
+from nikss_recorder import Recorder
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 P4INFO = HERE / "data" / "ebpf-tor.p4info.txtpb"
 BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
-
-
-class Recorder:
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, args):
-        self.calls.append(list(args))
-        return ""
 
 
 def test_ebpf_tor_p4info_has_the_v1model_tors_tables_actions_and_parameters():

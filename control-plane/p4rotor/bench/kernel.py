@@ -281,6 +281,19 @@ def chain_topology():
     return TP.generate(s, "schedule.json", hosts_per_rack=1)
 
 
+def chain_wiring(ns: Netns, topo) -> dict[str, dict[int, str]]:
+    """The chain's veths in ``ns``: rotor port k+1 to rack k's uplink (t<k>u), rack 0's and rack 1's
+    host ports (t<k>h) to h0 and h1; returns {switch: {port: interface}}."""
+    for k in topo.racks:
+        ns.veth(f"r0p{k.id + 1}", f"t{k.id}u", mtu=topo.fabric_mtu)
+    for k in topo.racks[:2]:
+        ns.veth(f"t{k.id}h", f"h{k.id}", mtu=topo.host_mtu)
+    wiring = {"rotor0": {k.id + 1: f"r0p{k.id + 1}" for k in topo.racks}}
+    for k in topo.racks[:2]:
+        wiring[k.tor.name] = {k.tor.uplinks["rotor0"]: f"t{k.id}u", k.hosts[0].port: f"t{k.id}h"}
+    return wiring
+
+
 @contextlib.contextmanager
 def ebpf_chain(build: Path) -> Iterator[tuple[Netns, dict[str, NikssSwitch], dict[str, str]]]:
     """ToR 0 and ToR 1 (eBPF) joined by one rotor (eBPF) in one namespace, in clock mode with one
@@ -295,18 +308,14 @@ def ebpf_chain(build: Path) -> Iterator[tuple[Netns, dict[str, NikssSwitch], dic
     ns = Netns()
     switches: list[EbpfSwitch] = []
     try:
-        for k in topo.racks:
-            ns.veth(f"r0p{k.id + 1}", f"t{k.id}u", mtu=topo.fabric_mtu)
-        for k in topo.racks[:2]:
-            ns.veth(f"t{k.id}h", f"h{k.id}", mtu=topo.host_mtu)
+        wiring = chain_wiring(ns, topo)
         for far in ("h0", "h1", "t2u", "t3u"):
             pass_xdp(ns.name, far, eb / "xdp_pass.o")
-        rotor = EbpfSwitch("rotor0", ns.name, eb / "rotor.o", {k.id + 1: f"r0p{k.id + 1}" for k in topo.racks})
+        rotor = EbpfSwitch("rotor0", ns.name, eb / "rotor.o", wiring["rotor0"])
         switches.append(rotor.start())
         tors = []
         for k in topo.racks[:2]:
-            ports = {k.tor.uplinks["rotor0"]: f"t{k.id}u", k.hosts[0].port: f"t{k.id}h"}
-            tors.append(EbpfSwitch(k.tor.name, ns.name, eb / "tor.o", ports))
+            tors.append(EbpfSwitch(k.tor.name, ns.name, eb / "tor.o", wiring[k.tor.name]))
             switches.append(tors[-1].start())
         ctl = {"rotor0": NikssSwitch("rotor0", rotor.pipeline, eb / "rotor.p4info.txtpb", rotor.ports,
                                      runner=cli_runner(ns.name))}
@@ -410,13 +419,7 @@ def run_chain_bmv2(build: Path, count: int, size: int) -> dict:
     ns = Netns()
     procs: list[SwitchProcess] = []
     try:
-        for k in topo.racks:
-            ns.veth(f"r0p{k.id + 1}", f"t{k.id}u", mtu=topo.fabric_mtu)
-        for k in topo.racks[:2]:
-            ns.veth(f"t{k.id}h", f"h{k.id}", mtu=topo.host_mtu)
-        wiring = {"rotor0": {k.id + 1: f"r0p{k.id + 1}" for k in topo.racks}}
-        for k in topo.racks[:2]:
-            wiring[k.tor.name] = {k.tor.uplinks["rotor0"]: f"t{k.id}u", k.hosts[0].port: f"t{k.id}h"}
+        wiring = chain_wiring(ns, topo)
         for dev, (name, ports) in enumerate(wiring.items(), start=1):
             procs.append(SwitchProcess(ns, ports, device_id=dev).start())
         grpc = ",".join(f"{name}={p.device_id}:{p.grpc_port}" for name, p in zip(wiring, procs))
