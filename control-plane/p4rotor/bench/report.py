@@ -217,6 +217,23 @@ def markdown(res: dict) -> str:
                              f"{fmt(be['p50'], 1)} / {fmt(be['p99'], 1)} / {fmt(be['max'], 1)} | {r['other_matching']} | "
                              f"{pct(r['reconfig_loss'])} | {pct(r['offered_bound'])} | {fmt(ratio)} |")
             lines.append("")
+    if res.get("kernel_scale"):
+        lines += ["### eBPF fabrics at scale: launch time and memory (no traffic, no entries)", "",
+                  "Every ToR (a host port and an uplink per rotor) and rotor (a port per rack) of the fabric as a "
+                  "NIKSS pipeline in one namespace, ports attached (bench/kernel_scale.py). Memory: what the "
+                  "kernel charges for the pipelines' maps (preallocated: entries add nothing) and programs. "
+                  "BMv2 holds about 115 MiB per switch process (the scale rows above).", "",
+                  "| racks x rotors | pipelines | ports | veths s | launch s (veths, loads, ports) | teardown s | "
+                  "maps MiB | MiB per pipeline | programs MiB |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in res["kernel_scale"]:
+            if "error" in r:
+                lines.append(f"| {r['racks']} x {r['rotors']} | error: {r['error']} | | | | | | | |")
+                continue
+            lines.append(f"| {r['racks']} x {r['rotors']} | {r['pipelines']} | {r['ports']} | {fmt(r['veths_s'], 1)} | "
+                         f"{fmt(r['launch_s'], 1)} | {fmt(r['teardown_s'], 1)} | {fmt(r['map_memlock_mib'], 0)} | "
+                         f"{fmt(r['map_memlock_mib'] / r['pipelines'], 1)} | {fmt(r['prog_memlock_mib'], 1)} |")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -303,7 +303,8 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "claims": ("claims",), "loss": ("loss",),
-                "dilation": ("dilation",), "kernel": ("kernel",)}
+                "dilation": ("dilation",), "kernel": ("kernel",),
+                "kernel-scale": ("kernel_scale",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
@@ -414,6 +415,29 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
             _say(f"[bench] kernel: SKIPPED, missing {', '.join(miss)} (make build-ebpf; docs/toolchain.md)")
         else:
             res["kernel"] = run_kernel(build, quick)
+    if "kernel-scale" in only:
+        from ..fabric.nikss import missing_tools as ebpf_missing
+        from .kernel_scale import SIZES as KSIZES
+        from .kernel_scale import run_launch
+
+        miss = ebpf_missing() + [str(build / "ebpf" / f) for f in ("rotor.o", "tor.o", "xdp_pass.o")
+                                 if not (build / "ebpf" / f).exists()]
+        if miss:
+            _say(f"[bench] kernel-scale: SKIPPED, missing {', '.join(miss)} (make build-ebpf; docs/toolchain.md)")
+        else:
+            rows = []
+            for racks, rotors in KSIZES:
+                _say(f"[bench] kernel-scale: {racks} ToRs and {rotors} rotors as eBPF pipelines, ports attached")
+                try:
+                    r = run_launch(build, racks, rotors)
+                except (subprocess.SubprocessError, OSError, RuntimeError) as ex:
+                    r = {"racks": racks, "rotors": rotors, "error": str(ex)[:300]}
+                    _say(f"[bench]   error: {r['error']}")
+                else:
+                    _say(f"[bench]   {r['pipelines']} pipelines, {r['ports']} ports in {r['launch_s']:.1f} s; "
+                         f"maps {r['map_memlock_mib']:.0f} MiB, programs {r['prog_memlock_mib']:.1f} MiB")
+                rows.append(r)
+            res["kernel_scale"] = rows
     res["command"] = command
     if merge and out.exists():
         res = merge_results(json.loads(out.read_text()), res, only, command)
