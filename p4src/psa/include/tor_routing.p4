@@ -78,7 +78,7 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, in bool parsed,
         }
         actions = { via; via_vlb; @defaultonly no_route; }
         const default_action = no_route();
-        size = ROUTE_TABLE_SIZE;
+        size = PSA_ROUTE_TABLE_SIZE;
     }
 
     apply {
