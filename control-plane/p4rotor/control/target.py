@@ -233,7 +233,7 @@ TOFINO = Target(name="tofino", time_unit_ns=1024, time_bits=32, report_unit_ns=1
 
 # PSA on eBPF (p4src/psa, NIKSS): times in ns of the kernel clock every switch shares
 # (CLOCK_MONOTONIC: the offset is 0), 64 bits wide, durations too: a microsecond schedule converts
-# exactly, so every slot is the same length and the program finds the slot by division.  Clock
+# exactly, so the program finds the slot by dividing the phase by a grain of the bounds.  Clock
 # mode only (no CPU port).  Its entities go through control/nikss.py, not P4Runtime: `p4rotor
 # control` does not drive it yet, so it is not among TARGETS.
 EBPF = Target(name="ebpf", time_unit_ns=1, time_bits=64, report_unit_ns=1, modes=("clock",),
