@@ -29,12 +29,11 @@ from ..fabric.switch import Netns, ptf_bench
 
 SIZES = (64, 1500)
 
-# Sends COUNT frames of SIZE bytes as fast as one Python process can; prints the seconds taken.
+# Sends COUNT copies of FRAME (hex) as fast as one Python process can; prints the seconds taken.
 _BLAST = ("import socket,sys,time\n"
           "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0))\n"
           "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<22)\n"
-          "f=bytes.fromhex('020000000002020000000001')+b'\\x88\\xb5'+bytes(int(sys.argv[3])-14)\n"
-          "send=s.send;n=int(sys.argv[2]);t=time.perf_counter()\n"
+          "f=bytes.fromhex(sys.argv[3]);send=s.send;n=int(sys.argv[2]);t=time.perf_counter()\n"
           "for _ in range(n):\n"
           " while True:\n"
           "  try:send(f);break\n"
@@ -51,8 +50,13 @@ def schedule() -> S.Schedule:
                         "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})
 
 
-def blast(ns: str, iface: str, count: int, size: int) -> float:
-    r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", _BLAST, iface, str(count), str(size)],
+def rotor_frame(size: int) -> bytes:
+    """A ``size``-byte frame a rotor carries as it is (it parses nothing)."""
+    return bytes.fromhex("020000000002020000000001") + b"\x88\xb5" + bytes(size - 14)
+
+
+def blast(ns: str, iface: str, count: int, frame: bytes) -> float:
+    r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", _BLAST, iface, str(count), frame.hex()],
                        capture_output=True, text=True, check=True, timeout=600)
     return float(r.stdout.strip())
 
@@ -68,16 +72,16 @@ def _cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _measure(ns: str, tx: str, rx: str, count: int, size: int, cpu) -> dict:
+def _measure(ns: str, tx: str, rx: str, count: int, frame: bytes, cpu) -> dict:
     """Blast, wait until nothing more arrives, and report what left and the switch's CPU."""
     rx0, cpu0 = rx_packets(ns, rx), cpu()
-    secs = blast(ns, tx, count, size)
+    secs = blast(ns, tx, count, frame)
     last, got = -1, rx_packets(ns, rx) - rx0
     while got != last:
         time.sleep(0.5)
         last, got = got, rx_packets(ns, rx) - rx0
     cpu_s = cpu() - cpu0
-    return {"size": size, "offered": count, "send_s": secs, "delivered": got, "delivered_pps": got / secs,
+    return {"size": len(frame), "offered": count, "send_s": secs, "delivered": got, "delivered_pps": got / secs,
             "offered_pps": count / secs, "switch_cpu_s": cpu_s,
             "cpu_ns_per_frame": cpu_s * 1e9 / got if got else None}
 
@@ -89,7 +93,7 @@ def run_bmv2(build: Path, count: int, size: int) -> dict:
                              "--p4info", str(build / "rotor.p4info.txtpb"), "--p4blob", str(build / "rotor.json")]
         subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)  # installs the entities
         pid = sws[0].proc.pid
-        res = _measure(ns.name, far[(0, 1)], far[(0, 2)], count, size, lambda: _cpu_s(pid))
+        res = _measure(ns.name, far[(0, 1)], far[(0, 2)], count, rotor_frame(size), lambda: _cpu_s(pid))
     res["target"] = "bmv2"
     return res
 
@@ -105,7 +109,7 @@ def run_ebpf(build: Path, count: int, size: int) -> dict:
             return sum(p.run_time_ns for p in bpf_stats.prog_stats(sw.pipeline)) / 1e9
 
         with bpf_stats.stats_enabled():
-            res = _measure(ns.name, far[1], far[2], count, size, cpu)
+            res = _measure(ns.name, far[1], far[2], count, rotor_frame(size), cpu)
         res["drops"] = {dp.DropCause(c).name: n for c, n in ctl.drops().items()}
         res["map_memlock_bytes"] = bpf_stats.map_memlock(sw.pipeline)
     res["target"] = "ebpf"
@@ -345,41 +349,19 @@ def ipv4_frame(size: int, src: str = "10.0.0.1", dst: str = "10.0.1.1") -> bytes
     return bytes.fromhex("020000000101" "020000000001") + b"\x08\x00" + ip + udp + bytes(ip_len - 28)
 
 
-_FRAME_BLAST = ("import socket,sys,time\n"
-                "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0))\n"
-                "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<22)\n"
-                "f=bytes.fromhex(sys.argv[3]);send=s.send;n=int(sys.argv[2]);t=time.perf_counter()\n"
-                "for _ in range(n):\n"
-                " while True:\n"
-                "  try:send(f);break\n"
-                "  except BlockingIOError:time.sleep(0.0001)\n"
-                "print(time.perf_counter()-t)\n")
-
-
 def run_chain_ebpf(build: Path, count: int, size: int) -> dict:
     """Frames/s through ToR -> rotor -> ToR on eBPF, and the three switches' program time."""
     with ebpf_chain(build) as (ns, ctl, hosts):
-        frame = ipv4_frame(size)
-        rx0 = rx_packets(ns.name, hosts["h1"])
         pipes = [c.pipeline for c in ctl.values()]
 
         def cpu() -> float:
             return sum(p.run_time_ns for pl in pipes for p in bpf_stats.prog_stats(pl)) / 1e9
 
         with bpf_stats.stats_enabled():
-            c0 = cpu()
-            r = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", _FRAME_BLAST, hosts["h0"],
-                                str(count), frame.hex()], capture_output=True, text=True, check=True, timeout=600)
-            secs = float(r.stdout)
-            last, got = -1, rx_packets(ns.name, hosts["h1"]) - rx0
-            while got != last:
-                time.sleep(0.5)
-                last, got = got, rx_packets(ns.name, hosts["h1"]) - rx0
-            cpu_s = cpu() - c0
-        drops = {name: {dp.DropCause(c).name: n for c, n in sw.drops().items()} for name, sw in ctl.items()}
-    return {"target": "ebpf", "path": "tor-rotor-tor", "size": size, "offered": count, "send_s": secs,
-            "offered_pps": count / secs, "delivered": got, "delivered_pps": got / secs,
-            "switch_cpu_s": cpu_s, "cpu_ns_per_frame": cpu_s * 1e9 / got if got else None, "drops": drops}
+            res = _measure(ns.name, hosts["h0"], hosts["h1"], count, ipv4_frame(size), cpu)
+        res["drops"] = {name: {dp.DropCause(c).name: n for c, n in sw.drops().items()} for name, sw in ctl.items()}
+    res.update(target="ebpf", path="tor-rotor-tor")
+    return res
 
 
 def _install_bmv2_chain(build: Path, grpc: dict[str, tuple[int, int]]) -> None:
@@ -427,24 +409,13 @@ def run_chain_bmv2(build: Path, count: int, size: int) -> dict:
                                       "--build-dir", str(build), "--grpc", grpc],
                        capture_output=True, text=True, check=True, timeout=300)
         pids = [p.proc.pid for p in procs]
-        frame = ipv4_frame(size)
-        rx0 = rx_packets(ns.name, "h1")
-        c0 = sum(_cpu_s(pid) for pid in pids)
-        r = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", _FRAME_BLAST, "h0", str(count),
-                            frame.hex()], capture_output=True, text=True, check=True, timeout=600)
-        secs = float(r.stdout)
-        last, got = -1, rx_packets(ns.name, "h1") - rx0
-        while got != last:
-            time.sleep(0.5)
-            last, got = got, rx_packets(ns.name, "h1") - rx0
-        cpu_s = sum(_cpu_s(pid) for pid in pids) - c0
+        res = _measure(ns.name, "h0", "h1", count, ipv4_frame(size), lambda: sum(_cpu_s(pid) for pid in pids))
     finally:
         for p in procs:
             p.stop()
         ns.close()
-    return {"target": "bmv2", "path": "tor-rotor-tor", "size": size, "offered": count, "send_s": secs,
-            "offered_pps": count / secs, "delivered": got, "delivered_pps": got / secs,
-            "switch_cpu_s": cpu_s, "cpu_ns_per_frame": cpu_s * 1e9 / got if got else None}
+    res.update(target="bmv2", path="tor-rotor-tor")
+    return res
 
 
 if __name__ == "__main__":

@@ -139,16 +139,14 @@ class NikssSwitch:
         params = ["data", *data] if data else []
         if entity.is_default_action:
             return [["table", "default", "set", *pipe, *action, *params]]
+        keys: list[list[str]] = [[]]
         if table in GRAIN_KEYED:
             lo, hi = entity.match["phase"]
             g = self.grain
             if not g or lo % g or (hi + 1) % g:
                 raise NikssError(f"{self.name}: phase range {lo}..{hi} is not in grains of {g}")
             keys = [[str(q)] for q in range(lo // g, (hi + 1) // g)]
-            return [["table", "delete", *pipe, "key", *k] for k in keys] if op == "delete" else \
-                [["table", op, *pipe, *action, "key", *k, *params] for k in keys]
-        keys: list[list[str]] = [[]]
-        for f in t.match_fields:
+        for f in () if table in GRAIN_KEYED else t.match_fields:
             v = (entity.match or {}).get(f.name)
             if (table, f.name) in PORT_KEYS and v is not None:
                 v = self._port(v, f"table {table}")
@@ -172,7 +170,8 @@ class NikssSwitch:
             else:
                 raise NikssError(f"{self.name}: {kind} key {table}.{f.name} is not supported on eBPF")
             keys = [k + [a] for k in keys for a in alts]
-        prio = ["priority", str(entity.priority)] if entity.priority else []
+        # The exact grain table takes no priority.
+        prio = ["priority", str(entity.priority)] if entity.priority and table not in GRAIN_KEYED else []
         if op == "delete":
             return [["table", "delete", *pipe, "key", *k] for k in keys]
         return [["table", op, *pipe, *action, "key", *k, *params, *prio] for k in keys]

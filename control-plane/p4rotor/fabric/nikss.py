@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
+from ..control.nikss import NikssError, cli_runner
 from .switch import HarnessError, Netns, run
 
 BPFFS = Path("/sys/fs/bpf")
@@ -69,14 +70,14 @@ class EbpfSwitch:
         self.pipeline: int | None = None
         self.ports: dict[int, int] = {}     # logical port -> ifindex (the PSA port)
 
-    def _ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        r = subprocess.run(["nsenter", f"--net=/var/run/netns/{self.netns}", "nikss-ctl", *args],
-                           capture_output=True, text=True)
-        if check and r.returncode != 0:
-            lines = (r.stderr.strip() or r.stdout.strip()).splitlines()
-            raise HarnessError(f"{self.name}: nikss-ctl {' '.join(args[:4])}: "
-                               f"{lines[-1] if lines else f'exit {r.returncode}'}")
-        return r
+    def _ctl(self, *args: str, check: bool = True) -> str:
+        """nikss-ctl in the switch's namespace (control/nikss.py runs it for the controller too)."""
+        try:
+            return cli_runner(self.netns)(args)
+        except NikssError as ex:
+            if check:
+                raise HarnessError(f"{self.name}: {ex}") from None
+            return ""
 
     def start(self) -> "EbpfSwitch":
         if not self.obj.is_file():
@@ -90,7 +91,7 @@ class EbpfSwitch:
                 self._ctl("pipeline", "load", "id", str(pid), str(self.obj))
                 self.pipeline = pid
             for port, iface in sorted(self.ifaces.items()):
-                out = self._ctl("add-port", "pipe", str(self.pipeline), "dev", iface).stdout
+                out = self._ctl("add-port", "pipe", str(self.pipeline), "dev", iface)
                 self.ports[port] = int(json.loads(out)["port_id"])
             clash = _modulo_clash(self.ports)
             if clash:
