@@ -38,7 +38,7 @@ def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir:
             controller_args: tuple[str, ...] = (), one_switch: bool = False,
             check_forwarding: bool = True, realtime: bool = False,
             idle_poll: bool | None = None, switch_cpus: str | None = None,
-            warm_ms: float | None = None) -> tuple[Emulation, TP.Topology]:
+            warm_ms: float | None = None, target: str = "bmv2") -> tuple[Emulation, TP.Topology]:
     """``link_mbps``: shape every link (host and fabric) to this rate (an access rate);
     ``controller_args``: more `p4rotor control` options; ``one_switch``: the one-switch fabric
     (one BMv2 emulating every ToR and rotor, docs/one-switch.md); ``check_forwarding``: ping
@@ -46,11 +46,12 @@ def launch(sched: S.Schedule, dilation: float, hosts: int, build: Path, run_dir:
     the switches under SCHED_RR where allowed (fabric/switch.py), and idle CPUs polling
     (fabric/cpu.py) unless ``idle_poll`` is False; ``switch_cpus``: the switches run on these
     CPUs only (a list fabric/cpu.py's ``cpu_list`` checked; None: anywhere); ``warm_ms``: a probe
-    through each switch's clock port this often keeps it warm (fabric/warm.py; None: none)."""
+    through each switch's clock port this often keeps it warm (fabric/warm.py; None: none);
+    ``target``: "bmv2" or "ebpf" (the switches as NIKSS pipelines: fabric/nikss.py)."""
     topo = TP.generate(S.dilate(sched, dilation), "schedule.json", hosts_per_rack=hosts, one_switch=one_switch)
     emu = Emulation(topo, build, run_dir, mode="clock", epsilon_us=epsilon_us * dilation, say=say,
                     link_mbps=link_mbps, controller_args=controller_args, realtime=realtime,
-                    idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms)
+                    idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms, target=target)
     if switch_cpus:
         say(f"[run] the switches run on CPU {switch_cpus} only; the hosts' processes keep the others")
     try:

@@ -34,6 +34,9 @@ def add_parsers(sub) -> None:
     pn.add_argument("--dilation", type=float, default=100.0,
                     help="multiply every schedule time (and divide link rates) by this")
     pn.add_argument("--mode", choices=["clock", "signal"], default="clock")
+    pn.add_argument("--target", choices=["bmv2", "ebpf"], default="bmv2",
+                    help="the switches: BMv2 processes, or eBPF programs NIKSS runs in the kernel (make "
+                         "build-ebpf; clock mode, multi-switch, unshaped links: docs/targets.md)")
     pn.add_argument("--link-mbps", type=float, default=0, help="emulated link rate (0: unshaped)")
     pn.add_argument("--epsilon-us", type=float, default=50.0,
                     help="low-latency guard (emulated us, default 50): low-latency routes avoid a circuit "
@@ -87,13 +90,22 @@ def cmd_run(a: argparse.Namespace) -> int:
         die(str(ex))
     if topo.one_switch is not None and a.mode != "clock":
         die("the one-switch fabric runs in clock mode only (one clock drives every rotor)")
+    if a.target == "ebpf":
+        from . import nikss
+        from .switch import HarnessError as HE
+
+        try:
+            nikss.check_emulation(topo, a.mode, a.link_mbps, None, build)
+        except HE as ex:
+            die(f"--target ebpf: {ex}")
     run_dir = Path(a.run_dir or f"results/run-{time.strftime('%Y%m%d-%H%M%S')}")
     link = a.link_mbps / a.dilation if a.link_mbps else None
     s = topo.schedule
     print(f"[run] {s.kind} schedule x{a.dilation:g}: slot {s.slot_us} us, night {s.reconfig_us} us "
           f"(emulated {s.slot_us / a.dilation:g} / {s.reconfig_us / a.dilation:g} us); logs in {run_dir}",
           file=sys.stderr)
-    emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation)
+    emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation,
+                    target=a.target)
     code = 0
     agents = None
     try:
@@ -136,10 +148,10 @@ def cmd_run(a: argparse.Namespace) -> int:
                 print(f"p4rotor: error: {ex}", file=sys.stderr)
                 code = EXIT_RUNTIME
         emu.stop()
-        left = leftovers(topo)
+        left = leftovers(topo, a.target)
         if left:
             print("[run] warning: left behind: " + ", ".join(left), file=sys.stderr)
             code = code or EXIT_RUNTIME
         else:
-            print("[run] stopped cleanly (no switch processes, no interfaces left)", file=sys.stderr)
+            print("[run] stopped cleanly (no switch processes, pipelines or interfaces left)", file=sys.stderr)
     return code

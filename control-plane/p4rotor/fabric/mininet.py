@@ -5,7 +5,10 @@ rack; host <-> its ToR port).  Switches run in the root namespace (their gRPC po
 127.0.0.1 are what the controller dials); hosts get their own namespaces from Mininet.
 Start-up is polled and shown; whatever happens (normal exit, Ctrl-C, a failure during
 start) every switch process is stopped by PID and Mininet removes its links.
-"""
+
+On the eBPF target (``target="ebpf"``) a switch is a NIKSS pipeline in a network namespace of its
+own (fabric/nikss.py), loaded with its ports before the controller starts (``--pipeline
+NAME=ID@NETNS``; the map in ebpf-switches.json), unloaded with its pins whatever happens."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from typing import Callable
 
 from ..schedule import topology as TP
 from ..control.status import read_status
+from . import nikss
 from .cpu import IdlePoll
 from .shaping import qdisc_drops
 from .switch import HarnessError, missing_tools, run, stop_process_group
@@ -58,6 +62,9 @@ class Emulation:
     # saw nothing for 30 ms took 230-310 us to forward a frame, 50-80 us right after another.
     # None: no warmer.  On a one-switch fabric the clock port is wired for it alone.
     warm_ms: float | None = None
+    # "bmv2": simple_switch_grpc processes; "ebpf": NIKSS pipelines (clock mode, multi-switch,
+    # unshaped links: frames a switch XDP_REDIRECTs bypass every qdisc; no clock ports)
+    target: str = "bmv2"
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True)
     net: object | None = None
     controller: subprocess.Popen | None = None
@@ -72,25 +79,31 @@ class Emulation:
         from mininet.log import setLogLevel
         from mininet.net import Mininet
 
-        from .mn_nodes import BMv2Switch
+        from .mn_nodes import BMv2Switch, IndexedLink, NikssSwitch
 
         setLogLevel("output")  # CLI command output shows; Mininet's info chatter does not
         import logging
 
         logging.getLogger("mininet").propagate = False  # printed once, by Mininet
-        miss = missing_tools()
+        ebpf = self.target == "ebpf"
+        miss = nikss.missing_tools() if ebpf else missing_tools()
         if miss:
             raise HarnessError("emulation needs: " + ", ".join(miss))
         t = self.topo
         one = t.one_switch
-        for prog in (("oneswitch",) if one else ("rotor", "tor")):
+        if ebpf:
+            nikss.check_emulation(t, self.mode, self.link_mbps, self.warm_ms, self.build)
+        for prog in () if ebpf else ("oneswitch",) if one else ("rotor", "tor"):
             if not (self.build / f"{prog}.json").exists():
                 raise HarnessError(f"{self.build / prog}.json missing: run 'make build'")
-        busy = [str(p) for _, _, p in t.switches() if _tcp_listening(p)]
+        busy = [str(p) for _, _, p in t.switches() if not ebpf and _tcp_listening(p)]
         if busy:
             raise HarnessError(f"gRPC ports already in use: {', '.join(busy)} (another emulation running?)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._remove_stale_interfaces([name for name, _, _ in t.switches()])
+        if ebpf:
+            nikss.clean_stale(self.say)
+        else:
+            self._remove_stale_interfaces([name for name, _, _ in t.switches()])
         if self.idle_poll if self.idle_poll is not None else self.realtime:
             self._poll = IdlePoll()
             if self._poll.hold():
@@ -98,14 +111,19 @@ class Emulation:
             else:
                 self.say(f"[run] WARNING: idle CPUs will halt ({self._poll.why_not}): a packet after a quiet "
                          "spell pays ~0.4 ms per switch to wake them (docs/notes/cold-switches.md)")
-        link_cls = TCLink if self.link_mbps else Link
+        link_cls = IndexedLink if ebpf else TCLink if self.link_mbps else Link
         net = Mininet(topo=None, controller=None, link=link_cls, build=False, autoSetMacs=False)
         self.net = net
         self.say(f"[run] building {len(t.racks)} racks x {len(t.racks[0].hosts)} hosts, {len(t.rotors)} rotors ("
                  + (f"one BMv2 switch emulating all {len(t.racks) + len(t.rotors)}" if one
-                    else f"{len(t.racks) + len(t.rotors)} BMv2 switches") + ")")
+                    else f"{len(t.racks) + len(t.rotors)} {'eBPF (NIKSS)' if ebpf else 'BMv2'} switches") + ")")
         nodes = {}
+        rotors = {r.name for r in t.rotors}
         for name, dev, grpc in t.switches():
+            if ebpf:
+                nodes[name] = net.addSwitch(name, cls=NikssSwitch,
+                                            program=nikss.object_path(self.build, "rotor" if name in rotors else "tor"))
+                continue
             nodes[name] = net.addSwitch(name, cls=BMv2Switch, json_path=None, grpc_port=grpc, device_id=dev,
                                         log_file=str(self.run_dir / f"{name}.log"), realtime=self.realtime,
                                         cpus=self.switch_cpus)
@@ -141,20 +159,26 @@ class Emulation:
             for intf in h.intfList():
                 h.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1")
             h.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+            for intf in h.intfList() if ebpf else ():
+                nikss.attach_xdp_pass(f"/proc/{h.pid}/ns/net", intf.name, nikss.object_path(self.build, "xdp_pass"))
         for sw in net.switches:
             for intf in sw.intfList():
                 if intf.name != "lo":
                     sw.cmd(f"ethtool -K {intf.name} tx off rx off >/dev/null 2>&1; "
                            f"sysctl -qw net.ipv6.conf.{intf.name}.disable_ipv6=1")
         net.staticArp()
-        if (self.clock_ports and not one) or self.warm_ms:
+        if ((self.clock_ports and not one) or self.warm_ms) and not ebpf:
             self._wire_clock_ports(net.switches)
-        self.say("[run] starting switches")
+        self.say("[run] loading the switches' pipelines (NIKSS)" if ebpf else "[run] starting switches")
+        self.switches = list(net.switches)  # stop() unloads what was loaded, also after a failure here
         for sw in net.switches:
             sw.start([])
-        self.switches = list(net.switches)
+        if ebpf:
+            nikss.write_switch_map(self.run_dir / "ebpf-switches.json",
+                                   [(sw.pipeline, "rotor" if sw.name in rotors else "tor", sw.program)
+                                    for sw in net.switches])
         deadline = time.monotonic() + timeout
-        pending = {sw.name: sw for sw in net.switches}
+        pending = {} if ebpf else {sw.name: sw for sw in net.switches}
         while pending:
             for name, sw in list(pending.items()):
                 if sw.proc.poll() is not None:
@@ -179,8 +203,8 @@ class Emulation:
 
     def clock_ifaces(self) -> dict[str, str]:
         """{switch: the controller's end of its clock-port veth} (none on a one-switch fabric: one
-        clock, nothing to agree with)."""
-        if not self.clock_ports or self.topo.one_switch is not None:
+        clock, nothing to agree with; none on the eBPF target: no clock port)."""
+        if not self.clock_ports or self.topo.one_switch is not None or self.target == "ebpf":
             return {}
         return {name: clock_iface_names(name)[1] for name, _, _ in self.topo.switches()}
 
@@ -323,10 +347,13 @@ class Emulation:
                "--epsilon-us", str(self.epsilon_us), "--lead", "2", "--connect-timeout",
                str(max(10, int(deadline - time.monotonic()))),
                *(f"--clock-iface={name}={iface}" for name, iface in self.clock_ifaces().items()),
+               *(("--target", "ebpf") if self.target == "ebpf" else ()),
+               *(f"--pipeline={sw.name}={sw.pipeline.id}@{Path(sw.pipeline.netns).name}"
+                 for sw in self.switches if getattr(sw, "pipeline", None)),
                *self.controller_args]
-        clk = [c for c in cmd if c.startswith("--clock-iface=")]
+        clk = [c for c in cmd if c.startswith(("--clock-iface=", "--pipeline="))]
         self.say("[run] starting controller: " + " ".join(c for c in cmd[2:] if c not in clk)
-                 + (f" (and --clock-iface for each of the {len(clk)} switches)" if clk else ""))
+                 + (f" (and --clock-iface or --pipeline for each of the {len(clk)} switches)" if clk else ""))
         self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         seen = -1
         while True:
@@ -409,12 +436,13 @@ class Emulation:
     def stop(self) -> None:
         self.stop_warmer()
         stop_process_group(self.controller, signal.SIGINT)
+        for sw in self.switches:  # before Mininet deletes the links: a pipeline's ports go first
+            for why in sw.kill_process() or ():
+                self.say(f"[run] WARNING: {sw.name}: {why}")
         if self.net is not None:
             self._kill_host_processes()
             with contextlib.suppress(Exception):
                 self.net.stop()  # stops switches (by PID) and deletes every link
-            for sw in self.switches:
-                sw.kill_process()
         for name in self._clock_wired:
             # Not Mininet's links: removed here (deleting one end removes its peer).
             if os.path.exists(f"/sys/class/net/{clock_iface_names(name)[0]}"):
@@ -456,9 +484,12 @@ def clock_iface_names(switch: str) -> tuple[str, str]:
     return f"{switch}-clk", f"{switch}-clkh"
 
 
-def leftovers(topo: TP.Topology) -> list[str]:
-    """Anything of this topology still on the machine: interfaces, switch processes."""
+def leftovers(topo: TP.Topology, target: str = "bmv2") -> list[str]:
+    """Anything of this topology still on the machine: interfaces, switch processes; on eBPF (none
+    in the root namespace) its pipelines, pins, namespaces, not another live emulation's."""
     names = [name for name, _, _ in topo.switches()]
+    if target == "ebpf":
+        return nikss.leftovers(names)
     out = []
     links = run(["ip", "-o", "link"], check=False).stdout
     for line in links.splitlines():
@@ -466,5 +497,4 @@ def leftovers(topo: TP.Topology) -> list[str]:
         if any(ifname.startswith((n + "-eth", clock_iface_names(n)[0])) for n in names):
             out.append(f"interface {ifname}")
     ports = [p for _, _, p in topo.switches()]
-    out += [f"listener on {p}" for p in ports if _tcp_listening(p)]
-    return out
+    return out + [f"listener on {p}" for p in ports if _tcp_listening(p)]

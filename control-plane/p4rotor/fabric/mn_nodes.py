@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from mininet.link import Link, TCLink
 from mininet.node import Switch
 
-from .switch import bmv2_command, stop_process_group
+from . import nikss
+from .switch import HarnessError, bmv2_command, stop_process_group
 
 
 class BMv2Switch(Switch):
@@ -46,3 +48,77 @@ class BMv2Switch(Switch):
             return "\n".join(Path(self.log_file).read_text(errors="replace").splitlines()[-n:])
         except OSError:
             return "(no log)"
+
+
+class NikssSwitch(Switch):
+    """A switch on the eBPF target: ``program`` loaded by NIKSS with this node's interfaces as its
+    ports, in a network namespace of its own (fabric/nikss.py).  No switch process: the node's
+    shell only holds the namespace (and runs a user's commands in it from the CLI)."""
+
+    def __init__(self, name, program=None, **kw):
+        kw["inNamespace"] = True
+        kw.setdefault("dpid", "1")  # not OpenFlow: names need not end in a number
+        Switch.__init__(self, name, **kw)
+        self.program = program
+        self.pipeline: nikss.Pipeline | None = None
+
+    @property
+    def netns(self) -> str:
+        """The namespace's path: named (/var/run/netns) while the pipeline is loaded."""
+        return self.pipeline.netns if self.pipeline is not None else f"/proc/{self.pid}/ns/net"
+
+    def start(self, controllers):
+        ifaces = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
+        for name in ifaces.values():
+            self.cmd(f"ip link set dev {name} up")
+        self.pipeline = nikss.Pipeline.load(self.name, self.program, nikss.netns_path(self.name), ifaces,
+                                            holder=self.pid)
+
+    def kill_process(self) -> list[str]:
+        """Unload the pipeline (every port detached first); what failed, as text."""
+        errors = self.pipeline.unload() if self.pipeline is not None else []
+        self.pipeline = None
+        return errors
+
+    def stop(self, deleteIntfs=True):
+        self.kill_process()
+        Switch.stop(self, deleteIntfs)
+
+
+class IndexedLinkMixin:
+    """A link whose end on a ``NikssSwitch`` has the ifindex ``nikss.port_ifindex(port)`` in the
+    switch's namespace: made there with that index, never moved (a moved interface keeps the large
+    ifindex the root namespace gave it, and NIKSS takes ifindexes modulo 256).  The kernel takes
+    the peer's index only when the first end has one too: an end on another node gets a number
+    of its own, unique in the emulation."""
+
+    _serial = 1000
+
+    def __init__(self, node1, node2, port1=None, port2=None, **kw):
+        def index(node, port):
+            if isinstance(node, NikssSwitch):
+                if port is None:
+                    raise HarnessError(f"{node.name}: a link to a switch on the eBPF target needs its port number")
+                return nikss.port_ifindex(port)
+            IndexedLinkMixin._serial += 1
+            return IndexedLinkMixin._serial
+
+        self._indexes = (index(node1, port1), index(node2, port2))
+        super().__init__(node1, node2, port1=port1, port2=port2, **kw)
+
+    def makeIntfPair(self, intfname1, intfname2, addr1=None, addr2=None, node1=None, node2=None,
+                     deleteIntfs=True):
+        i1, i2 = self._indexes
+        mac1, mac2 = (f" address {a}" if a else "" for a in (addr1, addr2))
+        out = node1.cmd(f"ip link add name {intfname1} index {i1}{mac1} type veth peer name {intfname2} "
+                        f"index {i2}{mac2} netns {node2.pid}")
+        if out.strip():
+            raise HarnessError(f"veth {intfname1} (ifindex {i1}) - {intfname2} (ifindex {i2}): {out.strip()}")
+
+
+class IndexedLink(IndexedLinkMixin, Link):
+    pass
+
+
+class IndexedTCLink(IndexedLinkMixin, TCLink):
+    pass

@@ -1,138 +1,362 @@
-"""An eBPF switch: a NIKSS pipeline loaded into the kernel, its ports attached in a namespace.
+"""Switches on the eBPF target: NIKSS pipelines loaded, given their ports, unloaded, accounted for.
 
-No process per switch: the PSA program (build/ebpf/<program>.o, p4src/psa) runs at the XDP hook
-of each port.  What this module owns, it removes: ``close()`` detaches every port, unloads the
-pipeline and removes its pins under /sys/fs/bpf, also after a failed start.
+A switch there is no process: it is a PSA program NIKSS loaded into the kernel as pipeline <id>
+(its programs and maps pinned under /sys/fs/bpf/pipeline<id>), with the interfaces of the switch's
+network namespace attached as ports.  Three things shape this module:
 
-Facts of the target it relies on (docs/targets.md):
-- NIKSS pins a pipeline under /sys/fs/bpf/pipeline<id>, in the root mount namespace: ids are
-  global, so a free one is taken under a lock; ``nikss-ctl`` runs through ``nsenter --net``
-  (``ip netns exec`` remounts /sys and hides the BPF file system).
-- A port is its interface's ifindex; NIKSS's port map holds 256 (an ifindex is taken modulo
-  256), so two ports of one switch must differ modulo 256.
-- A veth takes frames another XDP program redirects to it only when its peer runs XDP: the
-  far end of every port needs an XDP program (``pass_xdp``: build/ebpf/xdp_pass.o).
+* Pipeline ids are global on the machine, so they are allocated, not derived from the topology:
+  the lowest id from ``FIRST_ID`` up with neither pins nor a record of ours, chosen under a lock, and recorded in
+  ``STATE`` (who owns it, which namespace, which interfaces) before anything is loaded.  A run that
+  was killed (SIGKILL) leaves its records behind; the next start unloads what they name.
+* A load pins the program's maps by name at the top of the bpffs (/sys/fs/bpf/<map>) before
+  moving them into pipeline<id>: two loads at once collide there (one fails, EINVAL), and a load
+  that fails or is killed leaves those pins behind, where the next load of a program with a map of
+  that name would take them over.  So loads are serialized under the same lock, and whatever
+  top-level pin a load leaves is removed (``_load_locked``).
+* nikss-ctl runs through ``nsenter --net=<namespace>`` (``add-port`` resolves interface names
+  there); never ``ip netns exec``, which remounts /sys and hides the bpffs of the root mount
+  namespace, where the pins must live.
+* A PSA port is the interface's ifindex, and NIKSS keeps ports in a DEVMAP of 256 entries, taking
+  an ifindex modulo 256: a switch's ifindexes must be distinct modulo 256, and below 256 so that a
+  port and its ifindex are the same number in the program's 512-cell port counters too.  The
+  fabric gives the switch end of topology port P the ifindex P + 1 (``port_ifindex``; 1 is lo),
+  and checks what NIKSS reports.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
+import os
+import re
 import shutil
-import subprocess
+import signal
+import time
 from pathlib import Path
+
 from typing import Iterator
 
-from ..control.nikss import NikssError, cli_runner
 from .switch import HarnessError, Netns, run
 
 BPFFS = Path("/sys/fs/bpf")
-LOCK = Path("/run/p4rotor-nikss.lock")
-FIRST_ID = 100      # pipeline ids this harness takes (others' ids stay out of its way)
-NIKSS_PORTS = 256   # NIKSS's port map size
+NETNS_DIR = Path("/var/run/netns")  # ``ip netns`` names: the controller's --pipeline NAME=ID@NETNS
+STATE = Path("/run/p4rotor/nikss")  # pipeline<id>.json per pipeline p4rotor loaded on this machine
+DEVMAP_SIZE = 256
+FIRST_ID = 100      # pipeline ids p4rotor takes (lower ids stay free for other NIKSS users)
 
 
 def missing_tools() -> list[str]:
-    return [t for t in ("nikss-ctl", "p4c-ebpf", "clang", "llc") if shutil.which(t) is None]
+    """What a switch on the eBPF target needs that this machine lacks (named for a skip message)."""
+    out = [f"{t} ({why})" for t, why in (("nikss-ctl", "NIKSS"), ("nsenter", "util-linux"), ("ip", "iproute2"),
+                                         ("p4c-ebpf", "p4c's eBPF back end"), ("clang", "LLVM"), ("llc", "LLVM"))
+           if not shutil.which(t)]
+    if os.geteuid() != 0:
+        out.append("root (BPF, network namespaces)")
+    return out
 
 
-def mount_bpffs() -> None:
-    """The BPF file system at /sys/fs/bpf (NIKSS pins there); mounted once, left mounted."""
-    r = subprocess.run(["mountpoint", "-q", str(BPFFS)])
-    if r.returncode != 0:
+def ensure_bpffs() -> None:
+    """The BPF file system at /sys/fs/bpf (NIKSS pins every pipeline there); mounted if it is not."""
+    if not os.path.ismount(BPFFS):
         run(["mount", "-t", "bpf", "bpf", str(BPFFS)])
 
 
-def pass_xdp(netns: str, iface: str, obj: Path) -> None:
-    """Load the XDP_PASS program on ``iface`` (the host's end of a port's veth)."""
-    run(["ip", "netns", "exec", netns, "ip", "link", "set", "dev", iface, "xdp", "obj", str(obj), "sec", "xdp"])
+def object_path(build: Path, name: str) -> Path:
+    """A program of the eBPF target in the build directory (``make build-ebpf``): rotor, tor, xdp_pass."""
+    return build / "ebpf" / f"{name}.o"
+
+
+def check_emulation(topo, mode: str, link_mbps: float | None, warm_ms: float | None, build: Path) -> None:
+    """What an emulation on the eBPF target cannot do, refused before anything is made."""
+    if topo.one_switch is not None:
+        raise HarnessError("the one-switch fabric has no eBPF program (multi-switch only on the eBPF target)")
+    if mode != "clock":
+        raise HarnessError("the eBPF target runs in clock mode only (NIKSS has no PacketOut)")
+    if link_mbps:
+        raise HarnessError("no shaped links on the eBPF target: frames a switch XDP_REDIRECTs bypass every qdisc")
+    if warm_ms:
+        raise HarnessError("no warmer on the eBPF target: its switches have no clock port")
+    miss = [str(object_path(build, p)) for p in ("rotor", "tor", "xdp_pass") if not object_path(build, p).exists()]
+    if miss:
+        raise HarnessError(f"{', '.join(miss)} missing: run 'make build-ebpf'")
+
+
+def port_ifindex(port: int) -> int:
+    """The ifindex the fabric gives the switch end of topology port ``port`` (ports are 1..253)."""
+    return port + 1
+
+
+def check_port_map(switch: str, ports: dict[int, int], any_ifindex: bool = False) -> None:
+    """Refuse a port map NIKSS would corrupt: every ifindex below DEVMAP_SIZE (unless
+    ``any_ifindex``), none shared modulo DEVMAP_SIZE."""
+    big = {} if any_ifindex else {p: i for p, i in ports.items() if not 0 < i < DEVMAP_SIZE}
+    if big:
+        raise HarnessError(f"{switch}: ifindexes {big} not in 1..{DEVMAP_SIZE - 1} (NIKSS takes them modulo "
+                           f"{DEVMAP_SIZE})")
+    if len({i % DEVMAP_SIZE for i in ports.values()}) != len(ports):
+        raise HarnessError(f"{switch}: two ports share an ifindex modulo {DEVMAP_SIZE}: {ports}")
+
+
+def nikss(netns: str | None, *args: str, check: bool = True):
+    """``nikss-ctl ARGS`` in network namespace ``netns`` (a path; None: this process's)."""
+    return run((["nsenter", f"--net={netns}"] if netns else []) + ["nikss-ctl", *args], check=check)
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time (field 22 of /proc/<pid>/stat): a PID is its owner only with the same."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 @contextlib.contextmanager
-def _id_lock() -> Iterator[None]:
-    with open(LOCK, "w") as f:
+def _locked():
+    STATE.mkdir(parents=True, exist_ok=True)
+    with open(STATE / "lock", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _record_path(pid: int) -> Path:
+    return STATE / f"pipeline{pid}.json"
+
+
+def records() -> list[dict]:
+    """Every pipeline p4rotor loaded on this machine and has not unloaded: {id, switch, netns, ...}."""
+    out = []
+    for p in sorted(STATE.glob("pipeline*.json")) if STATE.is_dir() else ():
+        with contextlib.suppress(OSError, ValueError):
+            out.append(json.loads(p.read_text()))
+    return out
+
+
+def _alive(rec: dict) -> bool:
+    return _start_time(rec["owner"]) == rec["owner_start"]
+
+
+@dataclasses.dataclass
+class Pipeline:
+    """One switch's NIKSS pipeline: ``ports`` {topology port: ifindex}, ``ifaces`` {port: name}."""
+
+    id: int
+    switch: str
+    netns: str
+    ifaces: dict[int, str] = dataclasses.field(default_factory=dict)
+    ports: dict[int, int] = dataclasses.field(default_factory=dict)
+    attached: list[str] = dataclasses.field(default_factory=list)  # interfaces add-port took
+
+    @classmethod
+    def load(cls, switch: str, obj: Path, netns: str, ifaces: dict[int, str], holder: int | None = None,
+             any_ifindex: bool = False) -> "Pipeline":
+        """Load ``obj`` as a new pipeline and attach ``ifaces`` (interfaces of ``netns``) as ports.
+        ``holder``: a process in the switch's namespace; the namespace is then first named
+        ``netns`` (``netns_path``: a name of ours under /var/run/netns, deleted with the pipeline).
+        ``any_ifindex``: ifindexes need only differ modulo 256 (not be below it).
+        On a failure whatever was done is undone before the error is raised."""
+        ensure_bpffs()
+        me = None
         try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-class EbpfSwitch:
-    """A NIKSS pipeline with ``ifaces`` (in namespace ``netns``) attached as its ports."""
-
-    def __init__(self, name: str, netns: str, obj: Path, ifaces: dict[int, str]):
-        self.name = name
-        self.netns = netns
-        self.obj = obj
-        self.ifaces = dict(ifaces)          # logical port -> interface name
-        self.pipeline: int | None = None
-        self.ports: dict[int, int] = {}     # logical port -> ifindex (the PSA port)
-
-    def _ctl(self, *args: str, check: bool = True) -> str:
-        """nikss-ctl in the switch's namespace (control/nikss.py runs it for the controller too)."""
-        try:
-            return cli_runner(self.netns)(args)
-        except NikssError as ex:
-            if check:
-                raise HarnessError(f"{self.name}: {ex}") from None
-            return ""
-
-    def start(self) -> "EbpfSwitch":
-        if not self.obj.is_file():
-            raise HarnessError(f"{self.name}: {self.obj} not found: run 'make build-ebpf'")
-        mount_bpffs()
-        try:
-            with _id_lock():
-                pid = FIRST_ID
-                while (BPFFS / f"pipeline{pid}").exists():
-                    pid += 1
-                self._ctl("pipeline", "load", "id", str(pid), str(self.obj))
-                self.pipeline = pid
-            for port, iface in sorted(self.ifaces.items()):
-                out = self._ctl("add-port", "pipe", str(self.pipeline), "dev", iface)
-                self.ports[port] = int(json.loads(out)["port_id"])
-            clash = _modulo_clash(self.ports)
-            if clash:
-                raise HarnessError(f"{self.name}: ports {clash} have ifindexes equal modulo {NIKSS_PORTS} "
-                                   f"({self.ports}): NIKSS would confuse them")
+            with _locked():
+                used = {r["id"] for r in records()}
+                pid = next(i for i in range(FIRST_ID, 1 << 30)
+                           if i not in used and not (BPFFS / f"pipeline{i}").exists())
+                me = cls(pid, switch, netns, dict(ifaces))
+                me._write_record(obj)  # from here on the id is ours, and a killed run's id is found again
+                if holder is not None:
+                    run(["ip", "netns", "attach", Path(netns).name, str(holder)])
+                _load_locked(pid, netns, Path(obj))
+            for port, name in sorted(ifaces.items()):
+                out = nikss(netns, "add-port", "pipe", str(pid), "dev", name).stdout
+                me.attached.append(name)
+                try:
+                    me.ports[port] = int(json.loads(out)["port_id"])
+                except (ValueError, KeyError, TypeError):
+                    raise HarnessError(f"{switch}: nikss-ctl add-port {name}: unexpected output {out.strip()!r}")
+            check_port_map(switch, me.ports, any_ifindex)
         except BaseException:
-            self.close()
+            if me is not None:
+                me.unload()
             raise
-        return self
+        return me
 
-    def close(self) -> None:
-        if self.pipeline is None:
-            return
-        for iface in self.ifaces.values():
-            self._ctl("del-port", "pipe", str(self.pipeline), "dev", iface, check=False)
-        self._ctl("pipeline", "unload", "id", str(self.pipeline), check=False)
-        pins = BPFFS / f"pipeline{self.pipeline}"
+    def _write_record(self, obj: Path) -> None:
+        me = os.getpid()
+        _record_path(self.id).write_text(json.dumps({"id": self.id, "switch": self.switch, "netns": self.netns,
+                                                     "object": str(obj),
+                                                     "ifaces": {str(p): n for p, n in self.ifaces.items()},
+                                                     "owner": me, "owner_start": _start_time(me)}))
+
+    def unload(self) -> list[str]:
+        """del-port every port, unload, remove the pins and the record; what failed, as text.
+        Ctrl-C and SIGTERM wait until it is done (half an unload leaves pins nobody owns)."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            return _unload(self.id, self.netns, list(self.attached))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _map_names(obj: Path) -> set[str]:
+    """The maps a program's object file declares (its ``.maps.<name>`` sections)."""
+    try:
+        return {m.decode() for m in re.findall(rb"\.maps\.([A-Za-z0-9_]+)", Path(obj).read_bytes())}
+    except OSError:
+        return set()
+
+
+def _stray_pins(obj: Path) -> list[Path]:
+    """Top-level pins named after a map of ``obj``: a load's, not yet (or never) moved away."""
+    return [BPFFS / m for m in sorted(_map_names(obj)) if (BPFFS / m).exists() and not (BPFFS / m).is_dir()]
+
+
+def _load_locked(pid: int, netns: str, obj: Path, wait: float = 5.0) -> None:
+    """``pipeline load`` (the caller holds the lock), leaving no top-level pin of its own behind.
+    Pins already there (another tool's load under way, or one that died) are waited for, then
+    refused: this load would take their maps over."""
+    deadline = time.monotonic() + wait
+    while (there := _stray_pins(obj)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if there:
+        raise HarnessError(f"pins {', '.join(map(str, there))} left by another NIKSS load: a new pipeline "
+                           "would share those maps (remove them if no load is under way)")
+    try:
+        nikss(netns, "pipeline", "load", "id", str(pid), str(obj))
+    finally:
+        for p in _stray_pins(obj):
+            p.unlink(missing_ok=True)
+
+
+def netns_path(switch: str) -> str:
+    """A name for a switch's namespace, unique on the machine while this process lives, so the
+    controller can enter it (``nsenter --net=/var/run/netns/NAME``) and a killed run's is found."""
+    return str(NETNS_DIR / f"p4r{os.getpid()}-{switch}")
+
+
+def _ours(netns: str) -> bool:
+    return Path(netns).parent == NETNS_DIR and re.fullmatch(r"p4r\d+-.+", Path(netns).name) is not None
+
+
+def _unload(pid: int, netns: str, ifaces: list[str]) -> list[str]:
+    errors = []
+    ns = netns if os.path.exists(netns) else None  # a dead run's unnamed namespace went with its shell
+    pins = BPFFS / f"pipeline{pid}"
+    if pins.exists():
+        for name in ifaces if ns else ():
+            r = nikss(ns, "del-port", "pipe", str(pid), "dev", name, check=False)
+            if r.returncode != 0:
+                errors.append(f"del-port {name}: {r.stderr.strip()}")
+        r = nikss(ns, "pipeline", "unload", "id", str(pid), check=False)
+        if r.returncode != 0:
+            errors.append(f"pipeline unload {pid}: {r.stderr.strip()}")
+    if pins.exists():  # what nikss-ctl left (or could not unload): the pins hold the programs and maps
+        shutil.rmtree(pins, ignore_errors=True)
         if pins.exists():
-            shutil.rmtree(pins, ignore_errors=True)
-        self.pipeline = None
+            errors.append(f"pins left in {pins}")
+    if _ours(netns) and os.path.exists(netns):  # the name holds the namespace (and its links) alive
+        r = run(["ip", "netns", "delete", Path(netns).name], check=False)
+        if r.returncode != 0:
+            errors.append(f"ip netns delete {Path(netns).name}: {r.stderr.strip()}")
+    _record_path(pid).unlink(missing_ok=True)
+    return errors
 
 
-def _modulo_clash(ports: dict[int, int]) -> list[int]:
-    seen: dict[int, int] = {}
-    for port, ifindex in sorted(ports.items()):
-        if ifindex % NIKSS_PORTS in seen:
-            return [seen[ifindex % NIKSS_PORTS], port]
-        seen[ifindex % NIKSS_PORTS] = port
-    return []
+def clean_stale(say) -> None:
+    """Unload the pipelines of runs that died without unloading them (their owner is gone)."""
+    with _locked():
+        stale = [r for r in records() if not _alive(r)]
+        for r in stale:
+            say(f"[run] unloading pipeline {r['id']} ({r['switch']}) left by a run that died (pid {r['owner']})")
+            _unload(r["id"], r["netns"], list(r.get("ifaces", {}).values()))  # some never attached: no matter
+            for p in _stray_pins(Path(r.get("object", ""))):  # it died loading
+                p.unlink(missing_ok=True)
+
+
+def leftovers(switches: list[str] | None = None) -> list[str]:
+    """Pipelines p4rotor loaded (of these switches; None: any) that this process or a dead one
+    owns, and their pins: another live emulation's are its own business."""
+    out = []
+    for r in records():
+        if (switches is None or r["switch"] in switches) and (r["owner"] == os.getpid() or not _alive(r)):
+            out.append(f"pipeline {r['id']} ({r['switch']}, owner pid {r['owner']}"
+                       f"{'' if _alive(r) else ', dead'})")
+            if (BPFFS / f"pipeline{r['id']}").exists():
+                out.append(f"pins {BPFFS / ('pipeline' + str(r['id']))}")
+    for ns in sorted(NETNS_DIR.iterdir()) if NETNS_DIR.is_dir() else ():
+        m = re.fullmatch(r"p4r(\d+)-(.+)", ns.name)
+        if m and (switches is None or m[2] in switches) and (int(m[1]) == os.getpid() or not Path(f"/proc/{m[1]}").exists()):
+            out.append(f"network namespace {ns.name}")
+    return out
+
+
+def write_switch_map(path: Path, pipelines: list[tuple[Pipeline, str, Path]]) -> None:
+    """The controller's view of the switches (FAB_CONTRACT / docs/targets.md): per switch its
+    pipeline id, namespace, program and {topology port: PSA port}.  ``pipelines``: (pipeline,
+    program name, object file)."""
+    path.write_text(json.dumps({"switches": {
+        p.switch: {"pipeline": p.id, "netns": p.netns, "program": prog, "object": str(obj.resolve()),
+                   "ports": {str(k): v for k, v in sorted(p.ports.items())}}
+        for p, prog, obj in pipelines}}, indent=1))
+
+
+def attach_xdp_pass(netns: str, iface: str, obj: Path) -> None:
+    """A plain XDP_PASS program on a host's end of a switch link: a veth takes the frames a switch
+    XDP_REDIRECTs into its peer only when that end runs XDP.  Loaded in a mount namespace of its
+    own with a bpffs of its own: iproute2's loader makes directories (tc/globals) in the bpffs it
+    finds, and the machine's must keep only what its owners put there; an attached program needs
+    no pin.  Entered by ``nsenter --net`` only (a Mininet node's mount namespace has no bpffs)."""
+    run(["nsenter", f"--net={netns}", "unshare", "--mount", "--propagation", "private", "sh", "-c",
+         f'mount -t bpf bpf {BPFFS} && exec ip link set dev "$0" xdp obj "$1" sec xdp', iface, str(obj)])
 
 
 def leftover_pipelines() -> list[str]:
-    """Pipelines this harness's id range still has pinned (none once every switch closed)."""
-    if not BPFFS.is_dir():
-        return []
+    """Pipelines in p4rotor's id range still pinned (none once every switch closed)."""
     out = []
-    for p in BPFFS.glob("pipeline*"):
+    for p in BPFFS.glob("pipeline*") if BPFFS.is_dir() else ():
         with contextlib.suppress(ValueError):
             if int(p.name[len("pipeline"):]) >= FIRST_ID:
                 out.append(p.name)
     return sorted(out)
+
+
+# -- one switch outside an emulation (tests, benches) ---------------------------------------------
+mount_bpffs = ensure_bpffs
+
+
+def pass_xdp(netns: str, iface: str, obj: Path) -> None:
+    """XDP_PASS on ``iface`` of the named namespace ``netns`` (``attach_xdp_pass``)."""
+    attach_xdp_pass(str(NETNS_DIR / netns), iface, obj)
+
+
+class EbpfSwitch:
+    """A NIKSS pipeline with ``ifaces`` (interfaces of the named namespace ``netns``) as its ports:
+    ``pipeline`` (its id) and ``ports`` {logical port: ifindex} once started; ``close()`` unloads."""
+
+    def __init__(self, name: str, netns: str, obj: Path, ifaces: dict[int, str]):
+        self.name = name
+        self.netns = netns
+        self.obj = Path(obj)
+        self.ifaces = dict(ifaces)
+        self.pipeline: int | None = None
+        self.ports: dict[int, int] = {}
+        self._p: Pipeline | None = None
+
+    def start(self) -> "EbpfSwitch":
+        if not self.obj.is_file():
+            raise HarnessError(f"{self.name}: {self.obj} not found: run 'make build-ebpf'")
+        # Ports need only differ modulo 256 here (a bench's namespace numbers them as it likes).
+        self._p = Pipeline.load(self.name, self.obj, str(NETNS_DIR / self.netns), self.ifaces, any_ifindex=True)
+        self.pipeline, self.ports = self._p.id, dict(self._p.ports)
+        return self
+
+    def close(self) -> None:
+        if self._p is not None:
+            errors = self._p.unload()
+            self._p, self.pipeline = None, None
+            if errors:
+                raise HarnessError(f"{self.name}: " + "; ".join(errors))
 
 
 @contextlib.contextmanager

@@ -1,0 +1,331 @@
+"""Integration: switches on the eBPF target (fabric/nikss.py) -- NIKSS pipelines in namespaces of
+their own, with nothing left on the machine afterwards, also after a failure or a signal mid-start.
+
+The harness is proven with a stand-in program (ebpf/portfwd.p4: forward by an exact table on the
+ingress port, change nothing) compiled here, so a chain of switches is a wire between two hosts;
+the emulation tests load the real programs (build/ebpf, ``make build-ebpf``).  Every switch,
+host and namespace name here starts with "nkt", so nothing clashes with another emulation.
+Skips loudly (naming the tool) without nikss-ctl, p4c-ebpf, Mininet or the built objects.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from p4rotor.fabric import nikss
+from p4rotor.fabric.switch import HarnessError, run
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = Path(os.environ.get("P4ROTOR_BUILD", ROOT / "build"))
+KERNEL_MK = Path("/usr/local/share/p4c/ebpf/runtime/kernel.mk")
+PASS_OBJ = nikss.object_path(BUILD, "xdp_pass")
+
+
+def _missing() -> list[str]:
+    miss = nikss.missing_tools()
+    for tool in ("p4c-ebpf", "clang", "llc", "make"):
+        if not shutil.which(tool):
+            miss.append(tool)
+    if not KERNEL_MK.exists():
+        miss.append(f"{KERNEL_MK} (p4c's eBPF runtime)")
+    if not PASS_OBJ.exists():
+        miss.append(f"{PASS_OBJ} (make build-ebpf)")
+    return miss
+
+
+pytestmark = pytest.mark.skipif(bool(_missing()), reason="SKIPPED: eBPF fabric needs: " + ", ".join(_missing()))
+needs_mininet = pytest.mark.skipif(not shutil.which("mnexec"), reason="SKIPPED: needs mininet (mnexec)")
+needs_programs = pytest.mark.skipif(
+    not all(nikss.object_path(BUILD, p).exists() for p in ("rotor", "tor")),
+    reason=f"SKIPPED: needs {BUILD}/ebpf/rotor.o and tor.o (make build-ebpf)")
+
+
+@pytest.fixture(scope="module")
+def portfwd(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("portfwd")
+    shutil.copy(ROOT / "mininet" / "ebpf" / "portfwd.p4", d)
+    r = subprocess.run(["make", "-f", str(KERNEL_MK), "BPFOBJ=portfwd.o", "P4FILE=portfwd.p4", "P4C=p4c-ebpf",
+                        "P4INCLUDE=-I/usr/local/share/p4c/p4include", "P4ARGS=--xdp --xdp2tc head", "psa"],
+                       cwd=d, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return d / "portfwd.o"
+
+
+@pytest.fixture
+def netns():
+    """A plain named namespace with a veth pair at ifindexes 5 and 6 (ends pa, pb)."""
+    name = f"nkt-{uuid.uuid4().hex[:8]}"
+    run(["ip", "netns", "add", name])
+    try:
+        run(["ip", "-n", name, "link", "add", "name", "pa", "index", "5", "type", "veth", "peer", "name", "pb", "index", "6"])
+        run(["ip", "-n", name, "link", "set", "dev", "pa", "up"])
+        run(["ip", "-n", name, "link", "set", "dev", "pb", "up"])
+        yield f"/var/run/netns/{name}"
+    finally:
+        run(["ip", "netns", "delete", name], check=False)
+
+
+def _mine(ids) -> list[str]:
+    """What is left of these pipeline ids: records or pins."""
+    out = [f"record {r['id']}" for r in nikss.records() if r["id"] in ids]
+    return out + [f"pins {i}" for i in ids if (nikss.BPFFS / f"pipeline{i}").exists()]
+
+
+def _netns_inodes_alive(inodes: set[int]) -> set[int]:
+    """Which of these network namespaces some process is still in (none of ours is bind-mounted)."""
+    alive = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ino = os.stat(d / "ns" / "net").st_ino
+            except OSError:
+                continue
+            if ino in inodes:
+                alive.add(ino)
+    return alive
+
+
+def test_pipeline_gets_the_lowest_free_id_and_its_ports_their_ifindexes(netns, portfwd):
+    # A foreign pipeline's pins (made here as an empty directory) keep their id from us.
+    lowest = next(i for i in range(nikss.FIRST_ID, nikss.FIRST_ID + 1000) if not (nikss.BPFFS / f"pipeline{i}").exists()
+                  and i not in {r["id"] for r in nikss.records()})
+    foreign = nikss.BPFFS / f"pipeline{lowest}"
+    foreign.mkdir()
+    p = None
+    try:
+        p = nikss.Pipeline.load("nkt-sw", portfwd, netns, {4: "pa", 5: "pb"})
+        assert p.id != lowest and p.id > 0
+        assert p.ports == {4: 5, 5: 6}, "the PSA port is the ifindex"
+        assert (nikss.BPFFS / f"pipeline{p.id}").is_dir()
+        assert [r["switch"] for r in nikss.records() if r["id"] == p.id] == ["nkt-sw"]
+        assert nikss.leftovers(["nkt-sw"]), "a loaded pipeline of this process is reported"
+    finally:
+        foreign.rmdir()
+        errors = p.unload() if p else []
+    assert errors == []
+    assert _mine({p.id}) == [] and nikss.leftovers(["nkt-sw"]) == []
+
+
+def test_concurrent_loads_get_distinct_ids(netns, portfwd, tmp_path):
+    got, errs = [], []
+
+    def load(i):
+        try:
+            got.append(nikss.Pipeline.load(f"nkt-c{i}", portfwd, netns, {}))
+        except Exception as ex:  # noqa: BLE001 -- reported below
+            errs.append(ex)
+
+    threads = [threading.Thread(target=load, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errs, errs
+        assert len({p.id for p in got}) == 3
+    finally:
+        for p in got:
+            assert p.unload() == []
+    assert _mine({p.id for p in got}) == []
+
+
+def test_ports_aliasing_modulo_256_are_refused():
+    nikss.check_port_map("s", {1: 2, 253: 254})
+    with pytest.raises(HarnessError, match="modulo 256"):
+        nikss.check_port_map("s", {1: 300})
+    with pytest.raises(HarnessError, match="share an ifindex"):
+        nikss.check_port_map("s", {1: 2, 2: 2})
+
+
+def test_a_failed_load_leaves_nothing(netns, tmp_path):
+    bogus = tmp_path / "bogus.o"
+    bogus.write_bytes(b"not an ELF object")
+    before = {r["id"] for r in nikss.records()}
+    with pytest.raises(HarnessError, match="pipeline load"):
+        nikss.Pipeline.load("nkt-bad", bogus, netns, {1: "pa"})
+    assert {r["id"] for r in nikss.records()} == before
+    assert nikss.leftovers(["nkt-bad"]) == []
+
+
+def test_a_killed_runs_pipeline_is_reported_then_unloaded(netns, portfwd):
+    code = ("import sys, time; from pathlib import Path; from p4rotor.fabric import nikss; "
+            f"p = nikss.Pipeline.load('nkt-killed', Path('{portfwd}'), '{netns}', {{1: 'pa'}}); "
+            "print(p.id, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "control-plane")})
+    pid = int(proc.stdout.readline())
+    proc.kill()  # SIGKILL: no clean-up ran
+    proc.wait()
+    assert (nikss.BPFFS / f"pipeline{pid}").exists()
+    left = nikss.leftovers(["nkt-killed"])
+    assert any("dead" in x for x in left) and any("pins" in x for x in left), left
+    said = []
+    nikss.clean_stale(said.append)
+    assert said and _mine({pid}) == [] and nikss.leftovers(["nkt-killed"]) == []
+
+
+@needs_mininet
+def test_two_switch_chain_forwards_host_to_host_and_leaves_nothing(portfwd):
+    """h1 - A - B - h2 in Mininet: the switch ends of the links carry ifindex port + 1 (253 -> 254:
+    the highest port), the hosts' ends XDP_PASS; ping crosses; afterwards no pipeline, pin,
+    record or switch namespace is left."""
+    from mininet.log import setLogLevel
+    from mininet.net import Mininet
+
+    from p4rotor.fabric.mn_nodes import IndexedLink, NikssSwitch
+
+    setLogLevel("warning")
+    net = Mininet(topo=None, controller=None, build=False, autoSetMacs=False)
+    a = net.addSwitch("nktA", cls=NikssSwitch, program=portfwd)
+    b = net.addSwitch("nktB", cls=NikssSwitch, program=portfwd)
+    h1 = net.addHost("nkth1", ip="10.177.0.1/24")
+    h2 = net.addHost("nkth2", ip="10.177.0.2/24")
+    net.addLink(h1, a, port2=11, cls=IndexedLink)
+    net.addLink(a, b, port1=1, port2=253, cls=IndexedLink)
+    net.addLink(h2, b, port2=12, cls=IndexedLink)
+    ids, inodes = set(), set()
+    try:
+        net.build()
+        for h in (h1, h2):
+            h.cmd(f"ethtool -K {h.defaultIntf()} tx off rx off")
+            nikss.attach_xdp_pass(f"/proc/{h.pid}/ns/net", h.defaultIntf().name, PASS_OBJ)
+        net.staticArp()
+        for sw in (a, b):
+            sw.start([])
+            ids.add(sw.pipeline.id)
+            inodes.add(os.stat(sw.netns).st_ino)
+        assert a.pipeline.ports == {1: 2, 11: 12} and b.pipeline.ports == {12: 13, 253: 254}
+        for p, x, y in ((a.pipeline, 11, 1), (b.pipeline, 253, 12)):
+            for i, o in ((x, y), (y, x)):
+                nikss.nikss(p.netns, "table", "add", "pipe", str(p.id), "Ing_t", "action", "name", "Ing_fwd",
+                            "key", str(p.ports[i]), "data", str(p.ports[o]))
+        out = h1.cmd("ping -n -c 5 -i 0.1 -W 1 10.177.0.2")
+        assert " 0% packet loss" in out, out
+    finally:
+        for sw in (a, b):
+            assert sw.kill_process() == []
+        net.stop()
+    assert _mine(ids) == [] and nikss.leftovers(["nktA", "nktB"]) == []
+    deadline = time.monotonic() + 5  # Mininet signals the shells; they exit at once
+    while _netns_inodes_alive(inodes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _netns_inodes_alive(inodes), "a switch's namespace outlived the emulation"
+
+
+def _topo():
+    from p4rotor import schedule as S
+    from p4rotor.schedule import topology as TP
+
+    sched = S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": 400_000, "reconfig_us": 100_000,
+                         "rotors": [{"name": "nkta", "offset_us": 0, "matchings": [[1, 0, 3, 2]]},
+                                    {"name": "nktb", "offset_us": 200_000, "matchings": [[2, 3, 0, 1]]}]})
+    return TP.generate(sched, "schedule.json", hosts_per_rack=1)
+
+
+@needs_mininet
+@needs_programs
+def test_emulation_failing_mid_start_leaves_nothing(tmp_path):
+    """The controller refuses its arguments after every pipeline is loaded: start fails, and stop
+    unloads them all; the switch map the controller would have read was written first."""
+    import json
+
+    from p4rotor.fabric.mininet import Emulation, leftovers
+
+    topo = _topo()
+    emu = Emulation(topo, BUILD, tmp_path / "run", target="ebpf", say=lambda m: None,
+                    controller_args=("--no-such-option",))
+    try:
+        with pytest.raises(HarnessError, match="controller failed"):
+            emu.start(timeout=60)
+        smap = json.loads((tmp_path / "run" / "ebpf-switches.json").read_text())["switches"]
+        ids = {sw.pipeline.id for sw in emu.switches}
+        inodes = {os.stat(sw.netns).st_ino for sw in emu.switches}
+    finally:
+        emu.stop()
+    assert set(smap) == {n for n, _, _ in topo.switches()}
+    for k in topo.racks:
+        assert smap[k.tor.name]["program"] == "tor"
+        assert smap[k.tor.name]["ports"] == {str(p): p + 1 for p in [*k.tor.uplinks.values(), *(h.port for h in k.hosts)]}
+    assert smap["nkta"]["ports"] == {str(p): p + 1 for p in topo.rotors[0].ports.values()}
+    assert len({s["pipeline"] for s in smap.values()}) == len(smap)
+    assert leftovers(topo, "ebpf") == [] and _mine(ids) == []
+    deadline = time.monotonic() + 5
+    while _netns_inodes_alive(inodes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _netns_inodes_alive(inodes)
+
+
+@needs_mininet
+@needs_programs
+def test_p4rotor_run_sigterm_while_loading_leaves_nothing(tmp_path):
+    """SIGTERM to `p4rotor run --target ebpf` as soon as its first pipeline is recorded: it stops
+    as after Ctrl-C, and nothing of the fabric is left."""
+    from p4rotor.fabric.mininet import leftovers
+
+    topo = _topo()
+    (tmp_path / "topology.json").write_text(topo.dumps())
+    (tmp_path / "schedule.json").write_text(topo.schedule.dumps())
+    proc = subprocess.Popen([sys.executable, "-m", "p4rotor.cli", "run", "--target", "ebpf", "--topology",
+                             str(tmp_path / "topology.json"), "--dilation", "1", "--duration", "60",
+                             "--run-dir", str(tmp_path / "run"), "--build-dir", str(BUILD)],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "control-plane")})
+    deadline = time.monotonic() + 60
+    while not any(r["owner"] == proc.pid for r in nikss.records()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "slow"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert "[run] interrupted" in err, err
+    assert "stopped cleanly" in err, err
+    assert leftovers(topo, "ebpf") == [] and not [r for r in nikss.records() if r["owner"] == proc.pid]
+
+
+def test_p4rotor_run_refuses_what_ebpf_cannot_do(tmp_path):
+    for extra, why in ((["--fabric", "one-switch"], "one-switch"), (["--mode", "signal"], "clock mode only"),
+                       (["--link-mbps", "100"], "qdisc")):
+        r = subprocess.run([sys.executable, "-m", "p4rotor.cli", "run", "--target", "ebpf", *extra,
+                            "--build-dir", str(BUILD), "--run-dir", str(tmp_path / "run")],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "control-plane")})
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "run").exists()
+
+
+def _controller_drives_ebpf() -> bool:
+    r = subprocess.run([sys.executable, "-m", "p4rotor.cli", "control", "--help"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "control-plane")})
+    return "--pipeline" in r.stdout
+
+
+@needs_mininet
+@needs_programs
+@pytest.mark.skipif(not _controller_drives_ebpf(), reason="SKIPPED: needs `p4rotor control --target ebpf "
+                    "--pipeline NAME=ID@NETNS` (the controller's NIKSS adapter)")
+def test_ebpf_fabric_forwards_between_every_rack_pair_and_leaves_nothing(tmp_path):
+    """The real programs and the controller: start returns once every rack pair answered a probe
+    (fabric/mininet.py), a host's pings cross only in its circuit's day, and nothing is left."""
+    from p4rotor.fabric.mininet import Emulation, leftovers
+
+    topo = _topo()
+    emu = Emulation(topo, BUILD, tmp_path / "run", target="ebpf", say=lambda m: None, controller_args=("--quiet",))
+    try:
+        emu.start(timeout=90)
+        ids = {sw.pipeline.id for sw in emu.switches}
+        out = emu.host("h0x0").cmd("ping -n -q -i 0.02 -c 100 -W 1 10.0.1.1")
+    finally:
+        emu.stop()
+    got = int(re.search(r"(\d+) received", out).group(1))
+    # rack 0 -> 1 has one path, rotor nkta's circuit, dark 100 of every 400 ms
+    assert 50 <= got < 100, out
+    assert leftovers(topo, "ebpf") == [] and _mine(ids) == []
