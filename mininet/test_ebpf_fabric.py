@@ -302,16 +302,8 @@ def test_p4rotor_run_refuses_what_ebpf_cannot_do(tmp_path):
         assert not (tmp_path / "run").exists()
 
 
-def _controller_drives_ebpf() -> bool:
-    r = subprocess.run([sys.executable, "-m", "p4rotor.cli", "control", "--help"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "control-plane")})
-    return "--pipeline" in r.stdout
-
-
 @needs_mininet
 @needs_programs
-@pytest.mark.skipif(not _controller_drives_ebpf(), reason="SKIPPED: needs `p4rotor control --target ebpf "
-                    "--pipeline NAME=ID@NETNS` (the controller's NIKSS adapter)")
 def test_ebpf_fabric_forwards_between_every_rack_pair_and_leaves_nothing(tmp_path):
     """The real programs and the controller: start returns once every rack pair answered a probe
     (fabric/mininet.py), a host's pings cross only in its circuit's day, and nothing is left."""

@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import finsy as fy
 import pytest
 
 from p4rotor import control as C
@@ -54,12 +55,24 @@ def test_adapter_writes_the_controllers_entities_with_ifindexes_and_phase_in_gra
 
 
 def test_adapter_refuses_a_port_that_is_not_attached_and_a_table_it_lacks():
-    sw = NikssSwitch("r0", 7, P4INFO, {1: 11}, runner=Recorder())
+    rec = Recorder()
+    sw = NikssSwitch("r0", 7, P4INFO, {1: 11}, runner=rec)
     s = sched()
     with pytest.raises(NikssError, match="r0: .*port 2, which is not attached"):
         sw.write(C.circuit_entries(s.rotors[0], C.default_port_map(4)))
-    with pytest.raises(NikssError, match="port_mtu.port_mtu is not in the eBPF program"):
-        sw.write(C.port_mtu_entries({1: 1500}))
+    with pytest.raises(NikssError, match="TorIngress.port_mtu.port_mtu is not in the eBPF program"):
+        sw.write([fy.P4TableEntry(dp.TOR_T_PORT_MTU, match=fy.P4TableMatch(port=1),
+                                  action=fy.P4TableAction(dp.TOR_A_MTU_LIMIT, max_frame_bytes=1500))])
+
+
+def test_adapter_leaves_out_the_rotor_mtu_check_only_when_every_link_has_one_mtu():
+    # The PSA rotor has no MTU table: the ToR before it checked the same MTU (docs/targets.md).
+    rec = Recorder()
+    sw = NikssSwitch("r0", 7, P4INFO, {1: 11, 2: 12}, runner=rec)
+    sw.write(C.port_mtu_entries({1: 1500, 2: 1500}))
+    assert rec.calls == []
+    with pytest.raises(NikssError, match="different MTUs"):
+        sw.write(C.port_mtu_entries({1: 1500, 2: 9000}))
 
 
 # The rotor tables the controller writes on eBPF: the v1model names, actions and parameters;

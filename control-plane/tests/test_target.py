@@ -160,9 +160,10 @@ def test_pipeline_files_and_blob(tofino_build, tmp_path):
 
 def test_get_target():
     assert C.get_target("bmv2") is C.BMV2 and C.get_target("tofino") is C.TOFINO
+    assert C.get_target("ebpf") is C.EBPF
     with pytest.raises(C.ControllerError) as ei:
         C.get_target("foo")
-    assert str(ei.value) == "unknown target 'foo' (bmv2 or tofino)"
+    assert str(ei.value) == "unknown target 'foo' (bmv2, tofino or ebpf)"
 
 
 def test_ports():
@@ -266,7 +267,7 @@ def cli(*args):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--target", "foo"], "unknown target 'foo' (bmv2 or tofino)"),
+    (["--target", "foo"], "unknown target 'foo' (bmv2, tofino or ebpf)"),
     (["--target", "tofino", "--mode", "signal"], "target tofino has no signal mode"),
     (["--cpu-port", "320"], "cpu port of target bmv2 is fixed"),
 ])

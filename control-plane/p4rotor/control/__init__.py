@@ -1,8 +1,9 @@
 """The P4Runtime control plane (``from p4rotor import control as C``, as finsy's ``fy``).
 
 One module per job: ``entities`` (rotor entities and control packets as values), ``tor``
-(the ToR's), ``p4info`` (the program contract check), ``target`` (what differs between BMv2
-and Tofino: time units, ports, device config), ``timebase`` (common time, offsets, slot
+(the ToR's), ``p4info`` (the program contract check), ``target`` (what differs between BMv2,
+Tofino and eBPF: time units, ports, device config), ``nikss``/``nikss_switch`` (target ebpf: the
+entities as nikss-ctl commands on a NIKSS pipeline, standing for P4Runtime), ``timebase`` (common time, offsets, slot
 boundaries), ``clockport`` (time probes on the data path), ``skew`` (injected clock skew and
 the periodic re-sync's decision), ``loss_monitor`` (the live CorrOpt monitor's estimates and
 decisions), ``fast_checker`` (which lossy links can go), ``fault_plan`` (fault plans as data),
@@ -28,7 +29,7 @@ from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew
 from .installer import INSTALL_CONCURRENCY  # noqa: F401
 from .options import CorrOptOptions, InjectedFaults, ResyncOptions, SignalOptions  # noqa: F401
 from .runtime import Controller, RotorController  # noqa: F401
-from .target import BMV2, TARGETS, TOFINO, Target, get_target, is_slot_config  # noqa: F401
+from .target import BMV2, EBPF, TARGETS, TOFINO, Target, get_target, is_slot_config  # noqa: F401
 from .tor import slice_boundaries, slice_spans, tor_entities  # noqa: F401
 from .one_switch import host_ports, one_switch_entities  # noqa: F401
 from .timebase import (AdoptedClock, OffsetEstimate, Timebase, adopt_clock, boundary_times,  # noqa: F401

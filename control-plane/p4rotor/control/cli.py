@@ -28,8 +28,11 @@ def add_parser(sub) -> None:
                          "offsets; docs/dataplane.md; every Mininet fabric wires one per switch)")
     pc.add_argument("--mode", choices=["signal", "clock"],
                     help="how slots move (default: signal on bmv2; tofino has clock mode only)")
-    pc.add_argument("--target", default="bmv2", metavar="bmv2|tofino",
+    pc.add_argument("--target", default="bmv2", metavar="bmv2|tofino|ebpf",
                     help="the switches' target: time units, ports, device config (docs/targets.md)")
+    pc.add_argument("--pipeline", action="append", default=[], metavar="NAME=ID[@NETNS]",
+                    help="ebpf: switch NAME is NIKSS pipeline ID, its ports attached in network namespace "
+                         "NETNS as interfaces NAME-ethP for logical port P (repeat; replaces --switch)")
     pc.add_argument("--cpu-port", type=int, metavar="N",
                     help="tofino: the CPU (PCIe) port, written into the parser's value set "
                          "(default 320, Tofino 1 pipe 0; 192 on 2-pipe parts)")
@@ -158,6 +161,7 @@ def cmd_control(a: argparse.Namespace) -> int:
                    RotorController, SignalOptions, SwitchSpec, get_target)
     from ..stats import summarize
     from .acks import ack_delays_us, timed_margins_us
+    from .roles import pipeline_specs
 
     build = Path(a.build_dir) if a.build_dir else default_build_dir()
     try:
@@ -165,6 +169,11 @@ def cmd_control(a: argparse.Namespace) -> int:
     except ControllerError as ex:
         die(str(ex))
     mode = a.mode or target.modes[0]
+    nikss = target.api == "nikss"
+    if a.pipeline and not nikss:
+        die(f"--pipeline is for target ebpf (NIKSS pipelines), not {target.name}: use --switch")
+    if nikss and a.switch:
+        die(f"target {target.name}: give each switch as --pipeline NAME=ID[@NETNS], not --switch")
 
     def say(msg: str) -> None:
         if not a.quiet:
@@ -196,9 +205,10 @@ def cmd_control(a: argparse.Namespace) -> int:
 
             _, topo = load_sched_or_topo(a)
             clock_ifaces = _clock_iface_map(a.clock_iface)
+            pipelines = pipeline_specs(a.pipeline)
             roles = fabric_roles(topo, build, epsilon_us=a.epsilon_us,
                                  only=set(a.only.split(",")) if a.only else None, target=target,
-                                 clock_ifaces=clock_ifaces)
+                                 clock_ifaces=clock_ifaces, pipelines=pipelines)
             skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
             corropt = None
             if threshold is not None:
@@ -214,11 +224,12 @@ def cmd_control(a: argparse.Namespace) -> int:
                     every=a.corropt_every,
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
                                                   epsilon_us=a.epsilon_us, only=only, target=target,
-                                                  clock_ifaces=clock_ifaces))
+                                                  clock_ifaces=clock_ifaces, pipelines=pipelines))
             ctl = Controller(roles, faults=InjectedFaults(skews, losses), corropt=corropt, **common)
         else:
             s = S.load(a.schedule)
-            specs = [SwitchSpec.parse(x) for x in a.switch]
+            specs = (list(pipeline_specs(a.pipeline).values()) if nikss
+                     else [SwitchSpec.parse(x) for x in a.switch])
             specs = _with_clock_ifaces(specs, a.clock_iface)
             p4info, p4blob = target.pipeline_files(build, a.program)
             ctl = RotorController(s, specs, egress_guard_us=a.egress_guard_us, p4info=p4info, p4blob=p4blob,

@@ -10,18 +10,20 @@ from ..schedule import routes as R
 from ..schedule.topology import Topology
 from .errors import ControllerError
 from .one_switch import one_switch_entities
-from .roles import Role, SwitchSpec, rotor_role
+from .roles import Role, SwitchSpec, rotor_role, with_pipelines
 from .target import BMV2, Target
 from .tor import slice_boundaries, tor_entities
 
 
 def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_us: float = 0.0,
                  only: set[str] | None = None, target: Target = BMV2,
-                 clock_ifaces: Mapping[str, str] | None = None) -> list[Role]:
+                 clock_ifaces: Mapping[str, str] | None = None,
+                 pipelines: Mapping[str, SwitchSpec] | None = None) -> list[Role]:
     """Every switch of the topology; ``target`` says where in ``build`` its programs are.  A
     one-switch fabric is one role, holding every ToR's and rotor's state (docs/one-switch.md).
     ``clock_ifaces``: switch name -> the host interface wired to its clock port (time probes on
-    the data path, docs/dataplane.md); a name that is not a switch of the topology is an error."""
+    the data path, docs/dataplane.md); a name that is not a switch of the topology is an error.
+    ``pipelines`` (target ebpf): switch name -> its NIKSS pipeline (``--pipeline``), one per role."""
     s = topo.schedule
     routes = R.compute(s, epsilon_us=epsilon_us)
     if clock_ifaces:
@@ -33,6 +35,8 @@ def fabric_roles(topo: Topology, build: Path, addr: str = "127.0.0.1", epsilon_u
     if clock_ifaces:
         roles = [dataclasses.replace(r, spec=dataclasses.replace(r.spec, clock_iface=clock_ifaces[r.spec.name]))
                  if r.spec.name in clock_ifaces else r for r in roles]
+    if target.api == "nikss":
+        roles = with_pipelines(roles, dict(pipelines or {}))
     return roles
 
 

@@ -40,7 +40,9 @@ class Installer:
         self.port_sets = port_sets
         self.concurrency = concurrency
         # Clock mode only: signal mode drives every slot itself, there is no running clock to adopt.
-        self.adopt = adopt and ctl.mode_code == dp.MODE_CLOCK
+        # Not on NIKSS yet: its clock_phase covers would have to be read back as the ranges built.
+        self.adopt = adopt and ctl.mode_code == dp.MODE_CLOCK and ctl.target.api != "nikss"
+        self.no_adopt = "--no-adopt" if not adopt else f"no adoption on target {ctl.target.name}"
         self._sem: asyncio.Semaphore | None = None
         # Each switch's proposal (its clock's slot 0, offset uncertainty; None: cannot adopt)
         # until every switch has one and t0 is decided, once per run.
@@ -122,7 +124,7 @@ class Installer:
             else:
                 await self._t0_decided.wait()
         if cmp is None:
-            return None, "--no-adopt" if ctl.mode_code == dp.MODE_CLOCK else ""
+            return None, self.no_adopt if ctl.mode_code == dp.MODE_CLOCK else ""
         if clock is None:
             return None, cmp.reason or "the switch holds no slot config"
         # Its slot 0 against this run's: the first adopted switch's, or (none adopted) this run's

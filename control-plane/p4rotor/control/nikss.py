@@ -53,6 +53,17 @@ PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_
 MOVED = {"TorEgress.port_mtu.": "TorIngress.port_mtu."}
 # Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
 DROP_COUNTERS = ("{Kind}Ingress.drop_counter", "{Kind}Egress.egress_drop_counter")
+# The contract's counter names (v1model's, top level) -> where the PSA program keeps them.
+COUNTERS = {"drop_counter": "{Kind}Ingress.drop_counter", "egress_drop_counter": "{Kind}Egress.egress_drop_counter",
+            "rx_port_counter": "{Kind}Ingress.rx_port_counter", "tx_port_counter": "{Kind}Egress.tx_port_counter",
+            **{c: "RotorEgress.optical_loss." + c for c in ("link_in_counter", "link_in_loss_counter",
+                                                            "link_out_counter", "link_out_loss_counter")}}
+# The contract's counters the PSA programs lack: the CPU path's (no PacketOut on NIKSS).
+ABSENT_COUNTERS = ("ctrl_counter",)
+# A table the PSA rotor lacks: its MTU check.  A frame it carries left a ToR that checked it
+# against the uplink's MTU, the rotor links' MTU as long as every rotor link has the same one;
+# entries that say so are not written, different MTUs on one rotor are refused.
+ROTOR_MTU = "RotorEgress.port_mtu.port_mtu"
 
 
 class NikssError(ControllerError):
@@ -61,6 +72,25 @@ class NikssError(ControllerError):
 
 def nikss_name(p4info_name: str) -> str:
     return p4info_name.replace(".", "_")
+
+
+def counter_name(p4info_name: str, kind: str) -> str:
+    """Where the PSA program (``kind`` "Rotor" or "Tor") keeps the contract's counter."""
+    return COUNTERS.get(p4info_name, p4info_name).format(Kind=kind)
+
+
+def ebpf_contract(contract: dict) -> dict:
+    """The contract (p4/program.py) as the PSA programs meet it: the clock's phase table keyed by
+    grains and its config given the grain, the ToR's MTU check at ingress, no rotor MTU table."""
+    out = {}
+    for table, (keys, actions) in contract.items():
+        if table == ROTOR_MTU:
+            continue
+        if table in GRAIN_KEYED:
+            keys = ("phase_grains",)
+        actions = {_moved(a): (params + ("grain",) if a in CONFIGURE else params) for a, params in actions.items()}
+        out[_moved(table)] = (keys, actions)
+    return out
 
 
 def _moved(name: str) -> str:
@@ -194,10 +224,21 @@ class NikssSwitch:
         if g:
             self.grain = math.gcd(g, self.grain) if self.grain else g
 
+    def _skip_rotor_mtu(self, updates: list) -> list:
+        """The rotor's MTU entries, checked (one MTU for every link) and left out (``ROTOR_MTU``)."""
+        limits = {}
+        for u in updates:
+            if isinstance(u, fy.P4TableEntry) and str(u.table_id) == ROTOR_MTU and u.action is not None:
+                limits[u.match["port"]] = dict(u.action.args).get("max_frame_bytes")
+        if len(set(limits.values())) > 1:
+            raise NikssError(f"{self.name}: rotor links with different MTUs {limits}: the eBPF rotor has no MTU "
+                             "check of its own (docs/targets.md)")
+        return [u for u in updates if not (isinstance(u, fy.P4TableEntry) and str(u.table_id) == ROTOR_MTU)]
+
     def write(self, updates: Iterable[object]) -> None:
         """Write finsy updates (``+entity`` insert, ``-entity`` delete, ``~entity`` modify).  Two
         entities that become the same entry (one slot's range in two pieces) are written once."""
-        updates = list(updates)
+        updates = self._skip_rotor_mtu(list(updates))
         self._find_grain(updates)
         done = set()
         for u in updates:
@@ -210,6 +251,21 @@ class NikssSwitch:
                 done.add(tuple(args))
                 self.run(args)
                 self.entries_written += 1
+
+    def clear(self) -> None:
+        """Every keyed table emptied and each config back to its parameterless action (the switch
+        stops switching until a new config comes, as after a P4Runtime clear)."""
+        pipe = ["pipe", str(self.pipeline)]
+        for t in self.schema.tables:
+            if list(t.match_fields):
+                self.run(["table", "delete", *pipe, nikss_name(t.name)])
+            elif t.const_default_action is None:
+                bare = [self.schema.actions[a.name] for a in t.actions]
+                bare = [a for a in bare if not list(a.params)]
+                if bare:
+                    self.run(["table", "default", "set", *pipe, nikss_name(t.name), "action", "name",
+                              nikss_name(bare[0].name)])
+        self.grain = 0
 
     # -- reads --------------------------------------------------------------------------
     def counter(self, name: str) -> dict[int, tuple[int, int]]:
@@ -228,11 +284,14 @@ class NikssSwitch:
                 cells[idx] = (pk, by)
         return cells
 
+    @property
+    def kind(self) -> str:
+        return "Tor" if any(t.name.startswith("TorIngress.") for t in self.schema.tables) else "Rotor"
+
     def drops(self) -> dict[int, int]:
         """Frames dropped, by cause (ingress and egress summed)."""
         out: dict[int, int] = {}
-        kind = "Tor" if any(t.name.startswith("TorIngress.") for t in self.schema.tables) else "Rotor"
         for c in DROP_COUNTERS:
-            for cause, (pk, _) in self.counter(c.format(Kind=kind)).items():
+            for cause, (pk, _) in self.counter(c.format(Kind=self.kind)).items():
                 out[cause] = out.get(cause, 0) + pk
         return out

@@ -84,9 +84,12 @@ class ClockProber:
 
     async def _probe_raw(self, sw: fy.Switch, rt: SwitchRuntime, n: int | None = None,
                          packet_out: bool = False) -> OffsetEstimate:
+        target = self.ctl.target
+        if target.shared_clock:
+            # The switch's clock is the controller's common time (Timebase.for_target).
+            return OffsetEstimate(offset_us=0, rtt_us=0.0, probes=0, method="shared-clock")
         if rt.spec.clock_iface and not packet_out:
             return await self._probe_clock_port(sw, rt, n)
-        target = self.ctl.target
         samples = []
         for i in range(n or self.probes):
             seq = 0x70000000 + (rt.generation << 12) + i

@@ -17,21 +17,27 @@ from .errors import ControllerError
 from .target import Target
 from .timebase import OffsetEstimate, boundary_times
 
+_PIPE_RE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<id>\d+)(@(?P<netns>[A-Za-z0-9_.-]+))?$")
 _SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)=(?P<host>[^:@\s]+|\[[^\]]+\]):(?P<port>\d+)(@(?P<dev>\d+))?$")
 
 
 @dataclasses.dataclass(frozen=True)
 class SwitchSpec:
-    """Where a rotor's switch is: ``NAME=HOST:PORT[@DEVICE_ID]``."""
+    """Where a switch is: ``NAME=HOST:PORT[@DEVICE_ID]`` (P4Runtime), or on target ebpf
+    ``NAME=ID[@NETNS]``: the NIKSS pipeline id and the network namespace its ports are in."""
 
     name: str
     host: str
     port: int
     device_id: int = 1
     clock_iface: str | None = None   # host interface wired to the switch's clock port, if any
+    pipeline: int | None = None      # NIKSS pipeline id (target ebpf)
+    netns: str | None = None         # where its ports are (None: the controller's namespace)
 
     @property
     def address(self) -> str:
+        if self.pipeline is not None:
+            return f"NIKSS pipeline {self.pipeline}" + (f" in netns {self.netns}" if self.netns else "")
         return f"{self.host}:{self.port}"
 
     @classmethod
@@ -43,6 +49,43 @@ class SwitchSpec:
         if not 0 < port < 65536:
             raise ControllerError(f"bad --switch {text!r}: port {port} out of range")
         return cls(m["name"], m["host"], port, int(m["dev"] or 1))
+
+    @classmethod
+    def parse_pipeline(cls, text: str) -> "SwitchSpec":
+        """``--pipeline NAME=ID[@NETNS]`` (target ebpf)."""
+        m = _PIPE_RE.match(text.strip())
+        if not m:
+            raise ControllerError(f"bad --pipeline {text!r}: expected NAME=ID[@NETNS]")
+        return cls(m["name"], "", 0, pipeline=int(m["id"]), netns=m["netns"])
+
+
+def pipeline_specs(items: Iterable[str]) -> dict[str, "SwitchSpec"]:
+    """``--pipeline`` options (repeated) by switch name; a name or id given twice is an error."""
+    out: dict[str, SwitchSpec] = {}
+    for it in items:
+        sp = SwitchSpec.parse_pipeline(it)
+        if sp.name in out:
+            raise ControllerError(f"--pipeline {it!r}: {sp.name} given twice")
+        dup = [o.name for o in out.values() if o.pipeline == sp.pipeline]
+        if dup:
+            raise ControllerError(f"--pipeline {it!r}: pipeline {sp.pipeline} is {dup[0]}'s already (ids are global)")
+        out[sp.name] = sp
+    return out
+
+
+def with_pipelines(roles: list["Role"], pipelines: dict[str, SwitchSpec]) -> list["Role"]:
+    """Each role's switch at its NIKSS pipeline; a driven switch without one, or a pipeline for
+    a switch not driven, is an error."""
+    names = {r.spec.name for r in roles}
+    extra = sorted(set(pipelines) - names)
+    if extra:
+        raise ControllerError(f"--pipeline {extra[0]}=...: no switch {extra[0]!r} is driven")
+    missing = [r.spec.name for r in roles if r.spec.name not in pipelines]
+    if missing:
+        raise ControllerError(f"target ebpf: no --pipeline for {', '.join(missing)} (NAME=ID[@NETNS] each)")
+    return [dataclasses.replace(r, spec=dataclasses.replace(r.spec, pipeline=pipelines[r.spec.name].pipeline,
+                                                           netns=pipelines[r.spec.name].netns))
+            for r in roles]
 
 
 

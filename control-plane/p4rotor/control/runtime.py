@@ -59,6 +59,7 @@ from .entities import check_egress_guard, port_value_set_entries
 from .errors import ControllerError, NotPrimaryError
 from .fault_injector import FaultInjector
 from .installer import INSTALL_CONCURRENCY, Installer
+from .nikss import ebpf_contract
 from .options import CorrOptOptions, InjectedFaults, ResyncOptions, SignalOptions
 from .p4info import check_p4info
 from .prober import ClockProber, read_packets
@@ -90,7 +91,7 @@ class Controller:
         if mode not in target.modes:
             raise ControllerError(f"target {target.name} has no {mode} mode ({' or '.join(target.modes)} only)")
         if not roles:
-            raise ControllerError("no --switch given")
+            raise ControllerError("no switch given (--switch; --pipeline on target ebpf)")
         signal.check(mode)
         if install_concurrency < 1:
             raise ControllerError(f"bad install concurrency {install_concurrency}: at least 1")
@@ -120,12 +121,15 @@ class Controller:
                                       "tor": (dp.TOR_CONTRACT, dp.TOR_COUNTERS),
                                       "one-switch": (dp.ONE_CONTRACT, dp.ONE_COUNTERS)}[r.kind]
                 counters += tuple(c for c in target.drop_counters if c not in counters)
+                if target.api == "nikss":
+                    # The PSA programs' P4Info lists no counters (the adapter finds them by name).
+                    contract, counters = ebpf_contract(contract), ()
                 schemas[r.p4info] = check_p4info(r.p4info, contract, counters)
         self.trace = Trace(trace)
-        self.tb = Timebase(ref_ns=time.time_ns())
+        self.tb = Timebase.for_target(target)
         # Slot 0 of the schedule starts lead_s from now (each switch adds its own offset), unless
         # a switch's running clock is adopted: then slot 0 is where that clock says (installer.py).
-        self.clock = RunClock(self.tb, int(lead_s * 1e6), signal.spin_us)
+        self.clock = RunClock(self.tb, self.tb.start_us + int(lead_s * 1e6), signal.spin_us)
         self.runtimes: dict[str, SwitchRuntime] = {}
         port_sets: dict[str, list[fy.P4ValueSetEntry]] = {}
         for r in roles:
@@ -147,12 +151,23 @@ class Controller:
         self.loss_monitor = corropt.monitor if corropt is not None else None
         # What other processes read (phase, switches installed, epoch, error); log text is for people.
         self.status = StatusFile(status_file, mode, {n: rt.role.kind for n, rt in self.runtimes.items()})
-        self.switches = [
-            fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
-                p4info=rt.role.p4info, p4blob=blobs[rt.role.p4blob], device_id=rt.spec.device_id,
-                initial_election_id=election_id, ready_handler=self._ready))
-            for rt in self.runtimes.values()
-        ]
+        self.switches = self._switches(blobs)
+
+    def _switches(self, blobs: dict[Path, Path | bytes]) -> list[Any]:
+        """A finsy Switch per switch; on a NIKSS target its adapter, which answers the same calls."""
+        if self.target.api == "nikss":
+            from .nikss_switch import NikssDriver
+
+            missing = [rt.spec.name for rt in self.runtimes.values() if rt.spec.pipeline is None]
+            if missing:
+                raise ControllerError(f"target {self.target.name}: no NIKSS pipeline for {', '.join(missing)} "
+                                      "(--pipeline NAME=ID[@NETNS])")
+            return [NikssDriver(rt.spec.name, rt.spec.pipeline, rt.spec.netns, rt.role.p4info, self._ready)
+                    for rt in self.runtimes.values()]
+        return [fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
+                    p4info=rt.role.p4info, p4blob=blobs[rt.role.p4blob], device_id=rt.spec.device_id,
+                    initial_election_id=self.election_id, ready_handler=self._ready))
+                for rt in self.runtimes.values()]
 
     @property
     def t0_common_us(self) -> int:
@@ -222,7 +237,12 @@ class Controller:
     async def run(self, duration: float | None = None, connect_timeout: float = 10.0,
                   after_ready: Callable[["Controller"], Any] | None = None) -> None:
         """Run until ``duration`` seconds pass (None: forever) or a switch fails."""
-        controller = fy.Controller(self.switches)
+        if self.target.api == "nikss":
+            from .nikss_switch import NikssFabric
+
+            controller: Any = NikssFabric(self.switches)
+        else:
+            controller = fy.Controller(self.switches)
         self._stop = asyncio.Event()
         monitor: asyncio.Task | None = None
         task = asyncio.create_task(controller.run())
@@ -292,7 +312,7 @@ class RotorController(Controller):
                  p4blob: Path, port_maps: dict[str, dict[int, int]] | None = None, egress_guard_us: int = 0,
                  **kw):
         if not specs:
-            raise ControllerError("no --switch given")
+            raise ControllerError("no switch given (--switch; --pipeline on target ebpf)")
         check_egress_guard(sched, egress_guard_us)
         self.sched = sched
         roles = [rotor_role(sched, spec, p4info, p4blob, (port_maps or {}).get(spec.name), egress_guard_us)

@@ -1,8 +1,9 @@
-"""The target record: what differs between BMv2 (v1model) and Tofino (TNA) for the controller.
+"""The target record: what differs between BMv2 (v1model), Tofino (TNA) and eBPF (PSA on NIKSS)
+for the controller.
 
-Both targets run the same P4 programs with the same P4Info names (p4/program.py), but they
+Every target runs the same P4 programs with the same P4Info names (p4/program.py), but they
 count time differently, report timestamps in other units, find the CPU port differently and
-take another device config.  Inside the controller every time is in microseconds; a
+take another device config (eBPF: none, and no P4Runtime either: ``nikss_switch.py``).  Inside the controller every time is in microseconds; a
 ``Target`` converts at the boundary: times written into tables and PacketOuts
 (``to_units``, ``duration_units``) and timestamps read back (``reported_to_us``).
 docs/targets.md explains each field.
@@ -50,6 +51,12 @@ class Target:
     phase_bits: int = 32
     # Width of the durations the programs take (cycle, night, slot bounds).
     duration_bits: int = DURATION_BITS
+    # Every switch reads the controller's own clock (eBPF: bpf_ktime_get_ns is the kernel's
+    # CLOCK_MONOTONIC): common time is that clock, each offset is 0 by construction, no probes.
+    shared_clock: bool = False
+    # How the controller reaches a switch: "p4runtime" (finsy, gRPC) or "nikss" (nikss-ctl on
+    # a NIKSS pipeline id: nikss_switch.py).
+    api: str = "p4runtime"
 
     # -- times written --------------------------------------------------------------
     def _units(self, us: float) -> int:
@@ -83,6 +90,8 @@ class Target:
         """This target with the CPU and clock ports set (None: keep the default).  A port the P4
         program fixes (no value set) cannot be moved."""
         t = self
+        if self.api == "nikss" and (cpu_port is not None or clock_port is not None):
+            raise ControllerError(f"target {self.name} has no CPU or clock port (no PacketOut/PacketIn)")
         for what, port, vs, cur in (("cpu", cpu_port, self.cpu_value_set, self.cpu_port),
                                     ("clock", clock_port, self.clock_value_set, self.clock_port)):
             if port is None:
@@ -115,7 +124,11 @@ class Target:
 
     # -- pipeline -------------------------------------------------------------------
     def pipeline_files(self, build_dir: Path, program: str) -> tuple[Path, Path]:
-        """(P4Info, compiler output) of ``program``: bmv2 build/<p>.json; tofino build/tofino/<p>/."""
+        """(P4Info, compiler output) of ``program``: bmv2 build/<p>.json; tofino build/tofino/<p>/;
+        ebpf build/ebpf/<p>.o (loaded by whoever runs the switch, never by the controller)."""
+        if self.api == "nikss":
+            d = build_dir / self.build_subdir
+            return d / f"{program}.p4info.txtpb", d / f"{program}.o"
         if self.device_bin:
             d = build_dir / self.build_subdir
             return d / f"{program}.p4info.txtpb", d / program
@@ -124,6 +137,8 @@ class Target:
     def p4blob(self, output: Path) -> Path | bytes:
         """What finsy sends as p4_device_config: BMv2's JSON (the file itself), or Tofino's packed
         config built from the bf-p4c output directory (program name = the directory's name)."""
+        if self.api == "nikss":
+            return output  # never sent: the harness loads the pipeline (fabric/nikss.py)
         if not self.device_bin:
             if not output.is_file():
                 raise ControllerError(f"pipeline {output} not found: run 'make build' first")
@@ -234,18 +249,19 @@ TOFINO = Target(name="tofino", time_unit_ns=1024, time_bits=32, report_unit_ns=1
 # PSA on eBPF (p4src/psa, NIKSS): times in ns of the kernel clock every switch shares
 # (CLOCK_MONOTONIC: the offset is 0), 64 bits wide, durations too: a microsecond schedule converts
 # exactly, so the program finds the slot by dividing the phase by a grain of the bounds.  Clock
-# mode only (no CPU port).  Its entities go through control/nikss.py, not P4Runtime: `p4rotor
-# control` does not drive it yet, so it is not among TARGETS.
+# mode only (no CPU port).  Its entities go through control/nikss.py, not P4Runtime; the counters
+# are the v1model names, which the adapter finds in the PSA controls (nikss.counter_name).
 EBPF = Target(name="ebpf", time_unit_ns=1, time_bits=64, report_unit_ns=1, modes=("clock",),
               cpu_port=0, clock_port=None, cpu_value_set=None, clock_value_set=None,
-              drop_counters=("RotorIngress.drop_counter", "RotorEgress.egress_drop_counter"),
-              build_subdir="ebpf", phase_bits=64, duration_bits=64)
+              drop_counters=("drop_counter", "egress_drop_counter"),
+              build_subdir="ebpf", phase_bits=64, duration_bits=64, shared_clock=True, api="nikss")
 
-TARGETS = {t.name: t for t in (BMV2, TOFINO)}
+TARGETS = {t.name: t for t in (BMV2, TOFINO, EBPF)}
 
 
 def get_target(name: str) -> Target:
     try:
         return TARGETS[name]
     except KeyError:
-        raise ControllerError(f"unknown target {name!r} ({' or '.join(TARGETS)})") from None
+        names = list(TARGETS)
+        raise ControllerError(f"unknown target {name!r} ({', '.join(names[:-1])} or {names[-1]})") from None

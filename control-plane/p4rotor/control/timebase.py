@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Iterator
+import time
+from typing import Callable, Iterable, Iterator
 
 from ..schedule import Rotor, Schedule
 from .errors import ControllerError
@@ -12,15 +13,36 @@ from .target import Target
 
 @dataclasses.dataclass
 class Timebase:
-    """Common time = microseconds since ``ref_ns`` (a wall-clock instant)."""
+    """Common time = microseconds since ``ref_ns`` of ``clock`` (ns): the wall clock, or, on a
+    target whose switches read the controller's own clock (``Target.shared_clock``: eBPF's
+    bpf_ktime_get_ns is CLOCK_MONOTONIC), that clock from 0, so every switch's offset is 0 by
+    construction.  ``wall_ns`` is for what other processes read (status, traces)."""
 
     ref_ns: int
+    clock: Callable[[], int] = time.time_ns
+    wall_minus_clock_ns: int = 0  # wall time - clock, sampled once (0: the clock is the wall)
+    start_us: int = 0             # common time when the run started (its lead counts from here)
 
-    def common_us(self, wall_ns: int) -> int:
-        return (wall_ns - self.ref_ns) // 1000
+    @classmethod
+    def for_target(cls, target: Target) -> "Timebase":
+        if target.shared_clock:
+            mono = time.monotonic_ns()
+            return cls(ref_ns=0, clock=time.monotonic_ns, wall_minus_clock_ns=time.time_ns() - mono,
+                       start_us=mono // 1000)
+        return cls(ref_ns=time.time_ns())
+
+    def now_ns(self) -> int:
+        return self.clock()
+
+    def common_us(self, clock_ns: int) -> int:
+        return (clock_ns - self.ref_ns) // 1000
+
+    def clock_ns(self, common_us: float) -> int:
+        """A common time on ``clock`` (what to sleep until)."""
+        return self.ref_ns + int(common_us * 1000)
 
     def wall_ns(self, common_us: float) -> int:
-        return self.ref_ns + int(common_us * 1000)
+        return self.clock_ns(common_us) + self.wall_minus_clock_ns
 
 
 @dataclasses.dataclass
@@ -28,7 +50,7 @@ class OffsetEstimate:
     offset_us: int      # local timestamp + offset = common time
     rtt_us: float       # packet-out probes: round trip of the best probe (uncertainty rtt/2)
     probes: int
-    method: str = "packet-out"   # or "clock-port" (one-way, data path)
+    method: str = "packet-out"   # or "clock-port" (one-way, data path), "shared-clock" (exact)
     jitter_us: float = 0.0       # clock-port: half the width of the proven bracket
     spread_us: float = 0.0       # clock-port: how far the 4th best bounds are from the best
 
@@ -41,6 +63,8 @@ class OffsetEstimate:
     def describe(self) -> str:
         if self.method == "packet-out":
             return f"+/- {self.rtt_us / 2:.0f} us, {self.probes} packet-out probes"
+        if self.method == "shared-clock":
+            return "exact: the switch reads the controller's CLOCK_MONOTONIC"
         return (f"+/- {self.jitter_us:.1f} us proven, clock port, {self.probes} probes "
                 f"(4 best bounds within {self.spread_us:.1f} us)")
 

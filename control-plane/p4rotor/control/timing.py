@@ -22,15 +22,16 @@ class RunClock:
         self._timer: concurrent.futures.ThreadPoolExecutor | None = None
 
     def now_us(self) -> float:
-        return self.tb.common_us(time.time_ns())
+        return self.tb.common_us(self.tb.now_ns())
 
     def schedule_us(self) -> float:
         """Schedule time now: us since slot 0 of the run (the common t0), as fault plans count."""
         return self.now_us() - self.t0_common_us
 
     async def sleep_until(self, common_us: float, spin: bool = True) -> None:
-        target = self.tb.wall_ns(common_us)
-        delay = (target - time.time_ns()) / 1e9
+        now = self.tb.now_ns
+        target = self.tb.clock_ns(common_us)
+        delay = (target - now()) / 1e9
         if not spin:
             await asyncio.sleep(max(0.0, delay))
             return
@@ -39,12 +40,12 @@ class RunClock:
             await asyncio.sleep(delay - 0.003)
         # Fine: nanosleep in a timer thread; its completion wakes the loop through its
         # self-pipe at once (no ms rounding). Then spin the last spin_us.
-        left = (target - time.time_ns()) / 1e9 - self.spin_s
+        left = (target - now()) / 1e9 - self.spin_s
         if left > 0:
             if self._timer is None:
                 self._timer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="p4rotor-timer")
             await asyncio.get_running_loop().run_in_executor(self._timer, time.sleep, left)
-        while time.time_ns() < target:
+        while now() < target:
             pass
         await asyncio.sleep(0)  # always let the other switches' tasks run
 

@@ -1,0 +1,172 @@
+"""A NIKSS pipeline as the controller's switch (target ebpf).
+
+``NikssDriver`` answers the calls the controller makes on a ``finsy.Switch`` (write, read,
+delete_all, create_task, read_packets) through the adapter in ``nikss.py``, which turns each
+entity into ``nikss-ctl`` commands; ``NikssFabric`` stands for ``finsy.Controller`` (connect every
+switch, run its ready handler, end the run at the first error of a switch's task).  Nothing above
+this module knows the switch is not a P4Runtime server.
+
+What a switch is (the harness's contract, docs/targets.md): ``--pipeline NAME=ID[@NETNS]``, the
+pipeline the harness loaded and whose ports it attached in network namespace NETNS; the interface
+of logical port P is named ``NAME-ethP`` (Mininet's naming).  The controller never loads, attaches
+or unloads anything: it reads the port map (``pipeline show`` in NETNS) and writes entries.
+Entries and counters live in pinned BPF maps, which no network namespace hides.
+
+No gRPC: no election (always primary), no PacketIn (``read_packets`` yields nothing), no device
+config.  Every nikss-ctl call is a process: a batch runs in a worker thread, in order; a failed
+command fails the write with one line naming the switch, the command and NIKSS's reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+
+import finsy as fy
+
+from .errors import ControllerError
+from .nikss import ABSENT_COUNTERS, NikssError, NikssSwitch, cli_runner, counter_name, nikss_name
+
+
+def pipeline_ports(show: str, switch: str) -> dict[int, int]:
+    """{logical port: PSA port} from ``nikss-ctl pipeline show``: ports named ``SWITCH-ethP``."""
+    prefix = f"{switch}-eth"
+    got = {}
+    for p in json.loads(show).get("pipeline", {}).get("ports", []):
+        name = str(p.get("name", ""))
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            got[int(name[len(prefix):])] = int(p["port_id"])
+    return got
+
+
+def missing_tables(schema: fy.P4Schema, show: str) -> list[str]:
+    """The P4Info's tables a loaded pipeline lacks (it runs another program)."""
+    have = set(json.loads(show).get("pipeline", {}).get("objects", []))
+    if not have:
+        return []  # this nikss-ctl lists no objects: nothing to compare
+    return [t.name for t in schema.tables if nikss_name(t.name) not in have]
+
+
+class NikssDriver:
+    """One NIKSS pipeline, driven like a ``finsy.Switch`` (the subset the controller uses)."""
+
+    is_primary = True   # no election: nothing else writes a pipeline the harness gave us
+    primary_id = 0
+
+    def __init__(self, name: str, pipeline: int, netns: str | None, p4info: Path,
+                 ready_handler: Callable[["NikssDriver"], Awaitable[None]]):
+        self.name = name
+        self.pipeline = pipeline
+        self.netns = netns
+        self.p4info_path = Path(p4info)
+        self.p4info = fy.P4Schema(self.p4info_path)
+        self.ready_handler = ready_handler
+        self.adapter: NikssSwitch | None = None
+        self.on_error: Callable[[BaseException], None] = lambda ex: None
+        self._tasks: set[asyncio.Task] = set()
+        self._lock = asyncio.Lock()   # one nikss-ctl batch at a time per switch
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(fn, *args)
+            except NikssError as ex:
+                msg = str(ex)
+                raise ControllerError(msg if msg.startswith(self.name) else f"{self.name}: {msg}") from None
+
+    async def connect(self) -> None:
+        """Check the pipeline is loaded and runs this program; read its port map."""
+        where = f"pipeline {self.pipeline}" + (f" in netns {self.netns}" if self.netns else "")
+        try:
+            show = await asyncio.to_thread(cli_runner(self.netns), ["pipeline", "show", "id", str(self.pipeline)])
+            ports = pipeline_ports(show, self.name)
+            missing = missing_tables(self.p4info, show)
+        except NikssError as ex:
+            raise ControllerError(f"{self.name}: {where}: {ex}") from None
+        except (ValueError, KeyError, TypeError) as ex:
+            raise ControllerError(f"{self.name}: {where}: unreadable pipeline show ({ex})") from None
+        if missing:
+            raise ControllerError(f"{self.name}: {where} does not run {self.p4info_path.name}'s program: it has "
+                                  f"no {', '.join(missing[:3])}")
+        if not ports:
+            raise ControllerError(f"{self.name}: {where} has no port named {self.name}-ethP attached")
+        self.adapter = NikssSwitch(self.name, self.pipeline, self.p4info_path, ports, runner=cli_runner())
+
+    # -- what the controller calls -----------------------------------------------------------
+    def create_task(self, coro: Awaitable[Any]) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.on_error(task.exception())
+
+    async def cancel_tasks(self) -> None:
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def write(self, updates: Iterable[Any]) -> None:
+        await self._call(self.adapter.write, list(updates))
+
+    async def delete_all(self) -> None:
+        await self._call(self.adapter.clear)
+
+    async def read(self, entities: Any) -> AsyncIterator[Any]:
+        """Counters (whole arrays or listed indices, logical ports), as finsy entities; tables
+        cannot be read back from NIKSS here (nothing the eBPF controller does needs it)."""
+        if not isinstance(entities, (list, tuple)):
+            entities = [entities]
+        wanted: dict[str, set[int] | None] = {}
+        for e in entities:
+            if not isinstance(e, fy.P4CounterEntry) or not e.counter_id:
+                raise ControllerError(f"{self.name}: {type(e).__name__} cannot be read from a NIKSS pipeline")
+            name = str(e.counter_id)
+            if e.index is None:
+                wanted[name] = None
+            elif wanted.get(name, set()) is not None:
+                wanted.setdefault(name, set()).add(e.index)
+        for name, idx in wanted.items():
+            if name in ABSENT_COUNTERS:
+                continue
+            cells = await self._call(self.adapter.counter, counter_name(name, self.adapter.kind))
+            for i in sorted(cells if idx is None else idx):
+                pk, by = cells.get(i, (0, 0))
+                yield fy.P4CounterEntry(name, index=i, data=fy.P4CounterData(byte_count=by, packet_count=pk))
+
+    async def read_packets(self) -> AsyncIterator[Any]:
+        """No PacketIn on NIKSS."""
+        return
+        yield  # noqa: an async generator that yields nothing
+
+
+class NikssFabric:
+    """Stands for ``finsy.Controller``: connects every switch, runs each ready handler as one of
+    its tasks, and ends (raising it) at the first error of any switch's task."""
+
+    def __init__(self, switches: Sequence[NikssDriver]):
+        self.switches = list(switches)
+
+    async def run(self) -> None:
+        failed: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def fail(ex: BaseException) -> None:
+            if not failed.done():
+                failed.set_result(ex)
+
+        try:
+            for sw in self.switches:
+                sw.on_error = fail
+                await sw.connect()
+            for sw in self.switches:
+                sw.create_task(sw.ready_handler(sw))
+            raise await failed
+        finally:
+            for sw in self.switches:
+                await sw.cancel_tasks()
