@@ -69,6 +69,9 @@ def add_parser(sub) -> None:
     pe.add_argument("--fabric", choices=["multi-switch", "one-switch"],
                     help="connectivity: a switch per ToR and rotor (default), or ONE switch emulating them all "
                          "(docs/one-switch.md)")
+    pe.add_argument("--target", choices=["bmv2", "ebpf"],
+                    help="the switches: BMv2 processes (default), or eBPF programs NIKSS runs in the kernel "
+                         "(make build-ebpf; clock mode, multi-switch, unshaped fabric links: docs/targets.md)")
     pe.add_argument("--build-dir")
     pe.set_defaults(fn=cmd_experiment)
 
@@ -92,7 +95,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
-                "share_circuits", "idle_poll", "switch_cpus", "warm_switches"):
+                "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -107,7 +110,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
                       ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits"),
                       ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
-                      ("warm_switches", "--warm-switches")):
+                      ("warm_switches", "--warm-switches"), ("target", "--target")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -19,6 +19,23 @@ from .runner import check_fabric, launch, run_probes, say
 
 Cell = tuple[int, int, int]  # (slice of the hyperperiod, source rack, destination rack)
 MIN_PER_CELL = 2.0  # probes from a host to each other rack within the shortest cell, whatever probes_per_cell
+# A pass lasts at least this long (wall s): at low dilation a hyperperiod is milliseconds, shorter
+# than the probe processes' start-up spread; the pass then covers more cycles at a lower rate.
+MIN_PASS_S = 1.0
+GOLDEN = 0.6180339887
+
+
+def pass_plan(hyper_wall_s: float, cycles: int, rate: float) -> tuple[int, float]:
+    """(cycles, probes/s per host) of a pass asked for ``cycles`` hyperperiods at ``rate``.  When
+    that is shorter than MIN_PASS_S it runs more cycles at a rate that sends each cell as many
+    probes in all, and whose probes per hyperperiod end in the golden ratio's fraction: a whole
+    number would put every cycle's probes at the same phases and leave the same gaps unprobed;
+    this way successive cycles fill them evenly."""
+    if cycles * hyper_wall_s >= MIN_PASS_S:
+        return cycles, rate
+    n = math.ceil(MIN_PASS_S / hyper_wall_s)
+    per_cycle = rate * cycles / n * hyper_wall_s
+    return n, (math.floor(per_cycle) + GOLDEN) / hyper_wall_s
 
 
 @dataclasses.dataclass
@@ -165,7 +182,7 @@ def reprobe_plan(cells: Iterable[Cell], ds: S.Schedule, margin_us: float, per_ce
 def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 200.0,
                  cycles: int = 2, probes_per_cell: float = 20, on_running: Callable[[Emulation], None] | None = None,
                  reprobe_rounds: int = 2, reprobe_per_cell: float = 4, reprobe_unprobed: bool = True,
-                 fabric: str = "multi-switch") -> dict:
+                 fabric: str = "multi-switch", target: str = "bmv2") -> dict:
     """Which rack pairs are directly reachable in each slice, measured with direct-only probes.
 
     First pass: every host probes every other rack for ``cycles`` hyperperiods.  A cell the
@@ -197,7 +214,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     # 2-hop path needs a neighbour whose circuit to the destination is live in the same slice):
     # ~30 s per pair, 1 466 of 16 256 pairs in 5 min.
     emu, topo = launch(sched, dilation, 1, build, out / "run", one_switch=fabric == "one-switch",
-                       check_forwarding=sched.racks <= 64)
+                       check_forwarding=sched.racks <= 64, target=target)
     launch_s = time.monotonic() - t_launch
     ips = [k.hosts[0].ip for k in topo.racks]
     names = [k.hosts[0].name for k in topo.racks]
@@ -206,6 +223,8 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
         # round-robin sending then puts a probe into every judged window (the middle 70 %).
         rate = max(50.0, probes_per_cell * (sched.racks - 1) / (ds.day_us / 1e6),
                    MIN_PER_CELL * (sched.racks - 1) / (span / 1e6))
+        run_cycles, rate = pass_plan(ds.hyperperiod_us / 1e6, cycles, rate)
+        duration = run_cycles * ds.hyperperiod_us / 1e6
         if on_running:
             on_running(emu)
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,
@@ -236,7 +255,7 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
             t = time.monotonic()
             logs = run_probes(emu, topo, lambda i, h: {"dsts": [ips[j] for j in plan[i]["open"]],
                                                         "rate": plan[i]["rate"], "dscp": dp.DSCP_DIRECT_ONLY, "gate": gate(i)}
-                               if i in plan else None, ds.hyperperiod_us / 1e6, out / f"reprobe{r}")
+                               if i in plan else None, max(ds.hyperperiod_us / 1e6, MIN_PASS_S), out / f"reprobe{r}")
             s2, g2 = tally(ds, logs, names, ips, emu.t0_ns, margin, late)
             _add(sent, s2)
             _add(got, g2)
@@ -257,13 +276,13 @@ def connectivity(build: Path, out: Path, sched: S.Schedule | None = None, dilati
     j_ = judged
     cells, agree = j_.cells, len(j_.agree)
     measured = [[[got[k][i][j] > 0 for j in range(sched.racks)] for i in range(sched.racks)] for k in range(slots)]
-    res = {"schedule": sched.to_json(), "dilation": dilation, "fabric": fabric, "launch_s": launch_s,
+    res = {"schedule": sched.to_json(), "dilation": dilation, "fabric": fabric, "target": target, "launch_s": launch_s,
            "slices": slots, "cells": cells, "agree": agree,
            "cells_total": slots * sched.racks * (sched.racks - 1),
            "false_positive": len(j_.false_positive), "missed": len(j_.undecided), "unjudged": len(j_.unprobed),
            "first_pass": {"cells": first.cells, "agree": len(first.agree), "undecided": len(first.undecided),
                           "unprobed": len(first.unprobed), "false_positive": len(first.false_positive),
-                          "rate_pps": rate},
+                          "rate_pps": rate, "cycles": run_cycles, "wall_s": duration},
            "reprobe": {"rounds": rounds, "rounds_run": len(rounds),
                        "reprobed": sum(x["cells"] for x in rounds),
                        "resolved": sum(x["resolved"] for x in rounds),

@@ -14,18 +14,18 @@ from .runner import launch, run_probes, say
 
 def duty_cycle(build: Path, out: Path, dilation: float = 100.0, slot_us: int = 2000,
                nights: tuple[int, ...] = (200, 500, 1000), guards: tuple[int, ...] = (100, 300),
-               rate: float = 400.0, duration: float = 4.0) -> dict:
+               rate: float = 400.0, duration: float = 4.0, target: str = "bmv2") -> dict:
     """Throughput fraction between two racks vs (slot - night)/slot; efficiency with a guard time."""
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for night in nights:
-        rows.append(_duty_point(build, out / f"night{night}", dilation, slot_us, night, 0, rate, duration))
+        rows.append(_duty_point(build, out / f"night{night}", dilation, slot_us, night, 0, rate, duration, target))
         say(f"[experiment] duty cycle: night {night} us -> received {rows[-1]['fraction']:.3f} "
              f"(predicted {rows[-1]['predicted']:.3f})")
     grows = []
     night = nights[0]
     for guard in guards:
-        grows.append(_duty_point(build, out / f"guard{guard}", dilation, slot_us, night, guard, rate, duration))
+        grows.append(_duty_point(build, out / f"guard{guard}", dilation, slot_us, night, guard, rate, duration, target))
         say(f"[experiment] duty cycle: guard {guard} us -> efficiency {grows[-1]['efficiency']:.3f} "
              f"(predicted {grows[-1]['predicted_efficiency']:.3f})")
     res = {"dilation": dilation, "slot_us": slot_us, "rate_pps": rate, "duration_s": duration,
@@ -57,10 +57,10 @@ def duty_cycle(build: Path, out: Path, dilation: float = 100.0, slot_us: int = 2
     return res
 
 
-def _duty_point(build, out, dilation, slot_us, night_us, guard_us, rate, duration) -> dict:
+def _duty_point(build, out, dilation, slot_us, night_us, guard_us, rate, duration, target="bmv2") -> dict:
     sched = S.from_json({"version": 1, "racks": 2, "slot_us": slot_us, "reconfig_us": night_us,
                          "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0]]}]})
-    emu, topo = launch(sched, dilation, 1, build, out / "run")
+    emu, topo = launch(sched, dilation, 1, build, out / "run", target=target)
     try:
         dst = topo.racks[1].hosts[0].ip
         ds = S.dilate(sched, dilation)

@@ -55,7 +55,7 @@ def default_plan_path() -> Path:
 
 
 def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 100.0, probe_rate: float = 50.0,
-           resync_every: float = 0.0, corropt_threshold: float | None = None) -> dict:
+           resync_every: float = 0.0, corropt_threshold: float | None = None, target: str = "bmv2") -> dict:
     """``plan``: a fault plan file (default topologies/faults/default.json), times and clock skews in
     emulated us; ``probe_rate``: probes/s per host;
     ``resync_every``: the controller re-measures every switch's clock this often (wall s; 0:
@@ -96,7 +96,7 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
         (out / "controller-plan.json").write_text(json.dumps(shifted, indent=1))
         controller_args += ("--faults", str(out / "controller-plan.json"))
     emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=_epsilon(sched),
-                       controller_args=controller_args)
+                       controller_args=controller_args, target=target)
     capture = None
     # The fabric's clock as first installed: a restarted controller adopts it, but re-measures
     # its own offsets, so the t0 it reports can differ by its estimate's error.

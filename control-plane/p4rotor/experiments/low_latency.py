@@ -14,7 +14,7 @@ from .runner import check_fabric, launch, run_probes
 
 def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 100.0,
                 epsilon_us: float | None = None, duration: float = 6.0, rate: float = 100.0,
-                fabric: str = "multi-switch") -> dict:
+                fabric: str = "multi-switch", target: str = "bmv2") -> dict:
     """Latency CDF of low-latency (DSCP 46) probes across many reconfigurations; count losses.
     ``fabric``: multi-switch, or one-switch (docs/one-switch.md)."""
     sched = sched or S.generate_opera(8, 4, 1000, 100)
@@ -22,7 +22,8 @@ def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilatio
     out.mkdir(parents=True, exist_ok=True)
     slice_us = min(x.end_us - x.start_us for x in sched.slices())
     eps = slice_us * 0.5 if epsilon_us is None else epsilon_us
-    emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=eps, one_switch=fabric == "one-switch")
+    emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=eps, one_switch=fabric == "one-switch",
+                       target=target)
     ips = [k.hosts[0].ip for k in topo.racks]
     try:
         logs = run_probes(emu, topo, lambda i, h: {"dsts": [x for x in ips if x != h.ip], "rate": rate,

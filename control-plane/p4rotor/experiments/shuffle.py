@@ -12,7 +12,8 @@ from .runner import launch, run_probes, say
 
 
 def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: float = 100.0,
-            guards: tuple[int, ...] = (0, 100, 300), count: int = 600, rate: float = 500.0) -> dict:
+            guards: tuple[int, ...] = (0, 100, 300), count: int = 600, rate: float = 500.0,
+            target: str = "bmv2") -> dict:
     """All-to-all shuffle with TDMA host gating ([TDMA12]): each host sends ``count`` frames to
     every other rack, to each only while its direct circuit is live and more than a guard time
     from its end.  Transfer time vs the ideal x slot / (slot - night - guard)."""
@@ -20,7 +21,7 @@ def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: f
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for g in guards:
-        rows.append(_shuffle_point(build, out / f"guard{g}", sched, dilation, g, count, rate))
+        rows.append(_shuffle_point(build, out / f"guard{g}", sched, dilation, g, count, rate, target))
         r = rows[-1]
         say(f"[experiment] shuffle: guard {g} us -> {r['transfer_s']:.3f} s emulated-scaled, predicted "
              f"{r['predicted_s']:.3f} s (ideal {r['ideal_s']:.3f} s), delivered {r['delivered']}/{r['expected']}")
@@ -44,9 +45,9 @@ def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: f
     return res
 
 
-def _shuffle_point(build, out, sched, dilation, guard_us, count, rate) -> dict:
+def _shuffle_point(build, out, sched, dilation, guard_us, count, rate, target="bmv2") -> dict:
     ds = S.dilate(sched, dilation)
-    emu, topo = launch(sched, dilation, 1, build, out / "run")
+    emu, topo = launch(sched, dilation, 1, build, out / "run", target=target)
     ips = [k.hosts[0].ip for k in topo.racks]
     cyc = ds.hyperperiod_us * 1000
     try:

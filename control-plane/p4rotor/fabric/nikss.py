@@ -161,13 +161,22 @@ class Pipeline:
         try:
             with _locked():
                 used = {r["id"] for r in records()}
-                pid = next(i for i in range(FIRST_ID, 1 << 30)
-                           if i not in used and not (BPFFS / f"pipeline{i}").exists())
-                me = cls(pid, switch, netns, dict(ifaces))
-                me._write_record(obj)  # from here on the id is ours, and a killed run's id is found again
-                if holder is not None:
-                    run(["ip", "netns", "attach", Path(netns).name, str(holder)])
-                _load_locked(pid, netns, Path(obj))
+                for attempt in range(10):
+                    pid = next(i for i in range(FIRST_ID, 1 << 30)
+                               if i not in used and not (BPFFS / f"pipeline{i}").exists())
+                    me = cls(pid, switch, netns, dict(ifaces))
+                    me._write_record(obj)  # from here on the id is ours, and a killed run's id is found again
+                    if holder is not None and attempt == 0:
+                        run(["ip", "netns", "attach", Path(netns).name, str(holder)])
+                    try:
+                        _load_locked(pid, netns, Path(obj))
+                        break
+                    except HarnessError as ex:
+                        # A NIKSS user outside this lock took the id since it was chosen: the next one.
+                        if "already exists" not in str(ex) or attempt == 9:
+                            raise
+                        _record_path(pid).unlink(missing_ok=True)
+                        used.add(pid)
             for port, name in sorted(ifaces.items()):
                 out = nikss(netns, "add-port", "pipe", str(pid), "dev", name).stdout
                 me.attached.append(name)

@@ -25,22 +25,39 @@ PORT = 9999
 _P = struct.Struct("!IIQ")
 
 
+# The kernel's receive time of each datagram (struct timespec, CLOCK_REALTIME), not the time this
+# process got to it: the sender's busy wait holds the GIL for up to sys.getswitchinterval() (5 ms),
+# which would make a probe look as if it arrived in a later slice than it did.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TS = struct.Struct("@qq")
+
+
 def bind_receiver(port: int = PORT) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     s.bind(("0.0.0.0", port))
     s.settimeout(0.1)
     return s
+
+
+def kernel_rx_ns(ancdata) -> int | None:
+    """The SCM_TIMESTAMPNS receive time (wall ns) in a recvmsg's ancillary data, if there."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TS.size:
+            sec, nsec = _TS.unpack_from(data)
+            return sec * 1_000_000_000 + nsec
+    return None
 
 
 def receiver(out_path: str, stop: threading.Event, s: socket.socket) -> None:
     with open(out_path, "w") as f:
         while not stop.is_set():
             try:
-                data, addr = s.recvfrom(65535)
+                data, anc, _, addr = s.recvmsg(65535, 64)
             except socket.timeout:
                 continue
-            now = time.time_ns()
+            now = kernel_rx_ns(anc) or time.time_ns()
             if len(data) >= _P.size:
                 src, seq, sent = _P.unpack_from(data)
                 f.write(f'{{"rx": {now}, "src": {src}, "seq": {seq}, "tx": {sent}, "len": {len(data)}}}\n')

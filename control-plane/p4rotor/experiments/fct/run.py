@@ -35,7 +35,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
         epsilon_us: float = EPSILON_US, share_circuits: str | bool | None = "auto", idle_poll: bool = True,
-        switch_cpus: str | None = "none", warm_switches: str | None = "auto") -> dict:
+        switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2") -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -98,7 +98,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     warm = warm_choice(warm_switches, wl.meta.get("load"))
-    if warm_switches in (None, "auto"):
+    if target == "ebpf" and warm_switches in (None, "auto"):
+        warm = None  # nothing to keep warm: no switch process, no clock port
+        say("[experiment] fct: eBPF switches (no warmer: nothing sleeps between frames)")
+    elif warm_switches in (None, "auto"):
         say(f"[experiment] fct: switches kept warm (--warm-switches auto, load {wl.meta.get('load')})" if warm else
             f"[experiment] fct: switches not kept warm (--warm-switches auto: load above {WARM_MAX_LOAD:g} or unknown)")
     fabric_modes = [m for m in MODES if m in chosen]
@@ -112,7 +115,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
-                           realtime=True, idle_poll=idle_poll, switch_cpus=pin, warm_ms=warm)
+                           realtime=True, idle_poll=idle_poll, switch_cpus=pin, warm_ms=warm, target=target)
         polled = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
         try:
             shape_hosts(emu, topo, access_bps)
