@@ -1,19 +1,21 @@
 // p4rotor ToR: local delivery, and routing over the rotors' live circuits.
 //
-// The ToR's "slot" (SlotState) is the topology *slice*: the interval during which
-// the set of live circuits is constant.  Routes are installed for every slice of
-// the hyperperiod, keyed by slice, so the clock mode switches routes to the
-// microsecond with no controller write racing a slice boundary.
-#ifndef P4ROTOR_TOR_ROUTING_P4
-#define P4ROTOR_TOR_ROUTING_P4
+// The ToR's "slot" (SlotState) is the topology *slice*: the interval during which the set of
+// live circuits is constant.  Routes are installed for every slice of the hyperperiod, keyed
+// by slice, so the clock mode switches routes to the microsecond with no controller write
+// racing a slice boundary.
+#ifndef P4ROTOR_SHARED_TOR_ROUTING_P4
+#define P4ROTOR_SHARED_TOR_ROUTING_P4
+#include "common.p4"
 
-control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t std) {
+// parsed: the parser found no error.  verdict: NO_DROP and out_port, or the drop cause.
+control TorRouting(inout headers_t hdr, inout metadata_t meta, in bool parsed,
+                   out Port_t out_port, out bit<32> verdict) {
     bit<32> rotor_mask = 0;
-    bit<32> live_until = 0;
+    Span_t  live_until = 0;
 
-    action drop_for(bit<32> cause) {
-        drop_counter.count(cause);
-        mark_to_drop(std);
+    INTERNAL_ACTION action drop_for(bit<32> cause) {
+        verdict = cause;
     }
 
     // Written by the controller (default action): this ToR's rack and hop limit.
@@ -57,8 +59,8 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
     }
 
     // Hosts of this rack.
-    action deliver(PortId_t port) {
-        std.egress_spec = port;
+    action deliver(Port_t port) {
+        out_port = port;
         hdr.ethernet.ether_type = ETHERTYPE_IPV4;
         hdr.fabric.setInvalid();
     }
@@ -74,20 +76,20 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
 
     // Next hop in the current slice: the uplink to the rotor whose circuit leads on.
     //   mask: 1 << rotor index, checked against the slice's live rotors
-    //   until: us from the cycle start until which this route may still leave
-    //          (clock mode egress re-check): the slice's end for a low-latency
-    //          route (the multi-hop path is this slice's), the uplink rotor's day
-    //          end for a direct circuit (it outlives slice changes made by the
-    //          other rotors; re-checking it per slice dropped bulk at every one)
-    action via(PortId_t port, bit<32> mask, bit<32> until) {
-        std.egress_spec = port;
+    //   until: from the cycle start until which this route may still leave (clock mode egress
+    //          re-check): the slice's end for a low-latency route (the multi-hop path is this
+    //          slice's), the uplink rotor's day end for a direct circuit (it outlives slice
+    //          changes made by the other rotors; re-checking it per slice dropped bulk at
+    //          every one)
+    action via(Port_t port, bit<32> mask, Span_t until) {
+        out_port = port;
         rotor_mask = mask;
         live_until = until;
     }
     // Bulk, no direct circuit now: first hop of a 2-hop VLB path.  The transit
     // ToR sees TCLASS_BULK_TRANSIT and may only send it on directly.
-    action via_vlb(PortId_t port, bit<32> mask, bit<32> until) {
-        std.egress_spec = port;
+    action via_vlb(Port_t port, bit<32> mask, Span_t until) {
+        out_port = port;
         rotor_mask = mask;
         live_until = until;
         hdr.fabric.tclass = TCLASS_BULK_TRANSIT;
@@ -103,12 +105,14 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
         }
         actions = { via; via_vlb; @defaultonly no_route; }
         const default_action = no_route();
-        size = ROUTE_TABLE_SIZE;
+        size = TOR_ROUTE_TABLE_SIZE;
     }
 
     apply {
+        out_port = 0;
+        verdict = NO_DROP;
         tor_config.apply();
-        if (std.parser_error != error.NoError || !hdr.ipv4.isValid()) {
+        if (!parsed || !hdr.ipv4.isValid()) {
             drop_for(DROP_BAD_HEADER);
             return;
         }
@@ -159,7 +163,7 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
             } else {
                 hdr.fabric.hops = hdr.fabric.hops + 1;
                 if (meta.slot.mode == MODE_CLOCK) {
-                    meta.slot.slot_end = meta.slot.cycle_start + (Timestamp_t) live_until;
+                    meta.slot.slot_end = meta.slot.cycle_start + (Time_t) live_until;
                 }
             }
         }
