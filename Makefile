@@ -69,7 +69,7 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 P4C_EBPF    ?= p4c-ebpf
 EBPF_RT     ?= /usr/local/share/p4c/ebpf/runtime
 EBPF_PROGS  := rotor tor
-PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
+PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/shared/control/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
 # As p4c's backends/ebpf/runtime/kernel.mk compiles it: clang to LLVM IR, then llc to BPF.
 EBPF_CFLAGS := -O2 -g -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -I$(EBPF_RT) -I$(EBPF_RT)/usr/include \
                -I$(EBPF_RT)/contrib/libbpf/include/uapi -Wno-unused-value -Wno-pointer-sign \
