@@ -8,7 +8,7 @@ PY       := $(VENV)/bin/python
 P4C      ?= p4c
 BUILD    ?= build
 PROGRAMS := rotor tor oneswitch passthrough
-P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/v1model/*.p4 p4src/v1model/include/*.p4 p4src/v1model/include/control/*.p4)
+P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/shared/control/*.p4 p4src/v1model/*.p4 p4src/v1model/include/*.p4 p4src/v1model/include/control/*.p4)
 APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps python3-venv python3-pip python3-dev build-essential
 APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -69,7 +69,7 @@ $(BUILD)/%.json: p4src/v1model/%.p4 $(P4_SRCS)
 P4C_EBPF    ?= p4c-ebpf
 EBPF_RT     ?= /usr/local/share/p4c/ebpf/runtime
 EBPF_PROGS  := rotor tor
-PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
+PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/shared/control/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
 # As p4c's backends/ebpf/runtime/kernel.mk compiles it: clang to LLVM IR, then llc to BPF.
 EBPF_CFLAGS := -O2 -g -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -I$(EBPF_RT) -I$(EBPF_RT)/usr/include \
                -I$(EBPF_RT)/contrib/libbpf/include/uapi -Wno-unused-value -Wno-pointer-sign \

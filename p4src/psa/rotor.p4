@@ -2,6 +2,7 @@
 // Clock mode only: every switch reads the kernel's clock, so no control packets set slots and
 // no probes measure clocks (there is no CPU port on this target).  Tables and actions carry
 // the v1model program's P4Info names, so the controller builds the same entities.
+// Composition only: the logic lives in ../shared/control/, PSA's ways in include/.
 #include "include/target.p4"
 #define Timestamp_t Time_t
 #define PortId_t Port_t
@@ -10,9 +11,11 @@
 #undef Timestamp_t
 #undef PortId_t
 #include "include/metadata.p4"
-#include "include/slot_state.p4"
-#include "include/circuit.p4"
-#include "include/optical_loss.p4"
+#include "include/slot_registers.p4"
+#include "../shared/control/slot_state.p4"
+#include "../shared/control/circuit.p4"
+#include "../shared/control/optical_loss.p4"
+#include "../shared/control/stale_guard.p4"
 
 parser RotorIngressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                           in psa_ingress_parser_input_metadata_t istd, in empty_t r, in empty_t c) {
@@ -31,20 +34,13 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta,
         meta.in_port = in_port;
         slot_state.apply(meta, TIME_OF(istd.ingress_timestamp));
         rx_port_counter.count(in_port);
-        bit<32> cause = DROP_NOT_STARTED;
-        if (meta.slot.running && !meta.slot.night) {
-            Port_t out_port;
-            bool hit;
-            circuit.apply(meta, in_port, hit, out_port);
-            cause = DROP_NO_CIRCUIT;
-            if (hit) {
-                send_to_port(ostd, (PortId_t) out_port);
-            }
-        } else if (meta.slot.running) {
-            cause = DROP_NIGHT;
-        }
-        if (ostd.drop) {   // PSA starts every frame as dropped; send_to_port clears it
-            drop_counter.count(cause);
+        Port_t out_port;
+        bit<32> verdict;
+        circuit.apply(meta, in_port, out_port, verdict);
+        if (verdict == NO_DROP) {
+            send_to_port(ostd, (PortId_t) out_port);
+        } else {
+            drop_counter.count(verdict);   // PSA starts every frame as dropped
         }
     }
 }
@@ -64,8 +60,7 @@ parser RotorEgressParser(packet_in packet, out headers_t hdr, inout metadata_t m
 }
 
 // Optical loss where the frame meets its link, then the re-check: a frame whose day ended
-// before it left is reconfiguration loss (STALE).  Absolute times, never the index within the
-// cycle: a frame held a whole cycle would otherwise find "its" matching live again.
+// before it left is reconfiguration loss (STALE).
 // No MTU check: PSA gives the program no frame length, and every frame a rotor carries left a
 // ToR whose egress checked it against the same link's MTU.
 control RotorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_input_metadata_t istd,
@@ -73,20 +68,27 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_in
     Counter<bit<64>, bit<32>>(NUM_DROP_CAUSES, PSA_CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
     OpticalLoss() optical_loss;
+    StaleGuard() stale_guard;
     apply {
         Port_t in_port = (Port_t) meta.in_port;
         Port_t out_port = (Port_t) istd.egress_port;
+        bit<32> verdict = NO_DROP;
         bool lost;
         optical_loss.apply(meta.slot.index, in_port, out_port, lost);
         if (lost) {
-            egress_drop_counter.count(DROP_OPTICAL_LOSS);
-            egress_drop(ostd);
-        } else if (meta.slot.mode == MODE_CLOCK
-                   && TIME_OF(istd.egress_timestamp) + meta.slot.offset >= meta.slot.slot_end) {
-            egress_drop_counter.count(DROP_STALE);
-            egress_drop(ostd);
+            verdict = DROP_OPTICAL_LOSS;
         } else {
+            bool stale;
+            stale_guard.apply(meta, TIME_OF(istd.egress_timestamp) + meta.slot.offset, stale);
+            if (stale) {
+                verdict = DROP_STALE;
+            }
+        }
+        if (verdict == NO_DROP) {
             tx_port_counter.count(out_port);
+        } else {
+            egress_drop_counter.count(verdict);
+            egress_drop(ostd);
         }
     }
 }

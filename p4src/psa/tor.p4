@@ -1,5 +1,6 @@
 // p4rotor top-of-rack switch for PSA on eBPF (p4c-ebpf --arch psa --xdp, NIKSS).  Clock mode
 // only, as the rotor (rotor.p4).  Tables and actions carry the v1model program's P4Info names.
+// Composition only: the logic lives in ../shared/, PSA's ways in include/.
 #include "include/target.p4"
 #define Timestamp_t Time_t
 #define PortId_t Port_t
@@ -8,29 +9,18 @@
 #undef Timestamp_t
 #undef PortId_t
 #include "include/metadata.p4"
-#include "include/slot_state.p4"
-#include "include/tor_routing.p4"
-#include "include/port_mtu.p4"
+#include "../shared/parser.p4"
+#include "include/slot_registers.p4"
+#include "../shared/control/slot_state.p4"
+#include "../shared/control/tor_routing.p4"
+#include "../shared/control/port_mtu.p4"
+#include "../shared/control/stale_guard.p4"
 
 parser TorIngressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                         in psa_ingress_parser_input_metadata_t istd, in empty_t r, in empty_t c) {
+    FrameParser() frame_parser;
     state start {
-        packet.extract(hdr.ethernet);
-        transition select(hdr.ethernet.ether_type) {
-            ETHERTYPE_FABRIC: parse_fabric;
-            ETHERTYPE_IPV4: parse_ipv4;
-            default: accept;
-        }
-    }
-    state parse_fabric {
-        packet.extract(hdr.fabric);
-        transition select(hdr.fabric.ether_type) {
-            ETHERTYPE_IPV4: parse_ipv4;
-            default: accept;
-        }
-    }
-    state parse_ipv4 {
-        packet.extract(hdr.ipv4);
+        frame_parser.apply(packet, hdr.ethernet, hdr.fabric, hdr.ipv4);
         transition accept;
     }
 }
@@ -48,9 +38,9 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         slot_state.apply(meta, TIME_OF(istd.ingress_timestamp));
         rx_port_counter.count(in_port);
         Port_t out_port;
-        bit<32> cause;
-        routing.apply(hdr, meta, istd.parser_error == error.NoError, out_port, cause);
-        if (cause == NO_DROP) {
+        bit<32> verdict;
+        routing.apply(hdr, meta, istd.parser_error == error.NoError, out_port, verdict);
+        if (verdict == NO_DROP) {
             // The MTU check is here, before the redirect: the kernel drops a frame redirected to
             // a veth whose MTU it exceeds before the egress program could count it.  The frame
             // as it leaves: Ethernet, the fabric header if it goes up, IPv4's length.
@@ -59,13 +49,13 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
             bool too_long;
             port_mtu.apply(meta.frame_len, out_port, too_long);
             if (too_long) {
-                cause = DROP_MTU;
+                verdict = DROP_MTU;
             } else {
                 send_to_port(ostd, (PortId_t) out_port);
             }
         }
-        if (cause != NO_DROP) {
-            drop_counter.count(cause);   // PSA starts every frame as dropped
+        if (verdict != NO_DROP) {
+            drop_counter.count(verdict);   // PSA starts every frame as dropped
         }
     }
 }
@@ -92,10 +82,14 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_inpu
                   inout psa_egress_output_metadata_t ostd) {
     Counter<bit<64>, bit<32>>(NUM_DROP_CAUSES, PSA_CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
+    StaleGuard() stale_guard;
     apply {
         Port_t out_port = (Port_t) istd.egress_port;
-        if (meta.uplink && meta.slot.mode == MODE_CLOCK
-                   && TIME_OF(istd.egress_timestamp) + meta.slot.offset >= meta.slot.slot_end) {
+        bool stale = false;
+        if (meta.uplink) {
+            stale_guard.apply(meta, TIME_OF(istd.egress_timestamp) + meta.slot.offset, stale);
+        }
+        if (stale) {
             egress_drop_counter.count(DROP_STALE);
             egress_drop(ostd);
         } else {

@@ -1,6 +1,7 @@
-// p4rotor: header types and the metadata types both targets share (Timestamp_t and
+// p4rotor: header types and the metadata types every target shares (Timestamp_t and
 // PortId_t come from the target shim).  Each target composes its own headers_t and
-// metadata_t from these (v1model/include/metadata.p4, tna/include/metadata.p4).
+// metadata_t from these (<target>/include/metadata.p4); the shared controls (control/)
+// read only the fields every target's structs have.
 #ifndef P4ROTOR_HEADERS_P4
 #define P4ROTOR_HEADERS_P4
 

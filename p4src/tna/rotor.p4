@@ -80,7 +80,7 @@ control RotorEgress(inout headers_t hdr, inout egress_metadata_t meta,
     Counter<bit<32>, bit<32>>(NUM_DROP_CAUSES, CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
     @name(".tx_port_counter")
     Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
-    // Optical loss per link direction, the CorrOpt monitor's input (the v1model file says
+    // Optical loss per link direction, the CorrOpt monitor's input (../shared/control/optical_loss.p4 says
     // why): frames that crossed a rotor port's input or output, and frames lost on it.
     @name(".link_in_counter")
     Counter<bit<32>, bit<32>>(MAX_PORTS, CounterType_t.PACKETS) link_in_counter;

@@ -5,8 +5,10 @@
 #include "../shared/headers.p4"
 #include "include/metadata.p4"
 #include "include/state.p4"
+#include "../shared/parser.p4"
 #include "include/tor_parser.p4"
-#include "include/control/slot_state.p4"
+#include "include/control/slot_registers.p4"
+#include "../shared/control/slot_state.p4"
 #include "include/control/control_packet.p4"
 #include "include/control/clock_probe.p4"
 
@@ -32,7 +34,7 @@ control OneIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
         } else {
             std.ingress_global_timestamp = meta.one_arrival;
         }
-        slot_state.apply(meta, std);
+        slot_state.apply(meta, std.ingress_global_timestamp);
         if (hdr.packet_out.isValid()) {
             control_packet.apply(hdr, meta, std);
         } else if (std.ingress_port == CLOCK_PORT) {

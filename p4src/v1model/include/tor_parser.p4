@@ -1,14 +1,16 @@
-// p4rotor ToR: parser and deparser.
+// p4rotor ToR: parser and deparser.  The CPU and clock ports carry their own headers;
+// every other port data frames (FrameParser, ../../shared/parser.p4).
 #ifndef P4ROTOR_TOR_PARSER_P4
 #define P4ROTOR_TOR_PARSER_P4
 
 parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                  inout std_meta_t std) {
+    FrameParser() frame_parser;
     state start {
         transition select(std.ingress_port) {
             CPU_PORT: parse_packet_out;
             CLOCK_PORT: parse_clock_ethernet;
-            default: parse_ethernet;
+            default: parse_frame;
         }
     }
     state parse_clock_ethernet {
@@ -26,23 +28,8 @@ parser TorParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         packet.extract(hdr.packet_out);
         transition accept;
     }
-    state parse_ethernet {
-        packet.extract(hdr.ethernet);
-        transition select(hdr.ethernet.ether_type) {
-            ETHERTYPE_FABRIC: parse_fabric;
-            ETHERTYPE_IPV4: parse_ipv4;
-            default: accept;
-        }
-    }
-    state parse_fabric {
-        packet.extract(hdr.fabric);
-        transition select(hdr.fabric.ether_type) {
-            ETHERTYPE_IPV4: parse_ipv4;
-            default: accept;
-        }
-    }
-    state parse_ipv4 {
-        packet.extract(hdr.ipv4);
+    state parse_frame {
+        frame_parser.apply(packet, hdr.ethernet, hdr.fabric, hdr.ipv4);
         transition accept;
     }
 }

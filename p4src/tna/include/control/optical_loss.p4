@@ -1,5 +1,5 @@
-// p4rotor on TNA: optical loss on the rotor's links ([Zhuo19 §3]; the v1model file
-// explains the model).  At egress, as on v1model:
+// p4rotor on TNA: optical loss on the rotor's links ([Zhuo19 §3]; the shared file
+// (../../../shared/control/optical_loss.p4) explains the model).  At egress, as on v1model:
 // ingress bridges the matching and the ingress port.  Tofino compares two variables by subtraction, so the draw
 // and the threshold are compared on their top 31 bits, as a sign test: P(loss) =
 // (threshold >> 1) / 2^31, the same rate as v1model's threshold / 2^32 to 2^-31.

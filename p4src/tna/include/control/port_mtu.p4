@@ -1,4 +1,4 @@
-// p4rotor on TNA: egress MTU check (the v1model file explains why).  The frame's
+// p4rotor on TNA: egress MTU check (../../../shared/control/port_mtu.p4 explains why).  The frame's
 // length is eg_intr_md.pkt_length less the bridged header, which the egress
 // deparser removes.
 #ifndef P4ROTOR_TNA_PORT_MTU_P4

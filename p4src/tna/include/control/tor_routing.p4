@@ -1,5 +1,5 @@
 // p4rotor ToR on TNA: local delivery, and routing over the rotors' live circuits
-// (the v1model file explains slices, classes and VLB).  Same tables, actions and
+// (../../../shared/control/tor_routing.p4 explains slices, classes and VLB).  Same tables, actions and
 // parameters; `until` is in time units (target.p4).  Where v1model compares two
 // variables, this file tests equality (a gateway can) or subtracts and tests the
 // sign (hops against the limit).
