@@ -11,7 +11,7 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
 def add_parser(sub) -> None:
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
-    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents, claims, kernel, kernel-scale")
+    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents, claims, kernel, kernel-scale, fabric-tcp")
     pb.add_argument("--scale-sizes", help="scale: comma list of RACKS (4 rotors) or RACKSxROTORS (default 16,32,64)")
     pb.add_argument("--scale-kind", default="rotornet", help="scale: rotornet (default) or opera schedules")
     pb.add_argument("--scale-fabric", default="multi-switch",
@@ -38,7 +38,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if miss:
         die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
     every = ("slot", "throughput", "loss", "dilation", "control", "scale", "agents", "claims", "kernel",
-             "kernel-scale")
+             "kernel-scale", "fabric-tcp")
     only = set(a.only.split(",")) if a.only else set(every)
     unknown = only - set(every)
     if unknown:

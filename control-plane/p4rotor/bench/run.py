@@ -304,7 +304,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "claims": ("claims",), "loss": ("loss",),
                 "dilation": ("dilation",), "kernel": ("kernel",),
-                "kernel-scale": ("kernel_scale",)}
+                "kernel-scale": ("kernel_scale",), "fabric-tcp": ("fabric_tcp",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
@@ -438,6 +438,18 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
                          f"maps {r['map_memlock_mib']:.0f} MiB, programs {r['prog_memlock_mib']:.1f} MiB")
                 rows.append(r)
             res["kernel_scale"] = rows
+    if "fabric-tcp" in only:
+        from ..fabric.nikss import missing_tools as ebpf_missing
+        from .fabric_tcp import run_fabric_tcp
+
+        miss = ebpf_missing() + [str(build / "ebpf" / f) for f in ("rotor.o", "tor.o", "xdp_pass.o")
+                                 if not (build / "ebpf" / f).exists()]
+        targets = ("bmv2",) if miss else ("bmv2", "ebpf")
+        if miss:
+            _say(f"[bench] fabric-tcp: eBPF SKIPPED, missing {', '.join(miss)} (make build-ebpf; docs/toolchain.md)")
+        _say(f"[bench] fabric-tcp: iperf3 and ping between two racks of make run's fabric on {', '.join(targets)}")
+        res["fabric_tcp"] = run_fabric_tcp(build, out.parent / "bench-runs", targets, seconds=5.0 if quick else 10.0,
+                                           say=_say)
     res["command"] = command
     if merge and out.exists():
         res = merge_results(json.loads(out.read_text()), res, only, command)

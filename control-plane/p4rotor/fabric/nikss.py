@@ -321,11 +321,14 @@ def attach_xdp_pass(netns: str, iface: str, obj: Path) -> None:
 
 
 def leftover_pipelines() -> list[str]:
-    """Pipelines in p4rotor's id range still pinned (none once every switch closed)."""
+    """Pipelines in p4rotor's id range still pinned that nobody alive owns, or this process does
+    (none once every switch closed); another live process's pipelines are its own business."""
+    others = {r["id"] for r in records() if r["owner"] != os.getpid() and _alive(r)}
     out = []
     for p in BPFFS.glob("pipeline*") if BPFFS.is_dir() else ():
         with contextlib.suppress(ValueError):
-            if int(p.name[len("pipeline"):]) >= FIRST_ID:
+            i = int(p.name[len("pipeline"):])
+            if i >= FIRST_ID and i not in others:
                 out.append(p.name)
     return sorted(out)
 
