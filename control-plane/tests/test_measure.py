@@ -213,3 +213,18 @@ def test_scale_rows_merge_by_size_kind_and_fabric_and_render():
     assert sorted((r["racks"], r["passed"]) for r in merged["scale"]) == [(108, True), (128, True)]
     md = report.markdown(dict(res, scale=merged["scale"]))
     assert "| 108 x 6 | opera, one-switch, 39000 | 1 | 10/10 (of 10) |" in md and "| 280 | 900 |" in md
+
+
+def test_fabric_tcp_section_renders_failures_and_the_ratio():
+    from p4rotor.bench import report
+
+    ok = {"gbps": 1.5, "min_interval_gbps": 1.2, "retransmits": 3}
+    res = {"machine": {"cores": 2, "python": "3", "kernel": "k"}, "started": "s", "rate_pps": 1,
+           "fabric_tcp": [{"target": "bmv2", "low-latency": dict(ok, gbps=0.05), "bulk": {"error": "iperf3: refused"},
+                           "ping_low_latency": {"received": 50, "sent": 50, "rtt_min_ms": 1.4, "rtt_avg_ms": 2.0}},
+                          {"target": "ebpf", "low-latency": ok, "bulk": ok,
+                           "ping_low_latency": {"received": 49, "sent": 50}}]}
+    md = report.markdown(res)
+    assert "| bmv2 | 0.050 (1.200) | 3 | error: iperf3: refused |" in md
+    assert "| ebpf | 1.500 (1.200) | 3 | 1.500 (1.200) | 3 | 49/50 |" in md
+    assert "eBPF / BMv2: 30x" in md

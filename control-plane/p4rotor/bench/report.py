@@ -234,6 +234,33 @@ def markdown(res: dict) -> str:
                          f"{fmt(r['launch_s'], 1)} | {fmt(r['teardown_s'], 1)} | {fmt(r['map_memlock_mib'], 0)} | "
                          f"{fmt(r['map_memlock_mib'] / r['pipelines'], 1)} | {fmt(r['prog_memlock_mib'], 1)} |")
         lines.append("")
+    if res.get("fabric_tcp"):
+        lines += ["### An unmodified application on the whole fabric: iperf3, BMv2 vs eBPF", "",
+                  "`make run`'s fabric (Opera, 8 racks x 2 hosts, 4 rotors, 1 ms slots, dilation 100) on each "
+                  "target in turn (bench/fabric_tcp.py): `iperf3 -c` from h0x0 to h5x1 (rack 0 to rack 5) with "
+                  "`-S 0xb8` (low latency: the expander's multi-hop paths) and without (bulk: direct or 2-hop "
+                  "paths only); goodput at the receiver, wall clock. iperf3 marks only the sender's segments: "
+                  "the ACKs ride the bulk class. Ping: 50 low-latency echoes, 20 ms apart.", "",
+                  "| target | low latency Gbit/s (min 1-s) | retransmits | bulk Gbit/s (min 1-s) | retransmits | "
+                  "ping received | RTT min / avg ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in res["fabric_tcp"]:
+            if "error" in r:
+                lines.append(f"| {r['target']} | error: {r['error']} | | | | | |")
+                continue
+            ll, bk, pg = r.get("low-latency", {}), r.get("bulk", {}), r.get("ping_low_latency", {})
+            cell = lambda x: (f"error: {x['error'][:60]}" if "error" in x  # noqa: E731
+                              else f"{fmt(x.get('gbps'), 3)} ({fmt(x.get('min_interval_gbps'), 3)})")
+            lines.append(f"| {r['target']} | {cell(ll)} | {ll.get('retransmits', '')} | {cell(bk)} | "
+                         f"{bk.get('retransmits', '')} | {pg.get('received')}/{pg.get('sent')} | "
+                         f"{fmt(pg.get('rtt_min_ms'), 3)} / {fmt(pg.get('rtt_avg_ms'), 3)} |")
+        by = {r["target"]: r for r in res["fabric_tcp"]}
+        try:
+            ratio = by["ebpf"]["low-latency"]["gbps"] / by["bmv2"]["low-latency"]["gbps"]
+            lines += ["", f"Low-latency goodput, eBPF / BMv2: {ratio:.0f}x."]
+        except (KeyError, TypeError, ZeroDivisionError):
+            pass
+        lines.append("")
     return "\n".join(lines)
 
 
