@@ -181,8 +181,11 @@ def test_claims_bench_measures_each_place_and_renders(tmp_path):
 def test_scale_specs_parse_and_reject_bad_input():
     from p4rotor.bench import run
     specs = run.parse_scale_sizes("16, 108x6", "opera", "one-switch")
-    assert [s.key for s in specs] == [(16, 4, "opera", "one-switch"), (108, 6, "opera", "one-switch")]
+    assert [s.key for s in specs] == [(16, 4, "opera", "one-switch", "bmv2"), (108, 6, "opera", "one-switch", "bmv2")]
     assert specs[1].label == "108x6-opera-one-switch" and run.ScaleSpec(128).label == "128x4"
+    assert run.parse_scale_sizes("108x6", "opera", "multi-switch", "ebpf")[0].label == "108x6-opera-ebpf"
+    with pytest.raises(ValueError, match="no one-switch"):
+        run.parse_scale_sizes("16", "opera", "one-switch", "ebpf")
     for bad, kind, fabric in (("16,x", "rotornet", "multi-switch"), ("1", "rotornet", "multi-switch"),
                               ("16", "selector", "multi-switch"), ("16", "opera", "two-switch")):
         with pytest.raises(ValueError):
@@ -212,7 +215,12 @@ def test_scale_rows_merge_by_size_kind_and_fabric_and_render():
     merged = run.merge_results(merged, dict(res, scale=[new128]), {"scale"}, "c2")
     assert sorted((r["racks"], r["passed"]) for r in merged["scale"]) == [(108, True), (128, True)]
     md = report.markdown(dict(res, scale=merged["scale"]))
-    assert "| 108 x 6 | opera, one-switch, 39000 | 1 | 10/10 (of 10) |" in md and "| 280 | 900 |" in md
+    assert "| 108 x 6 | opera, one-switch, 39000 | 1 BMv2 | 10/10 (of 10) |" in md and "| 280 | 900 |" in md
+    ebpf = dict(one, fabric="multi-switch", target="ebpf", switches=114, map_memlock_mib=1500.0)
+    merged = run.merge_results(merged, dict(res, scale=[ebpf]), {"scale"}, "c3")
+    assert len(merged["scale"]) == 3  # beside the BMv2 row of the same size
+    md = report.markdown(dict(res, scale=merged["scale"]))
+    assert "| 108 x 6 | opera, multi-switch, 39000 | 114 eBPF | 10/10 (of 10) |" in md and "| 1500 (maps) |" in md
 
 
 def test_fabric_tcp_section_renders_failures_and_the_ratio():

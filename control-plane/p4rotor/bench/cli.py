@@ -16,6 +16,8 @@ def add_parser(sub) -> None:
     pb.add_argument("--scale-kind", default="rotornet", help="scale: rotornet (default) or opera schedules")
     pb.add_argument("--scale-fabric", default="multi-switch",
                     help="scale: multi-switch (a BMv2 per ToR and rotor, default) or one-switch (docs/one-switch.md)")
+    pb.add_argument("--scale-target", default="bmv2",
+                    help="scale: bmv2 (default) or ebpf (a NIKSS pipeline per ToR and rotor; multi-switch only)")
     pb.add_argument("--quick", action="store_true", help="fewer slot lengths, shorter runs")
     pb.add_argument("--rate", type=float, default=1000, help="offered probe load, frames/s")
     pb.add_argument("--output", default="results/bench.json",
@@ -45,7 +47,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
         die(f"--only: unknown benchmark {', '.join(sorted(unknown))} ({', '.join(every)})")
     try:
         sizes = bench.parse_scale_sizes(a.scale_sizes or ",".join(map(str, bench.SCALE_SIZES)),
-                                        a.scale_kind, a.scale_fabric)
+                                        a.scale_kind, a.scale_fabric, a.scale_target)
     except ValueError as ex:
         die(f"--scale-sizes: {ex}")
     command = " ".join(["p4rotor bench", *sys.argv[2:]])

@@ -122,9 +122,10 @@ def markdown(res: dict) -> str:
                   "was lost, plus cells no probe fell in), live cells resolved by a re-probe. *schedule*: "
                   "RotorNet rows (dilation 2000) on a BMv2 per ToR and rotor; Opera rows on the fabric named, "
                   "dilated so that the first pass offers ~6 000 probes/s to the whole fabric. *launch s*: "
-                  "switches started, entities installed, reachability checked; *wall s* includes it.", "",
-                  "| racks x rotors | schedule, fabric, dilation | BMv2 switches | connectivity cells agree | first pass | passed "
-                  "| re-probe: rounds; cells per round; resolved | BMv2 RSS total MiB | launch s | wall s |",
+                  "switches started, entities installed, reachability checked; *wall s* includes it. *memory*: "
+                  "BMv2's RSS, or on eBPF what the kernel charges for the pipelines' maps.", "",
+                  "| racks x rotors | schedule, fabric, dilation | switches | connectivity cells agree | first pass | passed "
+                  "| re-probe: rounds; cells per round; resolved | memory MiB | launch s | wall s |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for r in sc:
             total = f" (of {r['cells_total']})" if r.get("cells_total") else ""
@@ -142,9 +143,13 @@ def markdown(res: dict) -> str:
                 ok = (f"no: {r.get('false_positive', '?')} across a dark circuit, "
                       f"{r.get('missed', '?')} live with every probe lost" if "missed" in r else "no: mismatch")
             what = f"{r.get('kind', 'rotornet')}, {r.get('fabric', 'multi-switch')}, {fmt(r.get('dilation', 2000.0), 0)}"
-            lines.append(f"| {r['racks']} x {r['rotors']} | {what} | {r.get('switches', '?')} | {r.get('agree', '-')}/"
+            target = r.get("target", "bmv2")
+            memory = (f"{fmt(r.get('map_memlock_mib'), 0)} (maps)" if target == "ebpf"
+                      else fmt(r.get("bmv2_rss_mib"), 0))
+            lines.append(f"| {r['racks']} x {r['rotors']} | {what} | {r.get('switches', '?')} "
+                         f"{'eBPF' if target == 'ebpf' else 'BMv2'} | {r.get('agree', '-')}/"
                          f"{r.get('cells', '-')}{total} | {first} | {ok} | {rp} | "
-                         f"{fmt(r.get('bmv2_rss_mib'), 0)} | {fmt(r.get('launch_s'), 0)} | {r['wall_s']:.0f} |")
+                         f"{memory} | {fmt(r.get('launch_s'), 0)} | {r['wall_s']:.0f} |")
         lines.append("")
     if res.get("agents"):
         lines += ["### RotorLB agents: rates and overheads (in-process fabric, one heavy pair on 4 racks)", "",

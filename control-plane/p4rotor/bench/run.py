@@ -182,23 +182,29 @@ class ScaleSpec:
     rotors: int = 4
     kind: str = "rotornet"  # or "opera"
     fabric: str = "multi-switch"  # or "one-switch"
+    target: str = "bmv2"  # or "ebpf"
 
     @property
     def key(self) -> tuple:
-        return (self.racks, self.rotors, self.kind, self.fabric)
+        return (self.racks, self.rotors, self.kind, self.fabric, self.target)
 
     @property
     def label(self) -> str:
         return f"{self.racks}x{self.rotors}" + ("" if self.kind == "rotornet" else f"-{self.kind}") + \
-            ("" if self.fabric == "multi-switch" else f"-{self.fabric}")
+            ("" if self.fabric == "multi-switch" else f"-{self.fabric}") + ("" if self.target == "bmv2" else f"-{self.target}")
 
 
-def parse_scale_sizes(text: str, kind: str = "rotornet", fabric: str = "multi-switch") -> tuple[ScaleSpec, ...]:
+def parse_scale_sizes(text: str, kind: str = "rotornet", fabric: str = "multi-switch",
+                      target: str = "bmv2") -> tuple[ScaleSpec, ...]:
     """``"16,32,108x6"`` -> specs (4 rotors unless ``NxK``); ValueError with a one-line reason."""
     if kind not in ("rotornet", "opera"):
         raise ValueError(f"scale schedule kind must be rotornet or opera, got {kind!r}")
     if fabric not in ("multi-switch", "one-switch"):
         raise ValueError(f"scale fabric must be multi-switch or one-switch, got {fabric!r}")
+    if target not in ("bmv2", "ebpf"):
+        raise ValueError(f"scale target must be bmv2 or ebpf, got {target!r}")
+    if target == "ebpf" and fabric == "one-switch":
+        raise ValueError("the eBPF target has no one-switch fabric (multi-switch only)")
     out = []
     for tok in text.split(","):
         n, _, k = tok.strip().partition("x")
@@ -208,7 +214,7 @@ def parse_scale_sizes(text: str, kind: str = "rotornet", fabric: str = "multi-sw
             raise ValueError(f"comma list of RACKS or RACKSxROTORS, got {tok.strip()!r}") from None
         if racks < 2 or rotors < 1:
             raise ValueError(f"racks must be >= 2 and rotors >= 1, got {tok.strip()!r}")
-        out.append(ScaleSpec(racks, rotors, kind, fabric))
+        out.append(ScaleSpec(racks, rotors, kind, fabric, target))
     return tuple(out)
 
 
@@ -241,9 +247,10 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
     for spec in specs:
         n, k = spec.racks, spec.rotors
         one = spec.fabric == "one-switch"
-        base = {"racks": n, "rotors": k, "kind": spec.kind, "fabric": spec.fabric}
+        base = {"racks": n, "rotors": k, "kind": spec.kind, "fabric": spec.fabric, "target": spec.target}
+        ebpf = spec.target == "ebpf"
         need = per_switch * (n + k)
-        if not one and need > mem_limit_mib:
+        if not one and not ebpf and need > mem_limit_mib:
             rows.append({**base, "passed": False, "wall_s": 0.0,
                          "error": f"skipped: ~{need / 1024:.1f} GiB of BMv2 RSS > limit {mem_limit_mib / 1024:.0f} GiB"})
             _say(f"[bench]   {rows[-1]}")
@@ -252,6 +259,12 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
         mem = {}
 
         def sample(emu) -> None:
+            if ebpf:
+                from ..fabric import bpf_stats
+
+                mem["map_memlock_mib"] = sum(bpf_stats.map_memlock(sw.pipeline.id) for sw in emu.switches) / 2**20
+                mem["switches"] = len(emu.switches)
+                return
             rss = 0
             for sw in emu.switches:
                 try:
@@ -265,11 +278,12 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
 
         t = time.monotonic()
         _say(f"[bench] scale: {n} racks x {k} rotors, {spec.kind}, "
-             + ("ONE BMv2 switch" if one else f"{n + k} BMv2 switches") + f", dilation {dilation:.0f}")
+             + ("ONE BMv2 switch" if one else f"{n + k} {'eBPF' if ebpf else 'BMv2'} switches")
+             + f", dilation {dilation:.0f}")
         try:
             res = connectivity(build, out / spec.label, sched, dilation=dilation, cycles=1,
                                  probes_per_cell=2, on_running=sample, reprobe_rounds=reprobe_rounds,
-                                 fabric=spec.fabric)
+                                 fabric=spec.fabric, target=spec.target)
             rp = res["reprobe"]
             row = {**base, "dilation": dilation, "slices": res["slices"], "cells": res["cells"], "agree": res["agree"],
                    "cells_total": res["cells_total"], "passed": res["agree"] == res["cells"] and res["cells"] > 0,
@@ -286,7 +300,7 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
                    "wall_s": time.monotonic() - t, **mem}
         rows.append(row)
         _say(f"[bench]   {row}")
-        if mem.get("switches") and not one:
+        if mem.get("switches") and not one and not ebpf:
             per_switch = max(per_switch if rows[:-1] else 0, mem["bmv2_rss_mib"] / mem["switches"])
         if not row["passed"]:
             break
@@ -295,7 +309,7 @@ def run_scale(build: Path, sizes=SCALE_SIZES, rotors: int = 4, out: Path = Path(
 
 def _scale_key(r: dict) -> tuple:
     """Rows from before the spec had kind and fabric are RotorNet on a switch per ToR and rotor."""
-    return (r["racks"], r["rotors"], r.get("kind", "rotornet"), r.get("fabric", "multi-switch"))
+    return (r["racks"], r["rotors"], r.get("kind", "rotornet"), r.get("fabric", "multi-switch"), r.get("target", "bmv2"))
 
 
 def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
