@@ -77,7 +77,7 @@ EBPF_CFLAGS := -O2 -g -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -I$(EBPF_RT) -I$(EBPF_
                -Wno-address-of-packed-member -Wno-tautological-compare -Wno-unknown-warning-option \
                -Wno-parentheses-equality -Wno-incompatible-pointer-types
 
-build-ebpf: $(addprefix $(BUILD)/ebpf/,$(addsuffix .o,$(EBPF_PROGS)) xdp_pass.o)
+build-ebpf: $(addprefix $(BUILD)/ebpf/,$(addsuffix .o,$(EBPF_PROGS)) xdp_pass.o tc_stamp.o)
 
 $(BUILD)/ebpf/%.o: p4src/psa/%.p4 $(PSA_SRCS)
 	@command -v $(P4C_EBPF) >/dev/null || { echo "p4c-ebpf not found: see docs/toolchain.md"; exit 2; }
@@ -91,7 +91,7 @@ $(BUILD)/ebpf/%.o: p4src/psa/%.p4 $(PSA_SRCS)
 	@test -s $(BUILD)/ebpf/$*.p4info.txt || { echo "no P4Info for $<"; rm -f $@; exit 2; }
 	@mv $(BUILD)/ebpf/$*.p4info.txt $(BUILD)/ebpf/$*.p4info.txtpb
 
-$(BUILD)/ebpf/xdp_pass.o: p4src/psa/xdp_pass.c
+$(BUILD)/ebpf/xdp_pass.o $(BUILD)/ebpf/tc_stamp.o: $(BUILD)/ebpf/%.o: p4src/psa/%.c
 	@mkdir -p $(BUILD)/ebpf
 	clang -O2 -target bpf -I/usr/include/$(shell uname -m)-linux-gnu -c $< -o $@
 

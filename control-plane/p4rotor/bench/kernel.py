@@ -192,14 +192,16 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- fidelity in the kernel ------------------------------------------------------------------
 
-_STAMP_BLAST = ("import socket,struct,sys,time\n"
+_STAMP_BLAST = ("import random,socket,struct,sys,time\n"
                 "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0))\n"
                 "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<22)\n"
                 "h=bytes(12)+b'\\x88\\xb5';pad=bytes(40);now=time.clock_gettime_ns;M=time.CLOCK_MONOTONIC;n=0\n"
-                "end=now(M)+int(float(sys.argv[2])*1e9);ep,sl,ni=map(int,sys.argv[3:6]);dark=0\n"
+                "end=now(M)+int(float(sys.argv[2])*1e9);ep,sl,ni,gap=map(int,sys.argv[3:7]);dark=0;nxt=now(M);rnd=lambda:random.uniform(0.5,1.5)\n"
                 "while True:\n"
                 " t=now(M)\n"
                 " if t>end:break\n"
+                " if t<nxt:continue\n"
+                " nxt=t+int(gap*rnd())\n"
                 " try:s.send(h+struct.pack('!Q',t)+pad);n+=1;dark+=(t-ep)%sl<ni\n"
                 " except BlockingIOError:pass\n"
                 "print(n,dark)\n")
@@ -211,10 +213,22 @@ _STAMP_RECV = ("import socket,struct,sys,time,json\n"
                " try:f=s.recv(128)\n except socket.timeout:continue\n"
                " got.append(struct.unpack('!Q',f[14:22])[0])\n"
                "print(json.dumps(got))\n")
-DILATIONS = (1, 3, 10)
+DILATIONS = (1, 3, 10, 30, 100)
+# The fidelity sender's pace: well below what one rotor forwards, so that no queue builds in the
+# veth before the switch (a blast measures the queue, not the pipeline's boundary); 0: a blast.
+FIDELITY_FPS = 20_000
 
 
-def run_fidelity(build: Path, dilation: int, seconds: float = 1.0) -> dict:
+def stamp_on_egress(netns: str, iface: str, obj: Path) -> None:
+    """tc_stamp.o at the egress of ``iface`` (namespace ``netns``): each bench frame carries the
+    kernel clock of its departure.  Loaded with a private bpffs, as fabric/nikss.attach_xdp_pass."""
+    subprocess.run(["nsenter", f"--net=/var/run/netns/{netns}", "unshare", "--mount", "--propagation", "private",
+                    "sh", "-c", 'mount -t bpf bpf /sys/fs/bpf && tc qdisc add dev "$0" clsact && '
+                    'exec tc filter add dev "$0" egress bpf da obj "$1" sec tc', iface, str(obj)],
+                   check=True, capture_output=True)
+
+
+def run_fidelity(build: Path, dilation: int, seconds: float = 1.0, rate_fps: float = FIDELITY_FPS) -> dict:
     """Two matchings (port 1 to 2, then to 3), slot 100 x dilation us with a night of a tenth, one
     sender stamping each frame with the kernel clock, as fast as it can.  Every frame is judged
     by its send time: a frame that left on the other matching's port, or that was sent in a night
@@ -226,6 +240,7 @@ def run_fidelity(build: Path, dilation: int, seconds: float = 1.0) -> dict:
     s = S.from_json({"version": 1, "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
                      "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]}]})
     with ebpf_bench(eb / "rotor.o", eb / "xdp_pass.o") as (ns, sw, far):
+        stamp_on_egress(ns.name, far[1], eb / "tc_stamp.o")
         ctl = NikssSwitch("rotor", sw.pipeline, eb / "rotor.p4info.txtpb", sw.ports, runner=cli_runner(ns.name))
         epoch_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us,
@@ -237,7 +252,8 @@ def run_fidelity(build: Path, dilation: int, seconds: float = 1.0) -> dict:
             if rx[p].stdout.readline().strip() != "ready":
                 raise RuntimeError("receiver did not start")
         out = subprocess.run(["ip", "netns", "exec", ns.name, sys.executable, "-c", _STAMP_BLAST, far[1],
-                              str(seconds), str(epoch_us * 1000), str(slot_us * 1000), str(night_us * 1000)],
+                              str(seconds), str(epoch_us * 1000), str(slot_us * 1000), str(night_us * 1000),
+                              str(int(1e9 / rate_fps) if rate_fps else 0)],
                              capture_output=True, text=True, check=True).stdout.split()
         sent, sent_dark = int(out[0]), int(out[1])
         got = {p: json.loads(r.communicate(timeout=seconds + 30)[0]) for p, r in rx.items()}

@@ -204,11 +204,13 @@ def markdown(res: dict) -> str:
         lines.append("")
         if k.get("fidelity"):
             lines += ["Fidelity of the eBPF rotor (bench/kernel.py `run_fidelity`): two matchings, slot 100 x "
-                      "dilation us, night a tenth; one sender stamps each frame with the kernel clock, as fast as "
-                      "it can, for 1 s. Boundary error: how far from its boundary a frame was sent that the "
-                      "switch judged on the other side (its send-to-ingress delay). Reconfiguration loss: NIGHT "
-                      "drops of the frames taken in, against the share the sender sent in a night (it sends "
-                      "faster while the rotor drops than while it delivers).", "",
+                      "dilation us, night a tenth; one sender, 20 000 frames/s with uniformly random gaps (no "
+                      "phase locks to the cycle, no queue builds), for 1 s; a TC program stamps each frame with "
+                      "the kernel clock as it leaves the sender's veth (p4src/psa/tc_stamp.c), one hop before the "
+                      "switch. The pipeline computes its slot from the same clock exactly, so what remains is that "
+                      "hop. Boundary error: of the frames the switch judged on the other side of a boundary than "
+                      "their stamp, how far from it they were stamped. Reconfiguration loss: NIGHT drops of the "
+                      "frames taken in, against the share the sender sent in a night.", "",
                       "| dilation | slot / night us | frames | boundary error p50 / p99 / max us | "
                       "on the other matching's port | reconfig loss | sent in a night | loss / sent in a night |",
                       "|---|---|---|---|---|---|---|---|"]
