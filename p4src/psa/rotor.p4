@@ -38,6 +38,12 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta,
         bit<32> verdict;
         circuit.apply(meta, in_port, out_port, verdict);
         if (verdict == NO_DROP) {
+            hdr.bridged.setValid();
+            hdr.bridged.kind = BRIDGE_TIMED;
+            hdr.bridged.matching = meta.slot.index;
+            hdr.bridged.in_port = in_port;
+            hdr.bridged.slot_end = meta.slot.slot_end;
+            hdr.bridged.offset = meta.slot.offset;
             send_to_port(ostd, (PortId_t) out_port);
         } else {
             drop_counter.count(verdict);   // PSA starts every frame as dropped
@@ -48,15 +54,17 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta,
 control RotorIngressDeparser(packet_out packet, out empty_t clone_meta, out empty_t resubmit_meta,
                              out empty_t normal_meta, inout headers_t hdr, in metadata_t meta,
                              in psa_ingress_output_metadata_t istd) {
-    apply { }
+    apply { packet.emit(hdr.bridged); }
 }
 
-// p4c-ebpf's XDP design hands the ingress's user metadata to egress as it is (the same type on
-// both sides); its normal_meta path does not generate C that compiles.
+// Egress parses the bridged header only (include/metadata.p4); the frame stays payload.
 parser RotorEgressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                          in psa_egress_parser_input_metadata_t istd, in empty_t normal_meta,
                          in empty_t c, in empty_t cc) {
-    state start { transition accept; }
+    state start {
+        packet.extract(hdr.bridged);
+        transition accept;
+    }
 }
 
 // Optical loss where the frame meets its link, then the re-check: a frame whose day ended
@@ -70,6 +78,7 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_in
     OpticalLoss() optical_loss;
     StaleGuard() stale_guard;
     apply {
+        UNBRIDGE(hdr, meta);
         Port_t in_port = (Port_t) meta.in_port;
         Port_t out_port = (Port_t) istd.egress_port;
         bit<32> verdict = NO_DROP;

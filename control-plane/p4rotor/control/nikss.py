@@ -58,6 +58,10 @@ COUNTERS = {"drop_counter": "{Kind}Ingress.drop_counter", "egress_drop_counter":
             "rx_port_counter": "{Kind}Ingress.rx_port_counter", "tx_port_counter": "{Kind}Egress.tx_port_counter",
             **{c: "RotorEgress.optical_loss." + c for c in ("link_in_counter", "link_in_loss_counter",
                                                             "link_out_counter", "link_out_loss_counter")}}
+# Every frame an egress control counts still carries the bridged header in front (23 bytes:
+# p4src/psa/include/metadata.p4): PSA counts a frame's bytes as they are, so the bytes of a
+# counter kept at egress are read less that much per packet.
+BRIDGED_BYTES = 23
 # The contract's counters the PSA programs lack: the CPU path's (no PacketOut on NIKSS).
 ABSENT_COUNTERS = ("ctrl_counter",)
 # A table the PSA rotor lacks: its MTU check.  A frame it carries left a ToR that checked it
@@ -278,6 +282,8 @@ class NikssSwitch:
             idx = int(e["key"]["field0"], 16)
             v = e["value"]
             pk, by = int(v.get("packets", "0x0"), 16), int(v.get("bytes", "0x0"), 16)
+            if "Egress_" in nname and "bytes" in v:
+                by -= pk * BRIDGED_BYTES
             if pk or by:
                 if nname.endswith(PORT_COUNTERS):
                     idx = self.logical.get(idx, idx)

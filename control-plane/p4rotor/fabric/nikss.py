@@ -185,6 +185,8 @@ class Pipeline:
                 except (ValueError, KeyError, TypeError):
                     raise HarnessError(f"{switch}: nikss-ctl add-port {name}: unexpected output {out.strip()!r}")
             check_port_map(switch, me.ports, any_ifindex)
+            for name in ifaces.values():
+                _make_room_for_bridge(netns, name)
         except BaseException:
             if me is not None:
                 me.unload()
@@ -236,6 +238,24 @@ def _load_locked(pid: int, netns: str, obj: Path, wait: float = 5.0) -> None:
     finally:
         for p in _stray_pins(obj):
             p.unlink(missing_ok=True)
+
+
+# What a switch's port must take beyond its link's MTU: the kernel checks a frame an XDP program
+# redirects against the target's MTU before the egress program (the port's devmap program) runs,
+# and until then the frame carries the PSA programs' bridged header (23 bytes,
+# p4src/psa/include/metadata.p4).  The link's MTU stays the peer's and the ToR's MTU check's.
+BRIDGE_ROOM = 32
+
+
+def _make_room_for_bridge(netns: str, iface: str) -> None:
+    r = nikss_free_run(netns, ["ip", "-j", "link", "show", "dev", iface])
+    mtu = int(json.loads(r.stdout)[0]["mtu"])
+    nikss_free_run(netns, ["ip", "link", "set", "dev", iface, "mtu", str(mtu + BRIDGE_ROOM)])
+
+
+def nikss_free_run(netns: str | None, cmd: list[str]):
+    """A command in network namespace ``netns`` (a path; None: this process's)."""
+    return run((["nsenter", f"--net={netns}"] if netns else []) + cmd)
 
 
 def netns_path(switch: str) -> str:
