@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -69,6 +70,14 @@ def test_commands_it_does_not_write_go_to_the_fallback_unchanged(tmp_path):
     other = MapRunner(8, rec, bpffs=tmp_path)       # another pipeline's commands: never looked at
     other(["table", "add", "pipe", "7", "T", "action", "name", "A", "key", "1"])
     assert rec.calls[-1][3] == "7" and other.fallen_back == 1
+
+
+def test_a_switch_writes_the_maps_by_default():
+    if not shutil.which("nikss-ctl"):
+        pytest.skip("SKIPPED: nikss-ctl not installed (the default runner's fallback)")
+    sw = NikssSwitch("t", 7, HERE / "data" / "ebpf-tor.p4info.txtpb", {})
+    assert isinstance(sw.run, MapRunner) and sw.run.pipeline == "7"
+    sw.close()
 
 
 # -- in the kernel --------------------------------------------------------------------------------
@@ -270,11 +279,13 @@ def test_rate_of_route_writes_maps_against_nikss_ctl():
             assert len(dump_map(fd)) == n
         finally:
             os.close(fd)
-        sw = NikssSwitch("y", b, p4info, {1: 21}, runner=runner)
+        sw = NikssSwitch("y", b, p4info, {1: 21})       # its default runner: the maps
         ents = _routes(n)
         t0 = time.perf_counter()
         sw.write(ents)
         write_rate = n / (time.perf_counter() - t0)
+        assert sw.run.in_process == n
+        sw.close()
     print(f"\nroute entries/s: map runner {maps_rate:,.0f} (commands), {write_rate:,.0f} (NikssSwitch.write of "
           f"{n} entities); nikss-ctl {cli_rate:,.0f} ({n_cli} commands)")
     assert maps_rate > 20 * cli_rate
