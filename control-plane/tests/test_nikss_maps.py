@@ -289,3 +289,20 @@ def test_rate_of_route_writes_maps_against_nikss_ctl():
     print(f"\nroute entries/s: map runner {maps_rate:,.0f} (commands), {write_rate:,.0f} (NikssSwitch.write of "
           f"{n} entities); nikss-ctl {cli_rate:,.0f} ({n_cli} commands)")
     assert maps_rate > 20 * cli_rate
+
+
+@kernel
+def test_a_pipeline_loaded_again_under_its_id_is_opened_again():
+    # The runner caches each table's descriptors; a pipeline unloaded and loaded again under the
+    # same id pins new maps, which it must write (not the old ones it still holds open).
+    route = "TorIngress_routing_route"
+    add = ["action", "name", "TorIngress_routing_via", "key", "1", "2", "0", "data", "5", "1", "7"]
+    with map_runner(None, cli_runner()) as runner:
+        with _pipelines(BUILD / "tor.o", 1) as (first,):
+            runner(["table", "add", "pipe", str(first), route, *add])
+        with _pipelines(BUILD / "tor.o", 1) as (second,):
+            if second != first:
+                pytest.skip(f"SKIPPED: pipeline id {first} taken meanwhile (another run's load)")
+            runner(["table", "add", "pipe", str(second), route, *add])
+            assert len(_dump(second)[route]) == 1
+        assert runner.in_process == 2

@@ -49,6 +49,7 @@ MAP_HASH, MAP_ARRAY, MAP_LPM_TRIE = 1, 2, 11
 _INT, _PTR, _ARRAY, _STRUCT, _UNION, _TYPEDEF = 1, 2, 3, 4, 5, 8
 _BTF_EXTRA = {1: lambda v: 4, 3: lambda v: 12, 4: lambda v: 12 * v, 5: lambda v: 12 * v, 6: lambda v: 8 * v,
               13: lambda v: 8 * v, 14: lambda v: 4, 15: lambda v: 12 * v, 17: lambda v: 4, 19: lambda v: 12 * v}
+_BTF_BARE = {2, 7, 8, 9, 10, 11, 12, 16, 18}    # kinds with nothing after their type record
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
@@ -183,8 +184,12 @@ class Btf:
             elif kind == _ARRAY:
                 elem, _idx, n = struct.unpack_from("<III", raw, pos)
                 t.array = (elem, n)
-            pos += _BTF_EXTRA.get(kind, lambda v: 0)(vlen)
+            if kind not in _BTF_EXTRA and kind not in _BTF_BARE:
+                raise ValueError(f"BTF kind {kind} unknown here")   # its size unknown: the rest unreadable
+            pos += _BTF_EXTRA[kind](vlen) if kind in _BTF_EXTRA else 0
             self.types.append(t)
+        if pos != end:
+            raise ValueError("BTF types overrun their section")
 
     def follow(self, tid: int) -> int:
         """NIKSS's follow_types: through typedefs and pointers (not const or volatile)."""
