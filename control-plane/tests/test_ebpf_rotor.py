@@ -137,7 +137,11 @@ def _receiver(ns: str, iface: str, seconds: float) -> subprocess.Popen:
 
 
 @pytest.mark.skipif(_kernel_skip() is not None, reason=_kernel_skip() or "")
-def test_rotor_in_the_kernel_follows_the_clock_and_counts_every_frame():
+@pytest.mark.parametrize("writer", ["nikss-ctl", "maps"])
+def test_rotor_in_the_kernel_follows_the_clock_and_counts_every_frame(writer):
+    # writer: every entry through nikss-ctl, or the exact tables and defaults written on the
+    # pinned maps in-process (control/nikss_maps.py), the rest through nikss-ctl.
+    from p4rotor.control.nikss_maps import map_runner
     from p4rotor.fabric.nikss import ebpf_bench, leftover_pipelines
 
     slot_us, night_us = 100_000, 20_000
@@ -145,11 +149,13 @@ def test_rotor_in_the_kernel_follows_the_clock_and_counts_every_frame():
     ns_name = None
     with ebpf_bench(BUILD / "rotor.o", BUILD / "xdp_pass.o") as (ns, sw, far):
         ns_name = ns.name
-        ctl = NikssSwitch("r0", sw.pipeline, BUILD / "rotor.p4info.txtpb", sw.ports,
-                          runner=cli_runner(ns.name))
+        runner = cli_runner(ns.name) if writer == "nikss-ctl" else map_runner(sw.pipeline, cli_runner(ns.name))
+        ctl = NikssSwitch("r0", sw.pipeline, BUILD / "rotor.p4info.txtpb", sw.ports, runner=runner)
         epoch_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000 + 100_000
         ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us,
                                    target=EBPF))
+        if writer == "maps":
+            assert runner.in_process == ctl.entries_written and runner.fallen_back == 0
         rx = {p: _receiver(ns.name, far[p], 4.0) for p in (2, 3)}
         code = ("import socket,struct,sys,time\n"
                 "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0));n=0\n"

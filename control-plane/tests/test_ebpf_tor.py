@@ -98,9 +98,27 @@ _SEND = ("import socket,sys,time\n"
 
 
 @pytest.mark.skipif(_kernel_skip() is not None, reason=_kernel_skip() or "")
-def test_tor_rotor_tor_in_the_kernel_delivers_counts_and_leaves_nothing():
+@pytest.mark.parametrize("writer", ["nikss-ctl", "maps"])
+def test_tor_rotor_tor_in_the_kernel_delivers_counts_and_leaves_nothing(writer, monkeypatch):
+    # writer: every entry through nikss-ctl, or (the chain's runner replaced) the exact tables and
+    # defaults written on the pinned maps in-process (control/nikss_maps.py), the rest through it.
+    from p4rotor.bench import kernel
     from p4rotor.bench.kernel import ebpf_chain, ipv4_frame
+    from p4rotor.control.nikss import cli_runner
+    from p4rotor.control.nikss_maps import map_runner
     from p4rotor.fabric.nikss import leftover_pipelines
+
+    runners, slow = [], []
+    if writer == "maps":
+        def fast(netns=None):
+            cli = cli_runner(netns)
+
+            def fallback(args):
+                slow.append(args[4])
+                return cli(args)
+            runners.append(map_runner(None, fallback))
+            return runners[-1]
+        monkeypatch.setattr(kernel, "cli_runner", fast)
 
     sizes = [64, 200, 1514] * 20
     # An uplink limited to 1000-byte frames: the 1514-byte frames (1522 with the fabric header)
@@ -115,6 +133,9 @@ def test_tor_rotor_tor_in_the_kernel_delivers_counts_and_leaves_nothing():
                                stdout=subprocess.PIPE, text=True)
         assert cap.stdout.readline().strip() == "ready"
         ctl["tor0"].write([~limit])
+        if writer == "maps":
+            assert len(runners) == 3 and all(r.in_process > 0 for r in runners)
+            assert set(slow) == {"TorIngress_routing_rack_of"}, "only the LPM entries went to nikss-ctl"
         frames = [ipv4_frame(n).hex() for n in sizes]
         subprocess.run(["ip", "netns", "exec", ns.name, "python3", "-c", _SEND, hosts["h0"], *frames], check=True)
         got = json.loads(cap.communicate(timeout=30)[0])

@@ -17,7 +17,9 @@ with the same P4Info names); this adapter turns each into a ``nikss-ctl`` call o
 - times: in the EBPF target's units (target.py), as every target's.
 
 ``nikss-ctl`` costs a process per entry (docs/targets.md has the rate): enough for a rotor's
-few hundred entries, not for a large ToR's routes.
+few hundred entries, not for a large ToR's routes; by default a switch writes its exact tables
+and default actions on the pipeline's pinned maps in-process (nikss_maps.py), the rest through
+``nikss-ctl``.
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def cli_runner(netns: str | None = None) -> Runner:
 
 
 class NikssSwitch:
-    """One eBPF switch (a loaded NIKSS pipeline): writes entities, reads counters."""
+    """One eBPF switch (a loaded NIKSS pipeline): writes entities, reads counters.  ``runner``:
+    what executes the nikss-ctl commands (default: ``nikss_maps.map_runner`` over ``cli_runner()``)."""
 
     def __init__(self, name: str, pipeline: int, p4info: Path, ports: dict[int, int],
                  runner: Runner | None = None):
@@ -134,7 +137,10 @@ class NikssSwitch:
         self.schema = fy.P4Schema(p4info)
         self.ports = dict(ports)                          # logical -> ifindex
         self.logical = {v: k for k, v in self.ports.items()}
-        self.run = runner or cli_runner()
+        if runner is None:
+            from .nikss_maps import map_runner
+            runner = map_runner(pipeline, cli_runner())
+        self.run = runner
         self.entries_written = 0
         self.grain = 0                                    # of the clock's phase (units)
 
@@ -270,6 +276,12 @@ class NikssSwitch:
                     self.run(["table", "default", "set", *pipe, nikss_name(t.name), "action", "name",
                               nikss_name(bare[0].name)])
         self.grain = 0
+
+    def close(self) -> None:
+        """Close what the runner holds open (the map runner's map descriptors)."""
+        close = getattr(self.run, "close", None)
+        if close is not None:
+            close()
 
     # -- reads --------------------------------------------------------------------------
     def counter(self, name: str) -> dict[int, tuple[int, int]]:
