@@ -10,7 +10,9 @@ What a switch is (the harness's contract, docs/targets.md): ``--pipeline NAME=ID
 pipeline the harness loaded and whose ports it attached in network namespace NETNS; the interface
 of logical port P is named ``NAME-ethP`` (Mininet's naming).  The controller never loads, attaches
 or unloads anything: it reads the port map (``pipeline show`` in NETNS) and writes entries.
-Entries and counters live in pinned BPF maps, which no network namespace hides.
+Entries and counters live in pinned BPF maps, which no network namespace hides: exact tables and
+default actions are written straight into them (``nikss_maps.py``, tens of thousands a second),
+the rest through ``nikss-ctl``.
 
 No gRPC: no election (always primary), no PacketIn (``read_packets`` yields nothing), no device
 config.  Every nikss-ctl call is a process: a batch runs in a worker thread, in order; a failed
@@ -92,7 +94,8 @@ class NikssDriver:
                                   f"no {', '.join(missing[:3])}")
         if not ports:
             raise ControllerError(f"{self.name}: {where} has no port named {self.name}-ethP attached")
-        self.adapter = NikssSwitch(self.name, self.pipeline, self.p4info_path, ports, runner=cli_runner())
+        # Exact tables and defaults in-process on the pinned maps, the rest by nikss-ctl (nikss_maps.py).
+        self.adapter = NikssSwitch(self.name, self.pipeline, self.p4info_path, ports)
 
     # -- what the controller calls -----------------------------------------------------------
     def create_task(self, coro: Awaitable[Any]) -> asyncio.Task:
@@ -111,6 +114,8 @@ class NikssDriver:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.adapter is not None:
+            self.adapter.close()
 
     async def write(self, updates: Iterable[Any]) -> None:
         await self._call(self.adapter.write, list(updates))
