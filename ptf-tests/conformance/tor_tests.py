@@ -222,6 +222,8 @@ class TorUnknownDestinationCounted(TorTest):
 class TorClockPortProbeReflected(TorTest):
     """The ToR reflects clock-port time probes like the rotor (shared ClockProbe controls)."""
 
+    needs = ("clock_port",)
+
     def runTest(self):
         t1, (seq, t2, t3), t4 = self.clock_port_probe(0x60000042)
         self.assertEqual(seq, 0x60000042)
@@ -315,6 +317,8 @@ class TorStaleUplinkFrameDroppedAndCounted(TorTest):
     """A frame whose slice ended while it sat in the ToR's uplink queue is dropped and counted as
     stale: the circuit its route was chosen for is dark or another one now."""
 
+    needs = ("signal", "queue_rate")
+
     def runTest(self):
         self.install_tor()
         k = self.slice_where(lambda sr: (0, 1, R.TCLASS_BULK) in sr.hops and not sr.hops[(0, 1, R.TCLASS_BULK)].vlb)
@@ -339,6 +343,8 @@ class TorStaleUplinkFrameDroppedAndCounted(TorTest):
 class TorLocalDeliveryNeverRechecked(TorTest):
     """Frames to a host of the same rack are never dropped by the re-check, even when the slice
     changes while they are queued: a host link is not a circuit."""
+
+    needs = ("queue_rate",)
 
     def runTest(self):
         self.install_tor()
