@@ -160,6 +160,19 @@ XDP_PASS = EBPF_BUILD / "xdp_pass.o"
 # The PSA programs have no clock port: the ports the tests use, with their links' MTUs.
 EBPF_PORT_MTUS = {p: m for p, m in PORT_MTUS.items() if p != CLOCK_PORT}
 
+# Tests that fail on eBPF for defects of the PSA programs as p4c-ebpf compiles them, not of the
+# tests: expected to fail, strictly (once fixed they pass, which fails here: drop the entry).
+_EGRESS_META = ("eBPF defect: the XDP egress program zeroes its user metadata (build/ebpf/rotor.c: "
+                "hdr_md_cpumap cell 1, memset) instead of reading the ingress's (cell 0): meta.in_port is 0 "
+                "at egress, so loss_in never matches and link_in counts port 0 (nor does the stale re-check, "
+                "which reads meta.slot, ever run)")
+_UPLINK = ("eBPF defect: p4c-ebpf leaves out 'meta.uplink = hdr.fabric.isValid()' (build/ebpf/tor.c has "
+           "no such assignment): the ToR's MTU check does not count the 8-byte fabric header, so a frame up "
+           "to 8 bytes too long for its uplink passes it (and the veth drops it, uncounted)")
+EBPF_DEFECTS = {"loss_tests.OpticalLossCountedPerLinkDirection": _EGRESS_META,
+                "loss_tests.OpticalLossInOneMatchingOnly": _EGRESS_META,
+                "tor_tests.TorOversizeFrameDroppedAndCounted": _UPLINK}
+
 
 def ebpf_skip_reason() -> str | None:
     from p4rotor.fabric.nikss import missing_tools as ebpf_missing
@@ -243,7 +256,8 @@ def ptf_results_ebpf(tmp_path_factory):
     return results, output, logs, left
 
 
-@pytest.mark.parametrize("name", [t for t, _ in TESTS])
+@pytest.mark.parametrize("name", [pytest.param(t, marks=pytest.mark.xfail(reason=EBPF_DEFECTS[t], strict=True))
+                                  if t in EBPF_DEFECTS else t for t, _ in TESTS])
 def test_ptf_ebpf(name, ptf_results_ebpf):
     """The ptf test ``name`` on eBPF."""
     report(name, *ptf_results_ebpf[:3])
