@@ -544,12 +544,12 @@ ETH_FABRIC = dp.ETHERTYPE_FABRIC
 SIGNAL_MODE = dp.MODE_SIGNAL
 
 
-def four_rack_fabric() -> S.Schedule:
-    """4 racks, 2 rotors staggered by half a slot (100 ms slots, 10 ms nights):
+def four_rack_fabric(slot_us: int = 100_000, night_us: int = 10_000) -> S.Schedule:
+    """4 racks, 2 rotors staggered by half a slot (100 ms slots, 10 ms nights unless told):
     rotor a pairs 0-1, 2-3; rotor b pairs 0-2, 1-3."""
-    return S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": 100_000, "reconfig_us": 10_000,
+    return S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
                         "rotors": [{"name": "a", "offset_us": 0, "matchings": [[1, 0, 3, 2]]},
-                                   {"name": "b", "offset_us": 50_000, "matchings": [[2, 3, 0, 1]]}]})
+                                   {"name": "b", "offset_us": slot_us // 2, "matchings": [[2, 3, 0, 1]]}]})
 
 
 def tor_topology(sched: S.Schedule) -> TP.Topology:
