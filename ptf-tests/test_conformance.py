@@ -192,6 +192,39 @@ def ebpf_skip_reason() -> str | None:
     return None
 
 
+# Other p4rotor harnesses (main since f295ec2) load NIKSS pipelines under this lock.
+NIKSS_LOAD_LOCK = Path("/run/p4rotor/nikss/lock")
+
+
+def start_pipeline(sw):
+    """``sw.start()`` when no other NIKSS load is in flight on the machine.  A load pins its maps
+    at the top of /sys/fs/bpf before it moves them under its pipeline; a load meanwhile takes those
+    over, or fails ('cannot load the BPF program: Invalid argument', seen with another worktree's
+    harness loading).  This branch's EbpfSwitch (c529967) neither waits for such pins nor takes
+    the lock main's Pipeline.load takes: this does both, and tries three times."""
+    import fcntl
+    import re
+    import time
+
+    from p4rotor.fabric.nikss import BPFFS
+    from p4rotor.fabric.switch import HarnessError
+
+    names = {m.decode() for m in re.findall(rb"\.maps\.([A-Za-z0-9_]+)", sw.obj.read_bytes())}
+    NIKSS_LOAD_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(3):
+        with open(NIKSS_LOAD_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            deadline = time.monotonic() + 10
+            while any((BPFFS / n).is_file() for n in names) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            try:
+                return sw.start()
+            except HarnessError as ex:
+                if "cannot load" not in str(ex) or attempt == 2:
+                    raise
+        time.sleep(1)
+
+
 @contextlib.contextmanager
 def ebpf_ptf_bench(num_switches: int, port_mtus: dict[int, int]):
     """A namespace with, per device, a veth per port (switch end s<d>p<p>, ptf end t<d>p<p>
@@ -214,7 +247,7 @@ def ebpf_ptf_bench(num_switches: int, port_mtus: dict[int, int]):
         pipelines: dict[str, list[int]] = {}
         for prog, obj in EBPF_PROGRAMS.items():
             for d in range(num_switches):
-                sw = EbpfSwitch(f"{prog}{d}", ns.name, obj, {}).start()
+                sw = start_pipeline(EbpfSwitch(f"{prog}{d}", ns.name, obj, {}))
                 loaded.append(sw)
                 # The device's ports, for close() to detach: ptf attached them to one of the
                 # device's pipelines (detaching from the others fails, and is ignored).
