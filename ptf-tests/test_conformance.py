@@ -1,13 +1,18 @@
-"""Run the ptf conformance suite against real simple_switch_grpc, one pytest item per ptf test.
+"""Run the ptf conformance suite against each target, one pytest item per (target, ptf test).
 
-The harness starts the switches in a namespace of their own, runs ptf there once for
-the whole suite, and each item below reports its own ptf test's result.  Without
-p4c/BMv2 every item is skipped, and says which tool is missing.
+bmv2 (``test_ptf``): real simple_switch_grpc; ebpf (``test_ptf_ebpf``): the PSA programs
+(build/ebpf/{rotor,tor}.o) loaded by NIKSS.  For each target the harness starts the switches in
+a namespace of its own, runs ptf there once for the whole suite, and each item reports its own
+ptf test's result; a test the target cannot run is skipped with the reason (rotor_base.LACKS).
+Without a target's tools or programs its items are skipped, and say what is missing.  The eBPF
+harness owns the pipelines it loads: ``test_ebpf_harness_left_nothing`` checks that none of
+them, none of their pins and not the namespace are left.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import shutil
 import subprocess
@@ -91,42 +96,163 @@ def ptf_results(tmp_path_factory):
         pytest.skip(reason)
     logdir = tmp_path_factory.mktemp("ptf")
     nsw = max(n for _, n in TESTS)
-    ptf_bin = shutil.which("ptf", path=os.path.dirname(sys.executable)) or shutil.which("ptf")
     with ptf_bench(num_switches=nsw, ports=tuple(PORT_MTUS), log_dir=logdir,
                    port_mtus=PORT_MTUS) as (ns, switches, ifaces):
-        params = (f"grpc_addrs='{','.join(s.address for s in switches)}';"
+        params = (f"target='bmv2';grpc_addrs='{','.join(s.address for s in switches)}';"
                   f"thrift_ports='{','.join(str(s.thrift_port) for s in switches)}';"
                   f"p4info='{P4INFO}';p4blob='{P4BLOB}';tor_p4info='{TOR_P4INFO}';tor_p4blob='{TOR_P4BLOB}';"
                   f"one_p4info='{ONE_P4INFO}';one_p4blob='{ONE_P4BLOB}'")
-        cmd = ns.prefix() + [ptf_bin, "--test-dir", str(SUITE), "--pypath", str(SUITE),
-                             "--log-file", str(logdir / "ptf.log"), "--test-params", params,
-                             "--default-negative-timeout", "0.1", "--xunit", "--xunit-dir", str(logdir / "xunit")]
-        for (d, p), ifc in sorted(ifaces.items()):
-            cmd += ["-i", f"{d}-{p}@{ifc}"]
-        # P4ROTOR_PTF_ONLY="rotor_tests.NightDropsAndCounts,..." runs a subset (development).
-        only = [x for x in os.environ.get("P4ROTOR_PTF_ONLY", "").split(",") if x]
-        cmd += only
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
-                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        output = r.stdout + r.stderr
-        (logdir / "ptf-output.txt").write_text(output)
-        results = read_xunit(logdir / "xunit")
+        results, output = run_ptf(ptf_command(ns.prefix(), ifaces, logdir, params), logdir)
         logs = {f"switch{i}": s.log_tail(80) for i, s in enumerate(switches)}
     return results, output, logs
 
 
-@pytest.mark.parametrize("name", [t for t, _ in TESTS])
-def test_ptf(name, ptf_results):
-    results, output, logs = ptf_results
+def only_selected() -> list[str]:
+    # P4ROTOR_PTF_ONLY="rotor_tests.NightDropsAndCounts,..." runs a subset (development).
+    return [x for x in os.environ.get("P4ROTOR_PTF_ONLY", "").split(",") if x]
+
+
+def ptf_command(prefix: list[str], ifaces: dict[tuple[int, int], str], logdir: Path, params: str) -> list[str]:
+    ptf_bin = shutil.which("ptf", path=os.path.dirname(sys.executable)) or shutil.which("ptf")
+    cmd = prefix + [ptf_bin, "--test-dir", str(SUITE), "--pypath", str(SUITE),
+                    "--log-file", str(logdir / "ptf.log"), "--test-params", params,
+                    "--default-negative-timeout", "0.1", "--xunit", "--xunit-dir", str(logdir / "xunit")]
+    for (d, p), ifc in sorted(ifaces.items()):
+        cmd += ["-i", f"{d}-{p}@{ifc}"]
+    return cmd + only_selected()
+
+
+def run_ptf(cmd: list[str], logdir: Path) -> tuple[dict[str, tuple[str, str]], str]:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
+                       env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    output = r.stdout + r.stderr
+    (logdir / "ptf-output.txt").write_text(output)
+    return read_xunit(logdir / "xunit"), output
+
+
+def report(name: str, results: dict, output: str, logs: dict[str, str]) -> None:
+    """Pass, skip (with ptf's reason) or fail (with ptf's report and the switch logs)."""
     res, detail = results.get(name, (None, ""))
-    only = [x for x in os.environ.get("P4ROTOR_PTF_ONLY", "").split(",") if x]
-    if only and name not in only:
+    if only_selected() and name not in only_selected():
         pytest.skip("not selected by P4ROTOR_PTF_ONLY")
     if res == "ok":
         return
-    # Failure: ptf's own report for this test and the switch logs.
+    if res == "skipped":
+        pytest.skip(detail.strip().splitlines()[0] if detail.strip() else "skipped by ptf")
     msg = f"ptf {name}: {res or 'no result in the xUnit report (crashed?): ' + output[-3000:]}\n{detail[-6000:]}\n" + "\n".join(
         f"--- {k} log (tail) ---\n{v}" for k, v in logs.items())
-    if res and res.startswith("skipped"):
-        pytest.skip(msg)
     pytest.fail(msg, pytrace=False)
+
+
+@pytest.mark.parametrize("name", [t for t, _ in TESTS])
+def test_ptf(name, ptf_results):
+    """The ptf test ``name`` on BMv2."""
+    report(name, *ptf_results)
+
+
+# ---------------------------------------------------------------------------
+# eBPF (PSA programs in the kernel, NIKSS)
+# ---------------------------------------------------------------------------
+
+EBPF_BUILD = BUILD / "ebpf"
+EBPF_PROGRAMS = {"rotor": EBPF_BUILD / "rotor.o", "tor": EBPF_BUILD / "tor.o"}
+XDP_PASS = EBPF_BUILD / "xdp_pass.o"
+# The PSA programs have no clock port: the ports the tests use, with their links' MTUs.
+EBPF_PORT_MTUS = {p: m for p, m in PORT_MTUS.items() if p != CLOCK_PORT}
+
+def ebpf_skip_reason() -> str | None:
+    from p4rotor.fabric.nikss import missing_tools as ebpf_missing
+
+    miss = ebpf_missing()
+    files = [str(f.relative_to(ROOT) if f.is_relative_to(ROOT) else f) for f in (
+        *EBPF_PROGRAMS.values(), *(f.with_suffix(".p4info.txtpb") for f in EBPF_PROGRAMS.values()), XDP_PASS)
+        if not f.exists()]
+    if files:
+        miss.append(f"{', '.join(files)} (run 'make build-ebpf'; needs p4c-ebpf, clang)")
+    if os.geteuid() != 0:
+        miss.append("root (NIKSS loads programs into the kernel)")
+    if not shutil.which("ptf", path=os.path.dirname(sys.executable)) and not shutil.which("ptf"):
+        miss.append("ptf (make deps)")
+    if miss:
+        return "SKIPPED: eBPF switch conformance needs: " + ", ".join(miss) + " (docs/toolchain.md)"
+    return None
+
+
+
+
+@contextlib.contextmanager
+def ebpf_ptf_bench(num_switches: int, port_mtus: dict[int, int]):
+    """A namespace with, per device, a veth per port (switch end s<d>p<p>, ptf end t<d>p<p>
+    running XDP_PASS) and a NIKSS pipeline per program; no port is attached (each test attaches
+    its device's ports to its program's pipeline).  Yields (namespace, {program: [pipeline id
+    per device]}, {(device, port): switch end}, {(device, port): ptf end}).  On the way out every
+    port is detached, every pipeline unloaded and its pins removed, the namespace deleted."""
+    from p4rotor.fabric.nikss import BRIDGE_ROOM, EbpfSwitch, pass_xdp
+    from p4rotor.fabric.switch import Netns
+
+    ns = Netns()
+    loaded: list[EbpfSwitch] = []
+    try:
+        sw_ifaces, ptf_ifaces = {}, {}
+        for d in range(num_switches):
+            for p, mtu in port_mtus.items():
+                ns.veth(f"s{d}p{p}", f"t{d}p{p}", mtu=mtu)
+                # Room for the bridged header on the switch's end, as fabric/nikss.py makes it.
+                ns.exec(["ip", "link", "set", "dev", f"s{d}p{p}", "mtu", str(mtu + BRIDGE_ROOM)])
+                pass_xdp(ns.name, f"t{d}p{p}", XDP_PASS)
+                sw_ifaces[(d, p)], ptf_ifaces[(d, p)] = f"s{d}p{p}", f"t{d}p{p}"
+        pipelines: dict[str, list[int]] = {}
+        for prog, obj in EBPF_PROGRAMS.items():
+            for d in range(num_switches):
+                sw = EbpfSwitch(f"{prog}{d}", ns.name, obj, {}).start()
+                loaded.append(sw)
+                # The device's ports, for close() to detach: ptf attached them to one of the
+                # device's pipelines (detaching from the others fails, and is ignored).
+                sw.ifaces = {p: i for (dd, p), i in sw_ifaces.items() if dd == d}
+                pipelines.setdefault(prog, []).append(sw.pipeline)
+        yield ns, pipelines, sw_ifaces, ptf_ifaces
+    finally:
+        for sw in loaded:
+            sw.close()
+        ns.close()
+
+
+@pytest.fixture(scope="session")
+def ptf_results_ebpf(tmp_path_factory):
+    reason = ebpf_skip_reason()
+    if reason:
+        print("\n" + reason, file=sys.stderr)
+        pytest.skip(reason)
+    from p4rotor.fabric.nikss import BPFFS, leftover_pipelines
+
+    logdir = tmp_path_factory.mktemp("ptf-ebpf")
+    nsw = max(n for _, n in TESTS)
+    with ebpf_ptf_bench(nsw, EBPF_PORT_MTUS) as (ns, pipelines, sw_ifaces, ifaces):
+        ours = [i for ids in pipelines.values() for i in ids]
+        info = {prog: EBPF_PROGRAMS[prog].with_suffix(".p4info.txtpb") for prog in EBPF_PROGRAMS}
+        params = (f"target='ebpf';p4info='{info['rotor']}';p4blob='{EBPF_PROGRAMS['rotor']}';"
+                  f"tor_p4info='{info['tor']}';tor_p4blob='{EBPF_PROGRAMS['tor']}';"
+                  f"pipelines='{';'.join(f'{k}=' + ','.join(map(str, v)) for k, v in pipelines.items())}';"
+                  f"sw_ifaces='{','.join(f'{d}:{p}={i}' for (d, p), i in sorted(sw_ifaces.items()))}'")
+        # nsenter --net, not ip netns exec: the tests run nikss-ctl, which needs the BPF file
+        # system that ip netns exec's fresh /sys hides.
+        cmd = ptf_command(["nsenter", f"--net=/var/run/netns/{ns.name}"], ifaces, logdir, params)
+        results, output = run_ptf(cmd, logdir)
+        logs = {"pipelines": ", ".join(f"{k}: {v}" for k, v in pipelines.items())}
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    left = {"pipelines": sorted(set(leftover_pipelines()) & {f"pipeline{i}" for i in ours}),
+            "pins": [str(BPFFS / f"pipeline{i}") for i in ours if (BPFFS / f"pipeline{i}").exists()],
+            "namespace": [ns.name] if ns.name in netns else []}
+    return results, output, logs, left
+
+
+@pytest.mark.parametrize("name", [t for t, _ in TESTS])
+def test_ptf_ebpf(name, ptf_results_ebpf):
+    """The ptf test ``name`` on eBPF."""
+    report(name, *ptf_results_ebpf[:3])
+
+
+def test_ebpf_harness_left_nothing(ptf_results_ebpf):
+    """After the eBPF session: none of its pipelines loaded or pinned, its namespace gone."""
+    left = ptf_results_ebpf[3]
+    assert left == {"pipelines": [], "pins": [], "namespace": []}, left

@@ -28,7 +28,7 @@ from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.schedule import topology as TP
 from p4rotor.schedule import routes as R
-from rotor_base import SIGNAL_MODE, OneSwitchTest, RotorTest, one_switch_topology
+from rotor_base import SIGNAL_MODE, OneSwitchTest, RotorTest, aim_stretch, one_switch_topology, stretched
 
 UPLINKS = {"a": 1, "b": 2}  # multi-switch: the ToR under test's uplink per rotor
 HOST_PORT0 = 3              # multi-switch: the rack's first host port
@@ -84,6 +84,10 @@ class FabricCaseTest(RotorTest):
     def setUp(self):
         RotorTest.setUp(self)
         self.topo = one_switch_topology()
+        if self.emulates_signal():   # slices long enough to aim at (RotorTest.aim)
+            s = self.topo.schedule
+            s = stretched(s, aim_stretch([(sl.start_us, sl.end_us) for sl in s.slices()]))
+            self.topo = TP.Topology(s, "inline", self.topo.rotors, self.topo.racks, one_switch=self.topo.one_switch)
         self.sched = self.topo.schedule
         self.routes = R.compute(self.sched)
         self.rack_of = {h.name: k.id for k in self.topo.racks for h in k.hosts}
@@ -181,7 +185,7 @@ class MultiSwitchFabric(FabricCaseTest):
         for _ in range(len(self.sched.rotors) * self.sched.racks):
             topo, k = self.tor_view(rack)
             self.sw.clear()
-            self.sw.write(C.tor_entities(topo, k, self.routes, SIGNAL_MODE, generation=self.next_generation()))
+            self.write_tor(topo, k, self.routes, SIGNAL_MODE)
             self.set_slot(sr.index, sr.index)
             before = self.all_drops()
             tu.send_packet(self, port, data)

@@ -16,6 +16,8 @@ class FullSizeFrameCrossesCircuit(RotorTest):
     """A full-size host frame with its fabric header (1522 bytes) crosses a circuit whose links
     have the topology's fabric MTU; one byte over a port's limit is dropped and counted 'mtu'."""
 
+    needs = ("rotor_mtu",)
+
     def runTest(self):
         from p4rotor.schedule import topology as TP
 

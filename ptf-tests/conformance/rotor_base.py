@@ -1,16 +1,29 @@
 """Base class and domain helpers for the rotor conformance suite (run by ptf).
 
 Test parameters (``--test-params``), set by ptf-tests/test_conformance.py:
-  grpc_addrs  comma-separated P4Runtime addresses, one per switch (device index order)
-  p4info, p4blob  the compiled rotor program
+  target      "bmv2" (default) or "ebpf"
+  grpc_addrs  comma-separated P4Runtime addresses, one per switch (device index order; bmv2)
+  p4info, p4blob  the compiled rotor program (tor_*, one_*: the ToR's, the one-switch fabric's)
   thrift_ports comma-separated BMv2 thrift ports (for queue-rate control)
+  pipelines   ebpf: the NIKSS pipelines the harness loaded, "rotor=100,101;tor=102,103" (device order)
+  sw_ifaces   ebpf: the switch side of each port's veth, "0:1=s0p1,0:2=s0p2,..."
+
+A target lacks some of what the suite uses (the eBPF programs: clock mode only, no CPU port, no
+clock port, no queue between ingress and egress, no one-switch program): a test class names what
+it needs (``needs``, inherited and added up along the class's bases) and is skipped on a target
+that lacks it, with the reason (``LACKS``).  Everything else that differs is here, not in the
+tests: the switch (``SyncSwitch`` over P4Runtime, ``NikssTestSwitch`` over nikss-ctl), the time
+units of the entities, and the switch's clock (on eBPF CLOCK_MONOTONIC, the test's own).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import fcntl
 import queue
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -27,12 +40,50 @@ from scapy.packet import Raw
 from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor import schedule as S
+from p4rotor.control.target import EBPF
 
 PORTS = (1, 2, 3, 4)
 
 
 def params() -> dict:
     return tu.test_params_get()
+
+
+def target_name() -> str:
+    return params().get("target", "bmv2")
+
+
+# What a target lacks, by the name a test's ``needs`` uses, and why (docs/targets.md).
+LACKS: dict[str, dict[str, str]] = {
+    "bmv2": {},
+    "ebpf": {
+        "signal": "signal mode: the PSA programs run in clock mode only (no CPU port, so no "
+                  "control packet sets a slot)",
+        "packet_io": "PacketOut/PacketIn: the PSA programs have no CPU port (acks, time probes, refusals)",
+        "clock_port": "the clock port: the PSA programs reflect no clock probes (every switch reads "
+                      "the kernel's clock, nothing to measure)",
+        "queue_rate": "BMv2's thrift queue rate: on eBPF egress runs when the redirect is flushed, "
+                      "there is no queue to hold frames in",
+        "oneswitch": "the one-switch fabric program: it has no PSA version",
+        "rotor_mtu": "the rotor's MTU check: the PSA rotor has none (docs/targets.md, 'The MTU check')",
+    },
+}
+
+
+def needs_of(cls) -> tuple[str, ...]:
+    """What a test class needs: its own ``needs`` and its bases', in order, once each."""
+    out: list[str] = []
+    for c in reversed(cls.__mro__):
+        for n in c.__dict__.get("needs", ()):
+            if n not in out:
+                out.append(n)
+    return tuple(out)
+
+
+def lacking(cls, target: str) -> str | None:
+    """Why ``target`` cannot run the test class ``cls`` (None: it can)."""
+    why = [f"{target} lacks {LACKS[target][n]}" for n in needs_of(cls) if n in LACKS.get(target, {})]
+    return "; ".join(why) or None
 
 
 class SyncSwitch:
@@ -85,22 +136,108 @@ class SyncSwitch:
             self.thread.join(5)
 
 
+# The tables whose default action the controller writes, with the program's initial one (what
+# P4Runtime restores when SyncSwitch.clear resets the defaults; NIKSS's CLI has no reset).
+INITIAL_DEFAULTS = {
+    dp.T_CONFIG: ("RotorIngress.slot_state.unconfigured", {}),
+    dp.TOR_T_CONFIG: ("TorIngress.slot_state.unconfigured", {}),
+    dp.T_TOR_CONFIG: (dp.A_SET_RACK, {"rack": 0xFFFF, "hop_limit": 0}),
+}
+# Counters by the names the tests use, as the PSA programs declare them ("{Kind}": Rotor or Tor).
+NIKSS_COUNTERS = {dp.C_RX: ("{Kind}Ingress.rx_port_counter",), dp.C_TX: ("{Kind}Egress.tx_port_counter",),
+                  dp.C_DROP: ("{Kind}Ingress.drop_counter", "{Kind}Egress.egress_drop_counter")}
+NIKSS_COUNTERS.update({c: (f"RotorEgress.optical_loss.{c}",) for c in
+                       (dp.C_LINK_IN, dp.C_LINK_IN_LOSS, dp.C_LINK_OUT, dp.C_LINK_OUT_LOSS)})
+
+
+class NikssTestSwitch:
+    """eBPF: one device's NIKSS pipeline for the test's program, with SyncSwitch's blocking API.
+
+    The harness loads a pipeline per (program, device) and owns them (it unloads them and
+    deletes the namespace); a test attaches its device's ports to its program's pipeline (moving
+    them from another program's) and writes through control.nikss.NikssSwitch: the controller's
+    entities in the EBPF target's units, ports as ifindexes.  ``clear`` deletes every entry and
+    restores the defaults; counters, like BMv2's, outlive a test."""
+
+    attached: dict[int, int] = {}   # device -> the pipeline its ports are attached to (this process)
+
+    def __init__(self, name: str, device: int, pipeline: int, p4info: str, ifaces: dict[int, str]):
+        from p4rotor.control.nikss import NikssSwitch, cli_runner
+
+        self.run = cli_runner()     # ptf runs in the switches' namespace, with the BPF file system
+        self.device, self.pipeline = device, pipeline
+        self._attach(ifaces)
+        ports = {p: socket.if_nametoindex(i) for p, i in ifaces.items()}
+        self.ctl = NikssSwitch(name, pipeline, Path(p4info), ports, runner=self.run)
+        self.kind = "Tor" if any(t.name.startswith("TorIngress.") for t in self.ctl.schema.tables) else "Rotor"
+
+    def _attach(self, ifaces: dict[int, str]) -> None:
+        old = self.attached.get(self.device)
+        if old == self.pipeline:
+            return
+        for iface in ifaces.values():
+            if old is not None:
+                self.run(["del-port", "pipe", str(old), "dev", iface])
+            self.run(["add-port", "pipe", str(self.pipeline), "dev", iface])
+        self.attached[self.device] = self.pipeline
+
+    def write(self, updates) -> None:
+        self.ctl.write(list(updates))
+
+    def clear(self) -> None:
+        from p4rotor.control.nikss import nikss_name
+
+        for t in self.ctl.schema.tables:
+            self.run(["table", "delete", "pipe", str(self.pipeline), nikss_name(t.name)])
+        self.ctl.write([~fy.P4TableEntry(t, is_default_action=True, action=fy.P4TableAction(a, **args))
+                        for t, (a, args) in INITIAL_DEFAULTS.items() if t in self.ctl.schema.tables])
+        self.ctl.grain = 0
+
+    def counter(self, name: str, index: int) -> tuple[int, int]:
+        pk = by = 0
+        for c in NIKSS_COUNTERS[name]:
+            cpk, cby = self.ctl.counter(c.format(Kind=self.kind)).get(index, (0, 0))
+            pk, by = pk + cpk, by + cby
+        return pk, by
+
+    def packet_in(self, timeout: float = 2.0):
+        raise AssertionError("the eBPF target has no PacketIn (a test that needs one says needs = ('packet_io',))")
+
+    def close(self) -> None:
+        pass
+
+
 class RotorTest(BaseTest):
     """Connects to every switch, clears it on setUp and tearDown, offers rotor helpers."""
 
     num_switches = 1
     program_keys = ("p4info", "p4blob")  # which test params name the program to run
+    needs: tuple[str, ...] = ()          # what the test needs that a target may lack (LACKS)
 
     def setUp(self):
+        self.target = target_name()
+        why = lacking(type(self), self.target)
+        if why:
+            self.skipTest(why)
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
         p = params()
-        addrs = p["grpc_addrs"].split(",")
+        # The units every time in the entities is written in (the EBPF target: ns, 64 bits).
+        self.units = C.BMV2 if self.target == "bmv2" else EBPF
         self.thrift_ports = [int(x) for x in p.get("thrift_ports", "").split(",") if x]
         self.switches = []
         for d in range(self.num_switches):
-            sw = SyncSwitch(f"sw{d}", addrs[d], d + 1, p[self.program_keys[0]], p[self.program_keys[1]])
+            if self.target == "ebpf":
+                program = {"p4info": "rotor", "tor_p4info": "tor"}[self.program_keys[0]]
+                pipes = dict(kv.split("=") for kv in p["pipelines"].split(";"))
+                pipeline = int(pipes[program].split(",")[d])
+                ifaces = {int(k.split(":")[1]): v for k, v in (kv.split("=") for kv in p["sw_ifaces"].split(","))
+                          if int(k.split(":")[0]) == d}
+                sw = NikssTestSwitch(f"sw{d}", d, pipeline, p[self.program_keys[0]], ifaces)
+            else:
+                sw = SyncSwitch(f"sw{d}", p["grpc_addrs"].split(",")[d], d + 1,
+                                p[self.program_keys[0]], p[self.program_keys[1]])
             sw.clear()
             self.switches.append(sw)
         self.sw = self.switches[0]
@@ -129,13 +266,66 @@ class RotorTest(BaseTest):
 
     def install(self, sched: S.Schedule, rotor: S.Rotor, mode: int, sw=None, *, offset_us: int = 0,
                 epoch_us: int = 0, generation: int | None = None, link_mtus: dict[int, int] | None = None) -> None:
+        """The rotor's entities, config last.  Signal mode on a clock-only target: see ``aim``."""
         generation = generation or self.next_generation()
-        (sw or self.sw).write(C.rotor_entities(sched, rotor, self.port_map(sched.racks), mode,
-                                               offset_us=offset_us, epoch_us=epoch_us,
-                                               generation=generation, link_mtus=link_mtus))
+        if mode == dp.MODE_SIGNAL and self.emulates_signal():
+            sched = stretched(sched, aim_stretch([sp for k in range(len(rotor.matchings)) for sp in (
+                (k * sched.slot_us, k * sched.slot_us + sched.reconfig_us),
+                (k * sched.slot_us + sched.reconfig_us, (k + 1) * sched.slot_us))]))
+            ents = C.rotor_entities(sched, sched.rotor(rotor.name), self.port_map(sched.racks), dp.MODE_CLOCK,
+                                    offset_us=offset_us, epoch_us=self.local_us_now() + NEVER_US,
+                                    generation=generation, link_mtus=link_mtus, target=self.units)
+            self.aimable(sw, ents, lambda index, night: index * sched.slot_us + (0 if night else sched.reconfig_us))
+        else:
+            ents = C.rotor_entities(sched, rotor, self.port_map(sched.racks), mode, offset_us=offset_us,
+                                    epoch_us=epoch_us, generation=generation, link_mtus=link_mtus,
+                                    target=self.units)
+        (sw or self.sw).write(ents)
+
+    def write_tor(self, topo, rack, routes, mode: int = dp.MODE_SIGNAL, sw=None, *, epoch_us: int = 0) -> None:
+        """A ToR's entities, config last; signal mode on a clock-only target: see ``aim`` (slot
+        ``index`` is slice ``index``; the caller's schedule is already stretched)."""
+        if mode == dp.MODE_SIGNAL and self.emulates_signal():
+            ents = C.tor_entities(topo, rack, routes, dp.MODE_CLOCK, epoch_us=self.local_us_now() + NEVER_US,
+                                  generation=self.next_generation(), target=self.units)
+            self.aimable(sw, ents, lambda index, night: routes[index].slice.start_us)
+        else:
+            ents = C.tor_entities(topo, rack, routes, mode, epoch_us=epoch_us, generation=self.next_generation(),
+                                  target=self.units)
+        (sw or self.sw).write(ents)
+
+    # ---- signal mode on a clock-only target (eBPF) ---------------------------------------
+    # No control packet sets a slot on eBPF.  A test that installs in signal mode only to choose
+    # which matching (ToR: slice) is live gets clock mode instead: installed with its epoch far
+    # ahead (nothing started: NOT_STARTED, as before the first signal), and ``set_slot`` aims the
+    # clock: the config is rewritten, a new generation, so that the slot (its night, or its day)
+    # starts now.  The schedule is stretched so that its shortest night, day or slice lasts
+    # AIM_SPAN_US, longer than a test takes to send its frames.  A test whose subject is signal
+    # mode itself (slot numbers, acks, refusals, timed changes) says needs = ("signal",).
+    def emulates_signal(self) -> bool:
+        return "signal" in LACKS.get(self.target, {})
+
+    def aimable(self, sw, entities, phase_of) -> None:
+        """Remember the config among ``entities`` and where slot ``index`` starts (``phase_of``)."""
+        cfg = next(e for e in entities if C.is_slot_config(e))
+        self._aim = getattr(self, "_aim", {})
+        self._aim[id(sw or self.sw)] = (cfg, phase_of)
+
+    def aim(self, index: int, night: bool = False, sw=None) -> None:
+        sw = sw or self.sw
+        cfg, phase_of = self._aim[id(sw)]
+        args = dict(cfg.action.args)
+        args.update(epoch_us=self.units.to_units(self.local_us_now() - phase_of(index, night)),
+                    gen=self.next_generation())
+        sw.write([~fy.P4TableEntry(cfg.table_id, is_default_action=True,
+                                   action=fy.P4TableAction(cfg.action.name, **args))])
 
     def set_slot(self, slot: int, index: int, night: bool = False, sw=None, expect_ok: bool = True):
-        """Signal mode: move the slot and wait until the pipeline has applied it (ack)."""
+        """Signal mode: move the slot and wait until the pipeline has applied it (ack).  On a
+        clock-only target the clock is aimed at the slot instead (no ack: returns None)."""
+        if self.emulates_signal():
+            self.aim(index, night, sw)
+            return None
         sw = sw or self.sw
         self.seq += 1
         sw.write([C.set_slot_packet(slot, index, night, seq=self.seq, ack=True)])
@@ -171,7 +361,15 @@ class RotorTest(BaseTest):
         return local + (time.time_ns() - wall) // 1000
 
     def local_now_us(self, sw=None) -> tuple[int, int]:
-        """(wall ns at the middle of the probe, switch-local us): maps wall time to switch time."""
+        """(wall ns at the middle of the probe, switch-local us): maps wall time to switch time.
+
+        eBPF: the switch's clock is the kernel's CLOCK_MONOTONIC (bpf_ktime_get_ns), this
+        process's time.monotonic_ns(): read, not probed (the offset is exactly 0)."""
+        if self.target == "ebpf":
+            t0 = time.time_ns()
+            mono = time.monotonic_ns()
+            t1 = time.time_ns()
+            return (t0 + t1) // 2, mono // 1000
         sw = sw or self.sw
         best = None
         for _ in range(5):
@@ -204,7 +402,11 @@ class RotorTest(BaseTest):
     def port_iface_mtu(self, port: int, device: int = 0) -> int:
         """The MTU of the ptf-side veth wired to ``port`` (both ends of a veth are set alike)."""
         ifc = ptf.config["port_map"][(device, port)]
-        return int(Path(f"/sys/class/net/{ifc}/mtu").read_text())
+        # SIOCGIFMTU in this process's namespace (on eBPF ptf runs under nsenter --net, whose
+        # /sys still shows the namespace it came from).
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sk:
+            req = fcntl.ioctl(sk, 0x8921, struct.pack("16si", ifc.encode(), 0))
+        return struct.unpack("16si", req)[1]
 
     @staticmethod
     def sized_frame(frame_len: int, dscp: int = 0, dst_ip: str = "10.0.1.1", src_ip: str = "10.0.0.1") -> bytes:
@@ -283,6 +485,26 @@ class RotorTest(BaseTest):
             self.fail(f"simple_switch_CLI failed: {r.stdout} {r.stderr}")
 
 
+NEVER_US = 10 ** 9 * 1000   # an epoch this far ahead: the clock never starts during a test
+AIM_SPAN_US = 3_000_000    # the shortest span a stretched schedule has (see RotorTest.aim)
+
+
+def aim_stretch(spans) -> int:
+    """The factor that makes the shortest of ``spans`` ((start, end) us; empty ones ignored)
+    last AIM_SPAN_US."""
+    return max(1, -(-AIM_SPAN_US // min(b - a for a, b in spans if b > a)))
+
+
+def stretched(sched: S.Schedule, k: int) -> S.Schedule:
+    """``sched`` with every time ``k`` times longer: the same matchings, slices and routes."""
+    j = sched.to_json()
+    j["slot_us"] *= k
+    j["reconfig_us"] *= k
+    for r in j["rotors"]:
+        r["offset_us"] *= k
+    return S.from_json(j)
+
+
 def four_rack_rotornet(slot_us: int = 1000, night_us: int = 100) -> S.Schedule:
     """4 racks, 1 rotor, 3 bidirectional matchings: every pair once per cycle."""
     return S.generate_rotornet(4, 1, slot_us, night_us)
@@ -322,12 +544,12 @@ ETH_FABRIC = dp.ETHERTYPE_FABRIC
 SIGNAL_MODE = dp.MODE_SIGNAL
 
 
-def four_rack_fabric() -> S.Schedule:
-    """4 racks, 2 rotors staggered by half a slot (100 ms slots, 10 ms nights):
+def four_rack_fabric(slot_us: int = 100_000, night_us: int = 10_000) -> S.Schedule:
+    """4 racks, 2 rotors staggered by half a slot (100 ms slots, 10 ms nights unless told):
     rotor a pairs 0-1, 2-3; rotor b pairs 0-2, 1-3."""
-    return S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": 100_000, "reconfig_us": 10_000,
+    return S.from_json({"version": 1, "kind": "opera", "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
                         "rotors": [{"name": "a", "offset_us": 0, "matchings": [[1, 0, 3, 2]]},
-                                   {"name": "b", "offset_us": 50_000, "matchings": [[2, 3, 0, 1]]}]})
+                                   {"name": "b", "offset_us": slot_us // 2, "matchings": [[2, 3, 0, 1]]}]})
 
 
 def tor_topology(sched: S.Schedule) -> TP.Topology:
@@ -350,12 +572,15 @@ class TorTest(RotorTest):
     def setUp(self):
         RotorTest.setUp(self)
         self.sched = four_rack_fabric()
+        k = 1
+        if self.emulates_signal():   # slices long enough to aim at (RotorTest.aim)
+            k = aim_stretch([(sl.start_us, sl.end_us) for sl in self.sched.slices()])
+            self.sched = stretched(self.sched, k)
         self.topo = tor_topology(self.sched)
-        self.routes = R.compute(self.sched, epsilon_us=self.epsilon_us)
+        self.routes = R.compute(self.sched, epsilon_us=self.epsilon_us * k)
 
     def install_tor(self, mode: int = SIGNAL_MODE, epoch_us: int = 0) -> None:
-        self.sw.write(C.tor_entities(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us,
-                                     generation=self.next_generation()))
+        self.write_tor(self.topo, self.topo.racks[0], self.routes, mode, epoch_us=epoch_us)
 
     def set_slice(self, idx: int) -> None:
         self.set_slot(idx, idx)
@@ -401,6 +626,7 @@ class OneSwitchTest(RotorTest):
     """The one-switch fabric program; clock mode, aimed at a slice by choosing the epoch."""
 
     program_keys = ("one_p4info", "one_p4blob")
+    needs = ("oneswitch",)
 
     def setUp(self):
         RotorTest.setUp(self)

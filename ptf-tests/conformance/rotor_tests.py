@@ -20,6 +20,8 @@ class SignalEverySlotEveryPort(FourRackTest):
     """Signal mode: in every slot of a 3-matching cycle (two cycles), a frame entering
     each port leaves on exactly the matched port and nowhere else."""
 
+    needs = ("signal",)
+
     def runTest(self):
         r = self.rotor
         for k in range(2 * len(r.matchings)):
@@ -103,6 +105,8 @@ class BadMatchingIndexRefused(FourRackTest):
     """A slot change naming a matching the rotor does not have is refused (OP_ERROR, counted)
     and the switch keeps forwarding on the previous matching, never on a wrong port."""
 
+    needs = ("signal", "packet_io")
+
     def runTest(self):
         r = self.rotor
         self.set_slot(0, 1)
@@ -117,6 +121,8 @@ class BadMatchingIndexRefused(FourRackTest):
 class UnknownOpcodeRefused(FourRackTest):
     """A control packet with an unknown opcode is answered with OP_ERROR and counted."""
 
+    needs = ("packet_io",)
+
     def runTest(self):
         before = self.drops(dp.DropCause.CTRL_ERROR)
         pkt = self.send_control(opcode=77)
@@ -127,6 +133,8 @@ class UnknownOpcodeRefused(FourRackTest):
 class SignalRefusedInClockMode(RotorTest):
     """In clock mode the data plane owns the slot: a signal-mode slot change is refused."""
 
+    needs = ("signal", "packet_io")
+
     def runTest(self):
         s = four_rack_rotornet(slot_us=100000, night_us=10000)
         self.install(s, s.rotors[0], CLOCK, epoch_us=1)
@@ -136,6 +144,8 @@ class SignalRefusedInClockMode(RotorTest):
 
 class SelectorChoosesAnyMatching(RotorTest):
     """A selector switch: the controller picks any of the +1/+2 matchings in any order."""
+
+    needs = ("signal",)
 
     def runTest(self):
         s = S.generate_selector(4, 1, 1000, 0)
@@ -190,6 +200,8 @@ class StaleFrameDroppedSignal(RotorTest):
     """Signal mode egress re-check: frames held in the queue past their slot are dropped as
     reconfiguration loss, even when the next slot has the same matching (same index, new slot)."""
 
+    needs = ("signal", "queue_rate")
+
     def runTest(self):
         s = S.from_json({"version": 1, "racks": 4, "slot_us": 1000, "reconfig_us": 0, "rotors": [
             {"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2]]}]})  # one matching: every slot alike
@@ -216,6 +228,8 @@ class TimedSlotChangeAppliedAtItsTime(FourRackTest):
     """Signal mode, timed change: the switch holds a slot change until its start time (by its
     own clock), with the night it carries, then forwards on the new matching."""
 
+    needs = ("signal", "packet_io")
+
     def runTest(self):
         r = self.rotor
         self.set_slot(0, 0)
@@ -238,6 +252,8 @@ class TimedSlotChangeSecondPendingRefused(FourRackTest):
     """Only one timed change can be pending: a second one before the first is due is refused
     (OP_ERROR, counted as a control error) and the first still applies at its time."""
 
+    needs = ("signal", "packet_io")
+
     def runTest(self):
         r = self.rotor
         self.set_slot(0, 0)
@@ -255,6 +271,8 @@ class TimedSlotChangeLateAppliedAndCounted(FourRackTest):
     """A timed change that arrives after its start time is applied at once (by the next
     packet) and counted as late."""
 
+    needs = ("signal", "packet_io")
+
     def runTest(self):
         r = self.rotor
         self.set_slot(0, 0)
@@ -269,6 +287,8 @@ class TimedSlotChangeBadIndexRefused(FourRackTest):
     """A timed change with a matching index outside the cycle is refused like an immediate one:
     nothing becomes pending, the current matching stays."""
 
+    needs = ("signal", "packet_io")
+
     def runTest(self):
         r = self.rotor
         self.set_slot(0, 1)
@@ -281,6 +301,8 @@ class TimedSlotChangeBadIndexRefused(FourRackTest):
 class StaleFrameDroppedTimed(RotorTest):
     """Signal mode egress re-check with a timed change: a frame held in the queue past the
     pending change's start time is dropped as stale even if no packet applied the change."""
+
+    needs = ("signal", "packet_io", "queue_rate")
 
     def runTest(self):
         s = S.from_json({"version": 1, "racks": 4, "slot_us": 1000, "reconfig_us": 0, "rotors": [
@@ -307,6 +329,8 @@ class StaleFrameDroppedTimed(RotorTest):
 class StaleFrameDroppedClock(RotorTest):
     """Clock mode egress re-check compares absolute time with the slot's end, so a frame held
     for a whole cycle is dropped even though its matching index is live again."""
+
+    needs = ("queue_rate",)
 
     def runTest(self):
         slot = 100_000
@@ -428,6 +452,8 @@ class ClockPortProbeReflected(RotorTest):
     the host's send and receive on the switch's clock); counted; nothing else is sent and
     no PacketIn is raised, with or without a configuration installed."""
 
+    needs = ("clock_port", "packet_io")
+
     def runTest(self):
         n0 = self.sw.counter(dp.C_CTRL, int(dp.CtrlCounter.CLOCK_PORT_PROBE))[0]
         wall_ns, local_us = self.local_now_us()
@@ -448,6 +474,8 @@ class ClockPortBracketInsidePacketOutBracket(RotorTest):
     """The offset bracket proven by clock-port probes (kernel stamps, data path only)
     overlaps the one proven by PacketOut round trips: both bound the same clock.  How much
     narrower it is depends on the machine's load; `make bench` reports the two side by side."""
+
+    needs = ("clock_port", "packet_io")
 
     def runTest(self):
         from p4rotor.control import clockport as CP
@@ -473,6 +501,8 @@ class ClockPortBracketInsidePacketOutBracket(RotorTest):
 class ClockPortOtherFramesDropped(RotorTest):
     """Anything on the clock port that is not a time probe is dropped and counted as a bad
     header: no PacketIn, nothing on any port."""
+
+    needs = ("clock_port", "packet_io")
 
     def runTest(self):
         before = self.drops(dp.DropCause.BAD_HEADER)

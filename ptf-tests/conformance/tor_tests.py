@@ -12,7 +12,7 @@ from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.schedule import routes as R
 from p4rotor.schedule import topology as TP
-from rotor_base import TorTest
+from rotor_base import TorTest, four_rack_fabric, tor_topology
 
 UP = {0: 1, 1: 2}  # rotor index -> uplink port
 H0, H1 = 3, 4
@@ -169,6 +169,66 @@ class TorDarkUplinkNeverUsed(TorTest):
         self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - before, sent_no_route)
 
 
+class TorClockModeFollowsSlices(TorTest):
+    """Clock mode, no controller action after install: in every slice of two hyperperiods, bulk
+    and low-latency frames to every other rack leave on the uplink of the slice's route, with
+    the fabric header, or are dropped (counted, no route); nothing leaves on a dark rotor's
+    uplink, nor anywhere else.  Slots of 2 s, nights of 600 ms: slices of 400 and 600 ms.  A check
+    is valid only if its frames left within the middle half of the slice; on a busy machine a check
+    that started late waits for the same slice a hyperperiod later instead of judging another."""
+
+    SLOT_US, NIGHT_US, ATTEMPTS = 2_000_000, 600_000, 4
+
+    def runTest(self):
+        sched = four_rack_fabric(self.SLOT_US, self.NIGHT_US)
+        topo = tor_topology(sched)
+        routes = R.compute(sched)
+        wall_ns, local_us = self.local_now_us()
+        epoch = local_us + 1_000_000   # after the install, however slow the writes
+        self.t0_wall = wall_ns + (epoch - local_us) * 1000
+        self.write_tor(topo, topo.racks[0], routes, dp.MODE_CLOCK, epoch_us=epoch)
+        for cycle in range(2):
+            for sr in routes:
+                self.check_slice(sr, sched.hyperperiod_us, cycle, tag=10 * cycle + sr.index)
+
+    def check_slice(self, sr, period: int, first_cycle: int, tag: int) -> None:
+        width = sr.slice.end_us - sr.slice.start_us
+        lo, hi = sr.slice.start_us + width // 4, sr.slice.end_us - width // 4
+        late = []
+        for attempt in range(self.ATTEMPTS):
+            no_route0 = self.drops(dp.DropCause.NO_ROUTE)
+            now = (time.time_ns() - self.t0_wall) // 1000
+            k = max(first_cycle, -(-(now - lo) // period))   # the next time `lo` comes
+            target = self.t0_wall + (k * period + lo) * 1000
+            while time.time_ns() < target:
+                time.sleep(0.0005)
+            expect, no_route = [], 0
+            for dst in (1, 2, 3):
+                for dscp, tclass in ((0, R.TCLASS_BULK), (46, R.TCLASS_LOW_LATENCY)):
+                    f = self.host_frame(f"10.0.{dst}.1", dscp=dscp, tag=tag)
+                    tu.send_packet(self, H0, f)
+                    hop = sr.hops.get((0, dst, tclass))
+                    if hop is None:
+                        no_route += 1
+                        continue
+                    self.assertIsNotNone(sr.slice.live[hop.rotor], "the routes use a dark rotor")
+                    mark = R.TCLASS_BULK_TRANSIT if hop.vlb else tclass
+                    expect.append((self.with_fabric(f, dst, 0, 1, mark), UP[hop.rotor]))
+            off = (time.time_ns() - self.t0_wall) // 1000 - k * period
+            if off > hi:
+                late.append((off - lo) // 1000)
+                time.sleep(0.2)
+                self.dataplane.flush()
+                continue
+            for f, port in expect:
+                tu.verify_packet(self, f, port)
+            tu.verify_no_other_packets(self)
+            self.assertEqual(self.drops(dp.DropCause.NO_ROUTE) - no_route0, no_route,
+                             f"slice {sr.index}: frames dropped as no route")
+            return
+        self.fail(f"slice {sr.index}: every attempt sent its frames too late (ms after aiming: {late})")
+
+
 class TorHopLimit(TorTest):
     """A frame that has already taken hop_limit hops is dropped and counted."""
 
@@ -221,6 +281,8 @@ class TorUnknownDestinationCounted(TorTest):
 
 class TorClockPortProbeReflected(TorTest):
     """The ToR reflects clock-port time probes like the rotor (shared ClockProbe controls)."""
+
+    needs = ("clock_port",)
 
     def runTest(self):
         t1, (seq, t2, t3), t4 = self.clock_port_probe(0x60000042)
@@ -315,6 +377,8 @@ class TorStaleUplinkFrameDroppedAndCounted(TorTest):
     """A frame whose slice ended while it sat in the ToR's uplink queue is dropped and counted as
     stale: the circuit its route was chosen for is dark or another one now."""
 
+    needs = ("signal", "queue_rate")
+
     def runTest(self):
         self.install_tor()
         k = self.slice_where(lambda sr: (0, 1, R.TCLASS_BULK) in sr.hops and not sr.hops[(0, 1, R.TCLASS_BULK)].vlb)
@@ -339,6 +403,8 @@ class TorStaleUplinkFrameDroppedAndCounted(TorTest):
 class TorLocalDeliveryNeverRechecked(TorTest):
     """Frames to a host of the same rack are never dropped by the re-check, even when the slice
     changes while they are queued: a host link is not a circuit."""
+
+    needs = ("queue_rate",)
 
     def runTest(self):
         self.install_tor()
