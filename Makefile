@@ -70,8 +70,11 @@ P4C_EBPF    ?= p4c-ebpf
 EBPF_RT     ?= /usr/local/share/p4c/ebpf/runtime
 EBPF_PROGS  := rotor tor
 PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/shared/control/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
-# As p4c's backends/ebpf/runtime/kernel.mk compiles it: clang to LLVM IR, then llc to BPF.
-EBPF_CFLAGS := -O2 -g -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -I$(EBPF_RT) -I$(EBPF_RT)/usr/include \
+# As p4c's backends/ebpf/runtime/kernel.mk compiles it: clang to LLVM IR, then llc to BPF; and
+# -fno-strict-aliasing: p4c-ebpf's ternary lookup reads a key struct through a u32 pointer, which
+# clang may then read before the key's narrower fields are written (a 16-bit field looked up as 0:
+# the ptf suite's per-matching loss test found it).
+EBPF_CFLAGS := -O2 -g -fno-strict-aliasing -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -I$(EBPF_RT) -I$(EBPF_RT)/usr/include \
                -I$(EBPF_RT)/contrib/libbpf/include/uapi -Wno-unused-value -Wno-pointer-sign \
                -Wno-compare-distinct-pointer-types -Wno-gnu-variable-sized-type-not-at-end \
                -Wno-address-of-packed-member -Wno-tautological-compare -Wno-unknown-warning-option \
