@@ -58,9 +58,10 @@ def tor_entities(topo: Topology, rack: Rack, routes: Sequence[R.SliceRoutes], mo
     for sr in routes:
         ents.append(+fy.P4TableEntry(dp.T_SLICE_INFO, match=fy.P4TableMatch(slice=sr.index),
                                      action=fy.P4TableAction(dp.A_SLICE_LIVE, live=sr.live_mask)))
-        for (src, dst, tclass), hop in sorted(sr.hops.items()):
-            if src != rack.id:
-                continue
+        # This rack's routes only, then sorted: sorting every rack's (a slice of Opera 108x6
+        # holds 23 000) for each ToR and slice cost seconds per ToR.
+        mine = sorted(((key, hop) for key, hop in sr.hops.items() if key[0] == rack.id), key=lambda kv: kv[0])
+        for (src, dst, tclass), hop in mine:
             act = dp.A_VIA_VLB if hop.vlb else dp.A_VIA
             ents.append(+fy.P4TableEntry(
                 dp.T_ROUTE, match=fy.P4TableMatch(slice=sr.index, dst_rack=dst, tclass=tclass),
