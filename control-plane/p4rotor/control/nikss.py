@@ -143,6 +143,8 @@ class NikssSwitch:
         self.run = runner
         self.entries_written = 0
         self.grain = 0                                    # of the clock's phase (units)
+        self._tables: dict[str, tuple] = {}
+        self._actions: dict[str, tuple] = {}
 
     # -- writes -------------------------------------------------------------------------
     def _port(self, logical: int, what: str) -> int:
@@ -156,24 +158,20 @@ class NikssSwitch:
         """The nikss-ctl argument lists that write ``entity`` (op: add, update or delete)."""
         if not isinstance(entity, fy.P4TableEntry):
             raise NikssError(f"{self.name}: the eBPF target cannot write {type(entity).__name__}")
-        table = _moved(str(entity.table_id))
-        try:
-            t = self.schema.tables[table]
-        except Exception:
-            raise NikssError(f"{self.name}: table {table} is not in the eBPF program") from None
+        table, fields = self._table(str(entity.table_id))
         pipe = ["pipe", str(self.pipeline), nikss_name(table)]
         data: list[str] = []
         if entity.action is not None:
-            act = self.schema.actions[_moved(str(entity.action.name))]
-            args = dict(entity.action.args)
-            if act.name in CONFIGURE:
-                args["grain"] = self._grain_for(args)
-            for p in act.params:
-                v = args[p.name]
-                if (act.name, p.name) in PORT_PARAMS:
-                    v = self._port(v, f"action {act.name}")
+            aname, params = self._action(str(entity.action.name))
+            args = entity.action.args
+            if aname in CONFIGURE:
+                args = dict(args, grain=self._grain_for(args))
+            for pname, is_port in params:
+                v = args[pname]
+                if is_port:
+                    v = self._port(v, f"action {aname}")
                 data.append(str(v))
-            action = ["action", "name", nikss_name(act.name)]
+            action = ["action", "name", nikss_name(aname)]
         else:
             action = []
         params = ["data", *data] if data else []
@@ -186,11 +184,11 @@ class NikssSwitch:
             if not g or lo % g or (hi + 1) % g:
                 raise NikssError(f"{self.name}: phase range {lo}..{hi} is not in grains of {g}")
             keys = [[str(q)] for q in range(lo // g, (hi + 1) // g)]
-        for f in () if table in GRAIN_KEYED else t.match_fields:
-            v = (entity.match or {}).get(f.name)
-            if (table, f.name) in PORT_KEYS and v is not None:
+        match = entity.match or {}
+        for fname, kind, bitwidth, is_port in () if table in GRAIN_KEYED else fields:
+            v = match.get(fname)
+            if is_port and v is not None:
                 v = self._port(v, f"table {table}")
-            kind = f.match_type.name
             if kind == "LPM":               # finsy: "10.0.1.0/24" or (value, length)
                 if isinstance(v, str):
                     net = ipaddress.ip_network(v, strict=False)
@@ -206,15 +204,38 @@ class NikssSwitch:
                 elif isinstance(v, tuple):
                     alts = [f"{v[0]}^{v[1]}"]
                 else:
-                    alts = [f"{v}^{(1 << f.bitwidth) - 1}"]
+                    alts = [f"{v}^{(1 << bitwidth) - 1}"]
             else:
-                raise NikssError(f"{self.name}: {kind} key {table}.{f.name} is not supported on eBPF")
+                raise NikssError(f"{self.name}: {kind} key {table}.{fname} is not supported on eBPF")
             keys = [k + [a] for k in keys for a in alts]
         # The exact grain table takes no priority.
         prio = ["priority", str(entity.priority)] if entity.priority and table not in GRAIN_KEYED else []
         if op == "delete":
             return [["table", "delete", *pipe, "key", *k] for k in keys]
         return [["table", op, *pipe, *action, "key", *k, *params, *prio] for k in keys]
+
+    def _table(self, p4info_name: str) -> tuple[str, list[tuple[str, str, int, bool]]]:
+        """(the eBPF program's table name, its key fields as (name, match kind, width, a port?)),
+        looked up once per table: a ToR writes tens of thousands of entries."""
+        hit = self._tables.get(p4info_name)
+        if hit is None:
+            table = _moved(p4info_name)
+            try:
+                t = self.schema.tables[table]
+            except Exception:
+                raise NikssError(f"{self.name}: table {table} is not in the eBPF program") from None
+            hit = self._tables[p4info_name] = (table, [(f.name, f.match_type.name, f.bitwidth,
+                                                        (table, f.name) in PORT_KEYS) for f in t.match_fields])
+        return hit
+
+    def _action(self, p4info_name: str) -> tuple[str, list[tuple[str, bool]]]:
+        """(the eBPF program's action name, its parameters as (name, a port?)), once per action."""
+        hit = self._actions.get(p4info_name)
+        if hit is None:
+            act = self.schema.actions[_moved(p4info_name)]
+            hit = self._actions[p4info_name] = (act.name, [(p.name, (act.name, p.name) in PORT_PARAMS)
+                                                           for p in act.params])
+        return hit
 
     def _grain_for(self, args: dict) -> int:
         if args["cycle"] % self.grain or args["cycle"] // self.grain > MAX_GRAINS:
