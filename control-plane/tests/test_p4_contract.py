@@ -58,3 +58,21 @@ def test_a_contract_mismatch_is_one_error_listing_each_problem(tmp_path):
     bad.write_text((DATA / "tor.p4info.txtpb").read_text().replace("TorIngress.routing.route", "TorIngress.routing.rte"))
     with pytest.raises(C.ControllerError, match="table TorIngress.routing.route missing"):
         C.check_p4info(bad, dp.TOR_CONTRACT, dp.TOR_COUNTERS)
+
+
+@pytest.mark.parametrize("program", ["rotor", "tor"])
+def test_ebpf_p4info_meets_the_contract_as_the_psa_programs_meet_it(program):
+    """Target ebpf: the same contract through the adapter's differences (the phase keyed by grains,
+    the ToR's MTU check at ingress, no rotor MTU table; counters found by name, not in the P4Info);
+    the fixture, and build/ebpf when built, which must equal it."""
+    from p4rotor.control.nikss import ebpf_contract
+
+    contract, _ = PROGRAMS[program]
+    fixture = DATA / f"ebpf-{program}.p4info.txtpb"
+    C.check_p4info(fixture, ebpf_contract(contract), ())
+    built = BUILD / "ebpf" / f"{program}.p4info.txtpb"
+    if built.exists():
+        C.check_p4info(built, ebpf_contract(contract), ())
+        assert built.read_text() == fixture.read_text(), f"tests/data/ebpf-{program}.p4info.txtpb is stale"
+    with pytest.raises(C.ControllerError, match="phase_grains"):
+        C.check_p4info(fixture, contract, ())   # the v1model contract itself does not fit
