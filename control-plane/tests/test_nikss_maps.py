@@ -19,8 +19,8 @@ import pytest
 from p4rotor import control as C
 from p4rotor import p4 as dp
 from p4rotor.control.nikss import PORT_PARAMS, NikssError, NikssSwitch, cli_runner
-from p4rotor.control.nikss_maps import MAP_ARRAY, MAP_HASH, MAP_LPM_TRIE, MapRunner, dump_map, map_info, \
-    map_runner, obj_get
+from p4rotor.control.bpf_maps import MAP_ARRAY, MAP_HASH, MAP_LPM_TRIE, dump_map, map_info, obj_get
+from p4rotor.control.nikss_maps import MapRunner, map_runner
 from p4rotor.control.target import EBPF
 
 from nikss_recorder import Recorder
