@@ -88,14 +88,18 @@ def read_xunit(xunit_dir: Path) -> dict[str, tuple[str, str]]:
     return results
 
 
-@pytest.fixture(scope="session")
-def ptf_results(tmp_path_factory):
-    reason = skip_reason()
+def _session(reason: str | None, tmp_path_factory, name: str) -> tuple[Path, int]:
+    """A target's ptf session: skipped loudly (``reason``), else its log directory and how many
+    switches the suite needs."""
     if reason:
         print("\n" + reason, file=sys.stderr)
         pytest.skip(reason)
-    logdir = tmp_path_factory.mktemp("ptf")
-    nsw = max(n for _, n in TESTS)
+    return tmp_path_factory.mktemp(name), max(n for _, n in TESTS)
+
+
+@pytest.fixture(scope="session")
+def ptf_results(tmp_path_factory):
+    logdir, nsw = _session(skip_reason(), tmp_path_factory, "ptf")
     with ptf_bench(num_switches=nsw, ports=tuple(PORT_MTUS), log_dir=logdir,
                    port_mtus=PORT_MTUS) as (ns, switches, ifaces):
         params = (f"target='bmv2';grpc_addrs='{','.join(s.address for s in switches)}';"
@@ -219,14 +223,9 @@ def ebpf_ptf_bench(num_switches: int, port_mtus: dict[int, int]):
 
 @pytest.fixture(scope="session")
 def ptf_results_ebpf(tmp_path_factory):
-    reason = ebpf_skip_reason()
-    if reason:
-        print("\n" + reason, file=sys.stderr)
-        pytest.skip(reason)
+    logdir, nsw = _session(ebpf_skip_reason(), tmp_path_factory, "ptf-ebpf")
     from p4rotor.fabric.nikss import BPFFS, leftover_pipelines
 
-    logdir = tmp_path_factory.mktemp("ptf-ebpf")
-    nsw = max(n for _, n in TESTS)
     with ebpf_ptf_bench(nsw, EBPF_PORT_MTUS) as (ns, pipelines, sw_ifaces, ifaces):
         ours = [i for ids in pipelines.values() for i in ids]
         info = {prog: EBPF_PROGRAMS[prog].with_suffix(".p4info.txtpb") for prog in EBPF_PROGRAMS}
