@@ -25,7 +25,7 @@ help:
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
 	@echo "make run    the default emulation (issue #4)"
 	@echo "make bench  benchmarks into results/bench.json"
-	@echo "make bench-scale  the opera-sim-scale rows: Opera 108x6 on one BMv2, RotorNet 128x4 on 132 (45 min, 16 GiB)"
+	@echo "make bench-scale  the opera-sim-scale rows: Opera 108x6 on one BMv2, RotorNet 128x4 on 132, Opera 108x6 on 114 eBPF pipelines (75 min, 16 GiB)"
 	@echo "make fct-sweep  experiment fct at Opera's evaluation points (hours; FCT_POINTS, FCT_ARGS) + results/fct/table.md"
 
 deps: venv toolchain check-tools
@@ -159,6 +159,9 @@ bench: build
 bench-scale: build
 	$(VENV)/bin/p4rotor bench --only scale --scale-sizes 108x6 --scale-kind opera --scale-fabric one-switch
 	$(VENV)/bin/p4rotor bench --only scale --scale-sizes 128
+	@if command -v $(P4C_EBPF) >/dev/null; then $(MAKE) --no-print-directory build-ebpf && \
+	  $(VENV)/bin/p4rotor bench --only scale --scale-sizes 108x6 --scale-kind opera --scale-target ebpf; \
+	 else echo "!! p4c-ebpf not found: the eBPF 108x6 row SKIPPED (docs/toolchain.md)"; fi
 
 # Opera's evaluation points ([McGuinness21 §2.6] / issue #14): Web Search 1/5/10 %, Data Mining
 # 1/10/25/40 %, 2000 flows each, every point in results/fct/WORKLOAD-LOAD/; then one table (and
