@@ -143,13 +143,6 @@ INITIAL_DEFAULTS = {
     dp.TOR_T_CONFIG: ("TorIngress.slot_state.unconfigured", {}),
     dp.T_TOR_CONFIG: (dp.A_SET_RACK, {"rack": 0xFFFF, "hop_limit": 0}),
 }
-# Counters by the names the tests use, as the PSA programs declare them ("{Kind}": Rotor or Tor).
-NIKSS_COUNTERS = {dp.C_RX: ("{Kind}Ingress.rx_port_counter",), dp.C_TX: ("{Kind}Egress.tx_port_counter",),
-                  dp.C_DROP: ("{Kind}Ingress.drop_counter", "{Kind}Egress.egress_drop_counter")}
-NIKSS_COUNTERS.update({c: (f"RotorEgress.optical_loss.{c}",) for c in
-                       (dp.C_LINK_IN, dp.C_LINK_IN_LOSS, dp.C_LINK_OUT, dp.C_LINK_OUT_LOSS)})
-
-
 class NikssTestSwitch:
     """eBPF: one device's NIKSS pipeline for the test's program, with SyncSwitch's blocking API.
 
@@ -169,7 +162,6 @@ class NikssTestSwitch:
         self._attach(ifaces)
         ports = {p: socket.if_nametoindex(i) for p, i in ifaces.items()}
         self.ctl = NikssSwitch(name, pipeline, Path(p4info), ports, runner=self.run)
-        self.kind = "Tor" if any(t.name.startswith("TorIngress.") for t in self.ctl.schema.tables) else "Rotor"
 
     def _attach(self, ifaces: dict[int, str]) -> None:
         old = self.attached.get(self.device)
@@ -185,18 +177,18 @@ class NikssTestSwitch:
         self.ctl.write(list(updates))
 
     def clear(self) -> None:
-        from p4rotor.control.nikss import nikss_name
-
-        for t in self.ctl.schema.tables:
-            self.run(["table", "delete", "pipe", str(self.pipeline), nikss_name(t.name)])
+        self.ctl.clear()
         self.ctl.write([~fy.P4TableEntry(t, is_default_action=True, action=fy.P4TableAction(a, **args))
                         for t, (a, args) in INITIAL_DEFAULTS.items() if t in self.ctl.schema.tables])
-        self.ctl.grain = 0
 
     def counter(self, name: str, index: int) -> tuple[int, int]:
+        """A contract counter's cell, where the PSA program keeps it; drops are counted at
+        ingress and at egress (PSA counters live in a control), summed as BMv2 counts them."""
+        from p4rotor.control.nikss import counter_name
+
         pk = by = 0
-        for c in NIKSS_COUNTERS[name]:
-            cpk, cby = self.ctl.counter(c.format(Kind=self.kind)).get(index, (0, 0))
+        for c in (name, "egress_drop_counter") if name == dp.C_DROP else (name,):
+            cpk, cby = self.ctl.counter(counter_name(c, self.ctl.kind)).get(index, (0, 0))
             pk, by = pk + cpk, by + cby
         return pk, by
 

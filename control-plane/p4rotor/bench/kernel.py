@@ -24,7 +24,7 @@ from .. import schedule as S
 from ..control.nikss import NikssSwitch, cli_runner
 from ..control.target import EBPF
 from ..fabric import bpf_stats
-from ..fabric.nikss import EbpfSwitch, ebpf_bench, pass_xdp
+from ..fabric.nikss import EbpfSwitch, ebpf_bench, pass_xdp, with_private_bpffs
 from ..fabric.switch import Netns, ptf_bench
 
 SIZES = (64, 1500)
@@ -222,10 +222,8 @@ FIDELITY_FPS = 20_000
 def stamp_on_egress(netns: str, iface: str, obj: Path) -> None:
     """tc_stamp.o at the egress of ``iface`` (namespace ``netns``): each bench frame carries the
     kernel clock of its departure.  Loaded with a private bpffs, as fabric/nikss.attach_xdp_pass."""
-    subprocess.run(["nsenter", f"--net=/var/run/netns/{netns}", "unshare", "--mount", "--propagation", "private",
-                    "sh", "-c", 'mount -t bpf bpf /sys/fs/bpf && tc qdisc add dev "$0" clsact && '
-                    'exec tc filter add dev "$0" egress bpf da obj "$1" sec tc', iface, str(obj)],
-                   check=True, capture_output=True)
+    with_private_bpffs(f"/var/run/netns/{netns}", 'tc qdisc add dev "$0" clsact && '
+                       'exec tc filter add dev "$0" egress bpf da obj "$1" sec tc', iface, str(obj))
 
 
 def run_fidelity(build: Path, dilation: int, seconds: float = 1.0, rate_fps: float = FIDELITY_FPS) -> dict:

@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
@@ -462,8 +463,8 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         if miss:
             _say(f"[bench] fabric-tcp: eBPF SKIPPED, missing {', '.join(miss)} (make build-ebpf; docs/toolchain.md)")
         _say(f"[bench] fabric-tcp: iperf3 and ping between two racks of make run's fabric on {', '.join(targets)}")
-        res["fabric_tcp"] = run_fabric_tcp(build, out.parent / "bench-runs", targets, seconds=5.0 if quick else 10.0,
-                                           say=_say)
+        with tempfile.TemporaryDirectory(prefix="p4rotor-fabric-tcp-") as runs:   # logs, not results
+            res["fabric_tcp"] = run_fabric_tcp(build, Path(runs), targets, seconds=5.0 if quick else 10.0, say=_say)
     res["command"] = command
     if merge and out.exists():
         res = merge_results(json.loads(out.read_text()), res, only, command)

@@ -53,13 +53,13 @@ PORT_COUNTERS = ("rx_port_counter", "tx_port_counter", "link_in_counter", "link_
 # Controls that moved on PSA-eBPF: the ToR checks the MTU at ingress, before the redirect (the
 # kernel drops a frame redirected to a veth it does not fit before the egress program runs).
 MOVED = {"TorEgress.port_mtu.": "TorIngress.port_mtu."}
-# Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
-DROP_COUNTERS = ("{Kind}Ingress.drop_counter", "{Kind}Egress.egress_drop_counter")
 # The contract's counter names (v1model's, top level) -> where the PSA program keeps them.
 COUNTERS = {"drop_counter": "{Kind}Ingress.drop_counter", "egress_drop_counter": "{Kind}Egress.egress_drop_counter",
             "rx_port_counter": "{Kind}Ingress.rx_port_counter", "tx_port_counter": "{Kind}Egress.tx_port_counter",
             **{c: "RotorEgress.optical_loss." + c for c in ("link_in_counter", "link_in_loss_counter",
                                                             "link_out_counter", "link_out_loss_counter")}}
+# Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
+DROP_COUNTERS = (COUNTERS["drop_counter"], COUNTERS["egress_drop_counter"])
 # Every frame an egress control counts still carries the bridged header in front (23 bytes:
 # p4src/psa/include/metadata.p4): PSA counts a frame's bytes as they are, so the bytes of a
 # counter kept at egress are read less that much per packet.

@@ -99,9 +99,14 @@ def check_port_map(switch: str, ports: dict[int, int], any_ifindex: bool = False
         raise HarnessError(f"{switch}: two ports share an ifindex modulo {DEVMAP_SIZE}: {ports}")
 
 
+def in_netns(netns: str | None, cmd: list[str], check: bool = True):
+    """A command in network namespace ``netns`` (a path; None: this process's)."""
+    return run((["nsenter", f"--net={netns}"] if netns else []) + cmd, check=check)
+
+
 def nikss(netns: str | None, *args: str, check: bool = True):
     """``nikss-ctl ARGS`` in network namespace ``netns`` (a path; None: this process's)."""
-    return run((["nsenter", f"--net={netns}"] if netns else []) + ["nikss-ctl", *args], check=check)
+    return in_netns(netns, ["nikss-ctl", *args], check=check)
 
 
 def _start_time(pid: int) -> str | None:
@@ -248,14 +253,9 @@ BRIDGE_ROOM = 32
 
 
 def _make_room_for_bridge(netns: str, iface: str) -> None:
-    r = nikss_free_run(netns, ["ip", "-j", "link", "show", "dev", iface])
+    r = in_netns(netns, ["ip", "-j", "link", "show", "dev", iface])
     mtu = int(json.loads(r.stdout)[0]["mtu"])
-    nikss_free_run(netns, ["ip", "link", "set", "dev", iface, "mtu", str(mtu + BRIDGE_ROOM)])
-
-
-def nikss_free_run(netns: str | None, cmd: list[str]):
-    """A command in network namespace ``netns`` (a path; None: this process's)."""
-    return run((["nsenter", f"--net={netns}"] if netns else []) + cmd)
+    in_netns(netns, ["ip", "link", "set", "dev", iface, "mtu", str(mtu + BRIDGE_ROOM)])
 
 
 def netns_path(switch: str) -> str:
@@ -336,8 +336,14 @@ def attach_xdp_pass(netns: str, iface: str, obj: Path) -> None:
     own with a bpffs of its own: iproute2's loader makes directories (tc/globals) in the bpffs it
     finds, and the machine's must keep only what its owners put there; an attached program needs
     no pin.  Entered by ``nsenter --net`` only (a Mininet node's mount namespace has no bpffs)."""
-    run(["nsenter", f"--net={netns}", "unshare", "--mount", "--propagation", "private", "sh", "-c",
-         f'mount -t bpf bpf {BPFFS} && exec ip link set dev "$0" xdp obj "$1" sec xdp', iface, str(obj)])
+    with_private_bpffs(netns, 'exec ip link set dev "$0" xdp obj "$1" sec xdp', iface, str(obj))
+
+
+def with_private_bpffs(netns: str, script: str, *args: str) -> None:
+    """``sh -c script args`` in network namespace ``netns`` (a path) and a mount namespace of its
+    own with a fresh bpffs: iproute2's loaders (ip, tc) leave nothing in the machine's."""
+    in_netns(netns, ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                     f"mount -t bpf bpf {BPFFS} && {script}", *args])
 
 
 def leftover_pipelines() -> list[str]:
