@@ -395,7 +395,7 @@ class Agent:
         if self.resend.after_ns and not self.resend.ack_direct:
             helpers.append(asyncio.ensure_future(self._acknowledge()))
         if self.progress_file is not None:
-            helpers.append(asyncio.ensure_future(stats.publish_progress(self.progress_file, self.rx.flow_rx)))
+            helpers.append(asyncio.ensure_future(stats.publish_progress(self.progress_file, self.flow_rx)))
         # The windows open now, and the first one that failed.  A finished window is let go at once:
         # keeping every window's task until the end (40 windows/s: ~230 000 of them 1.6 h into
         # an FCT run) made each full garbage collection walk them all, and the agents'
@@ -434,10 +434,18 @@ class Agent:
         for h in helpers:
             h.cancel()
         if self.progress_file is not None:
-            stats.write_json(self.progress_file, stats.progress(self.rx.flow_rx))  # the last word: as the summary
+            stats.write_json(self.progress_file, stats.progress(self.flow_rx()))  # the last word: as the summary
         self.diag.gc.stop()
+        doc = self.summary()
         self.close()
+        return doc
+
+    def summary(self) -> dict:
         return stats.summary(self)
+
+    def flow_rx(self) -> dict[tuple[int, int], list[int]]:
+        """(origin, flow) -> [frames received, ns of the last] (the progress file)."""
+        return self.rx.flow_rx
 
     def stop(self) -> None:
         """SIGTERM/SIGINT: open no new window, let open ones finish, write the summary."""

@@ -152,9 +152,9 @@ def write_json(path: Path, doc: dict) -> None:
     tmp.replace(path)
 
 
-async def publish_progress(path: Path, flow_rx: dict) -> None:
+async def publish_progress(path: Path, flow_rx: Callable[[], dict]) -> None:
     """:func:`progress` to ``path`` once a second: the harness ends an FCT run once every flow is
     whole, instead of waiting out its worst-case drain."""
     while True:
-        write_json(path, progress(flow_rx))
+        write_json(path, progress(flow_rx()))
         await asyncio.sleep(1.0)

@@ -1,0 +1,761 @@
+/* rlbd: a RotorLB host agent's per-frame data path (docs/rotorlb.md, "The compiled data path").
+ *
+ * The agent (control-plane/p4rotor/host/fast_agent.py) keeps every per-slot decision -- OFFER,
+ * ACCEPT and the amounts, from rotorlb/core.py, the code the fluid model runs -- and tells this
+ * process, one message per decision, what to do with frames.  rlbd does all per-frame work:
+ * queues per destination rack (the agent's own flows served in turn, relayed frames in arrival
+ * order), pacing each circuit window's frames at the circuit's rate (and the host's link over all
+ * windows), relay store-and-forward, sequence numbers, exactly-once delivery, and the counts of
+ * every frame it refuses, by cause.  Frames use rotorlb/wire.py's DATA layout.
+ *
+ * Control: a SOCK_SEQPACKET socket (--ctl FD), one message per request, little-endian structs
+ * (p4rotor/host/datapath.py packs them):
+ *   header: u8 op, u8 0, u16 0, u32 request id
+ *   1 ADD_LOCAL  u16 dst, u16 0, u32 flow, u32 frames          (no reply)
+ *   2 STATE      -> reply: u32 n, n x {u16 dst, u16 0, u32 frames}  local per destination,
+ *                  u32 m, m x {u16 dst, u16 origin, u32 slot, u32 frames}  relay chunks, FIFO
+ *   3 WIN_OPEN   u32 win, u16 rotor, u16 peer, u32 slot, u32 0, u64 end_ns, u64 gap_ns  (no reply)
+ *   4 WIN_ADD    u32 win, u8 kind, u8 0, u16 dst, u32 frames   -> reply: u32 moved
+ *                  kind 0: relayed frames for the peer (second hop), 1: own frames to the peer,
+ *                  2: own frames for rack dst, to the peer as relay (first hop)
+ *   5 STATS      path (NUL-terminated): the counts as JSON, written there -> reply: u32 1 (written) or 0
+ *   6 LINK       u64 gap_ns: the host's link over every window (0: no cap)        (no reply)
+ *   7 STOP       (no reply; rlbd exits)
+ * Events, unrequested: 100 WIN_DONE u32 win, u32 sent, u32 returned (the window ended; what it
+ * could not send went back to the head of its queues).  Replies: 200, the request id, the payload.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_RACKS 1024
+#define MAX_WINDOWS 64
+#define BATCH 64
+#define BURST_NS 100000   /* after a stall, frames that fell due this long ago still leave at once */
+#define IO_EVERY_NS 20000
+#define SPIN_NS 60000     /* how late a sleep of ppoll wakes here, at most (see the main loop) */
+#define HEAD 32          /* wire.DATA_HEADER: type, rotor, slot + origin, flow, seq, dst, flags, acc, sent */
+#define MAX_FRAME 9000
+#define DELAY_BUCKETS 64
+#define PACE_BUCKETS 2001 /* pacing error histogram, 1 us buckets, the last one open */
+#define RELAY_CAP (1u << 24) /* frames held for relay at most: beyond, refused and counted */
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("rlbd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void *xrealloc(void *p, size_t n) {
+    p = realloc(p, n);
+    if (!p && n) die("out of memory");
+    return p;
+}
+
+static uint64_t wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* time.time_ns(): the clock the agents' schedule uses */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- a frame to send, and growable double-ended queues of them ------------------------------- */
+typedef struct {
+    uint32_t flow, seq, count; /* count > 1: a run of synthetic frames seq, seq+1, ... */
+    uint32_t acc;              /* relay: the slot it was accepted in */
+    uint16_t origin, dst;
+    uint8_t relayed;
+} item_t;
+
+typedef struct {
+    item_t *v;
+    size_t cap, head, n;
+} deq_t;
+
+static item_t *deq_at(deq_t *d, size_t i) { return &d->v[(d->head + i) & (d->cap - 1)]; }
+
+static void deq_grow(deq_t *d) {
+    if (d->n < d->cap) return;
+    size_t nc = d->cap ? d->cap * 2 : 16;
+    item_t *v = xrealloc(NULL, nc * sizeof *v);
+    for (size_t i = 0; i < d->n; i++) v[i] = *deq_at(d, i);
+    free(d->v);
+    d->v = v, d->cap = nc, d->head = 0;
+}
+
+static void deq_push(deq_t *d, item_t it) {
+    deq_grow(d);
+    *deq_at(d, d->n++) = it;
+}
+
+static void deq_push_front(deq_t *d, item_t it) {
+    deq_grow(d);
+    d->head = (d->head - 1) & (d->cap - 1);
+    d->v[d->head] = it;
+    d->n++;
+}
+
+static item_t deq_pop(deq_t *d) {
+    item_t it = d->v[d->head];
+    d->head = (d->head + 1) & (d->cap - 1);
+    d->n--;
+    return it;
+}
+
+/* ---- own frames for one destination: one queue per flow, served in turn (host/flowqueue.py) -- */
+typedef struct {
+    uint32_t flow;
+    deq_t q;
+    uint64_t frames;
+} fq_flow_t;
+
+typedef struct {
+    fq_flow_t *flows;
+    size_t nflows, cap;
+    size_t turn;   /* index of the flow whose turn it is */
+    uint64_t frames;
+} fq_t;
+
+static fq_flow_t *fq_find(fq_t *f, uint32_t flow) {
+    for (size_t i = 0; i < f->nflows; i++)
+        if (f->flows[i].flow == flow) return &f->flows[i];
+    return NULL;
+}
+
+static fq_flow_t *fq_add_flow(fq_t *f, uint32_t flow, int first) {
+    if (f->nflows == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 4;
+        f->flows = xrealloc(f->flows, f->cap * sizeof *f->flows);
+    }
+    /* A new flow joins at the back of the turn (just before the one whose turn it is); one
+     * given back goes first (at the turn). */
+    size_t at = f->nflows ? f->turn : 0;
+    memmove(&f->flows[at + 1], &f->flows[at], (f->nflows - at) * sizeof *f->flows);
+    memset(&f->flows[at], 0, sizeof *f->flows);
+    f->flows[at].flow = flow;
+    f->nflows++;
+    if (!first && f->nflows > 1) f->turn = (at + 1) % f->nflows;
+    else f->turn = at;
+    return &f->flows[at];
+}
+
+static void fq_append(fq_t *f, uint32_t flow, uint32_t seq, uint32_t count) {
+    fq_flow_t *q = fq_find(f, flow);
+    if (!q) q = fq_add_flow(f, flow, 0);
+    if (q->q.n) { /* extend a run */
+        item_t *last = deq_at(&q->q, q->q.n - 1);
+        if (last->seq + last->count == seq) { last->count += count; goto done; }
+    }
+    deq_push(&q->q, (item_t){.flow = flow, .seq = seq, .count = count});
+done:
+    q->frames += count;
+    f->frames += count;
+}
+
+static item_t fq_pop(fq_t *f) {
+    fq_flow_t *q = &f->flows[f->turn];
+    item_t *h = deq_at(&q->q, 0), one = *h;
+    one.count = 1;
+    if (h->count > 1) h->seq++, h->count--;
+    else deq_pop(&q->q);
+    q->frames--, f->frames--;
+    if (!q->frames) {
+        free(q->q.v);
+        memmove(&f->flows[f->turn], &f->flows[f->turn + 1], (f->nflows - f->turn - 1) * sizeof *f->flows);
+        f->nflows--;
+        if (f->turn >= f->nflows) f->turn = 0;
+    } else {
+        f->turn = (f->turn + 1) % f->nflows;
+    }
+    return one;
+}
+
+static void fq_push_front(fq_t *f, item_t it) {
+    fq_flow_t *q = fq_find(f, it.flow);
+    if (!q) {
+        q = fq_add_flow(f, it.flow, 1);
+    } else { /* it goes first; the others keep their order */
+        size_t qi = (size_t)(q - f->flows), t = f->turn;
+        fq_flow_t tmp = *q;
+        if (qi > t) {
+            memmove(&f->flows[t + 1], &f->flows[t], (qi - t) * sizeof *f->flows);
+            f->flows[t] = tmp;
+        } else if (qi < t) {
+            memmove(&f->flows[qi], &f->flows[qi + 1], (t - 1 - qi) * sizeof *f->flows);
+            f->flows[t - 1] = tmp;
+            f->turn = t - 1;
+        }
+        q = &f->flows[f->turn];
+    }
+    deq_push_front(&q->q, it);
+    q->frames++, f->frames++;
+}
+
+/* ---- received flows: exactly once ---------------------------------------------------------- */
+typedef struct {
+    uint64_t key;            /* origin << 32 | flow, +1 so 0 is empty */
+    uint64_t frames, last_ns, first_ns, relayed, dups;
+    uint32_t max_wait;
+    uint8_t *seen;           /* one bit per sequence number */
+    size_t seen_bytes;
+} rxflow_t;
+
+static rxflow_t *rx_tab;
+static size_t rx_cap, rx_n;
+
+static rxflow_t *rx_get(uint16_t origin, uint32_t flow) {
+    uint64_t key = ((uint64_t)origin << 32 | flow) + 1;
+    if (2 * (rx_n + 1) > rx_cap) {
+        size_t oc = rx_cap;
+        rxflow_t *old = rx_tab;
+        rx_cap = rx_cap ? rx_cap * 2 : 1024;
+        rx_tab = calloc(rx_cap, sizeof *rx_tab);
+        if (!rx_tab) die("out of memory");
+        for (size_t i = 0; i < oc; i++)
+            if (old[i].key) {
+                size_t j = (old[i].key * 0x9E3779B97F4A7C15ull) & (rx_cap - 1);
+                while (rx_tab[j].key) j = (j + 1) & (rx_cap - 1);
+                rx_tab[j] = old[i];
+            }
+        free(old);
+    }
+    size_t j = (key * 0x9E3779B97F4A7C15ull) & (rx_cap - 1);
+    while (rx_tab[j].key && rx_tab[j].key != key) j = (j + 1) & (rx_cap - 1);
+    if (!rx_tab[j].key) rx_tab[j].key = key, rx_n++;
+    return &rx_tab[j];
+}
+
+/* ---- state -------------------------------------------------------------------------------- */
+typedef struct {
+    uint32_t id, slot;
+    uint16_t rotor, peer;
+    uint64_t end_ns, gap_ns, next_ns;
+    deq_t out;     /* frames planned for this window, one item per frame */
+    size_t sent;
+    int open;
+} window_t;
+
+static int me, nracks, frame_bytes, ctl = -1, sock = -1;
+static struct sockaddr_in peers[MAX_RACKS];
+static int have_peer[MAX_RACKS];
+static fq_t local_q[MAX_RACKS];
+static deq_t relay_q[MAX_RACKS];
+static uint64_t relay_held;
+static window_t windows[MAX_WINDOWS];
+static uint64_t link_gap, link_next;
+static uint64_t measure_a, measure_b;
+static uint64_t c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames, c_dup, c_rx;
+static uint64_t c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl;
+static uint64_t c_windows, c_window_late;
+static uint64_t delivered_from[MAX_RACKS], in_window_from[MAX_RACKS], accepted_total;
+static uint64_t relay_delay[DELAY_BUCKETS];
+static uint64_t pace_hist[PACE_BUCKETS], pace_max_ns;
+/* The host's own flows: the next sequence number, and how its frames went (the agent's flows_tx). */
+typedef struct { uint64_t key; uint32_t flow, next_seq; uint64_t first, last, sent, returned; } txflow_t;
+static txflow_t *tx_tab;
+static size_t tx_cap, tx_n;
+
+static txflow_t *tx_get(uint32_t flow) {
+    uint64_t key = (uint64_t)flow + 1;
+    if (2 * (tx_n + 1) > tx_cap) {
+        size_t oc = tx_cap;
+        txflow_t *old = tx_tab;
+        tx_cap = tx_cap ? tx_cap * 2 : 256;
+        tx_tab = calloc(tx_cap, sizeof *tx_tab);
+        if (!tx_tab) die("out of memory");
+        for (size_t i = 0; i < oc; i++)
+            if (old[i].key) {
+                size_t j = (old[i].key * 0x9E3779B97F4A7C15ull) & (tx_cap - 1);
+                while (tx_tab[j].key) j = (j + 1) & (tx_cap - 1);
+                tx_tab[j] = old[i];
+            }
+        free(old);
+    }
+    size_t j = (key * 0x9E3779B97F4A7C15ull) & (tx_cap - 1);
+    while (tx_tab[j].key && tx_tab[j].key != key) j = (j + 1) & (tx_cap - 1);
+    if (!tx_tab[j].key) tx_tab[j].key = key, tx_tab[j].flow = flow, tx_n++;
+    return &tx_tab[j];
+}
+
+/* ---- control ---------------------------------------------------------------------------- */
+static void ctl_send(const void *buf, size_t n) {
+    if (send(ctl, buf, n, MSG_NOSIGNAL) < 0) exit(0); /* the agent is gone */
+}
+
+#define REPLY_MAX (1u << 20)
+static void reply(uint32_t req, const void *payload, size_t n) {
+    static uint8_t buf[REPLY_MAX];
+    if (n + 8 > sizeof buf) die("reply too large");
+    uint32_t h[2] = {200, req};
+    memcpy(buf, h, 8);
+    memcpy(buf + 8, payload, n);
+    ctl_send(buf, n + 8);
+}
+
+static window_t *win_find(uint32_t id) {
+    for (int i = 0; i < MAX_WINDOWS; i++)
+        if (windows[i].open && windows[i].id == id) return &windows[i];
+    return NULL;
+}
+
+static void win_close(window_t *w) {
+    uint32_t returned = 0;
+    /* what the window could not send goes back to the head of its queue, last first */
+    while (w->out.n > w->sent) {
+        item_t it = *deq_at(&w->out, w->out.n - 1);
+        w->out.n--;
+        if (it.relayed) deq_push_front(&relay_q[it.dst], it), relay_held++;
+        else fq_push_front(&local_q[it.dst], it), tx_get(it.flow)->returned++;
+        returned++;
+    }
+    c_returned += returned;
+    uint32_t ev[4] = {100, w->id, (uint32_t)w->sent, returned};
+    free(w->out.v);
+    memset(w, 0, sizeof *w);
+    ctl_send(ev, sizeof ev);
+}
+
+static void state_reply(uint32_t req) {
+    static uint8_t buf[1 << 20];
+    size_t off = 4;
+    uint32_t n = 0;
+    for (int d = 0; d < nracks; d++)
+        if (local_q[d].frames) {
+            uint16_t dst = d, z = 0;
+            uint32_t fr = (uint32_t)local_q[d].frames;
+            memcpy(buf + off, &dst, 2), memcpy(buf + off + 2, &z, 2), memcpy(buf + off + 4, &fr, 4);
+            off += 8, n++;
+        }
+    memcpy(buf, &n, 4);
+    size_t moff = off;
+    off += 4;
+    uint32_t m = 0;
+    for (int d = 0; d < nracks; d++) {
+        deq_t *q = &relay_q[d];
+        for (size_t i = 0; i < q->n;) {
+            item_t *a = deq_at(q, i);
+            uint32_t cnt = 0;
+            size_t j = i;
+            while (j < q->n && deq_at(q, j)->origin == a->origin && deq_at(q, j)->acc == a->acc) j++, cnt++;
+            if (off + 12 > sizeof buf - 8) die("state too large");
+            uint16_t dst = d, org = a->origin;
+            memcpy(buf + off, &dst, 2), memcpy(buf + off + 2, &org, 2);
+            memcpy(buf + off + 4, &a->acc, 4), memcpy(buf + off + 8, &cnt, 4);
+            off += 12, m++;
+            i = j;
+        }
+    }
+    memcpy(buf + moff, &m, 4);
+    reply(req, buf, off);
+}
+
+static uint32_t win_add(window_t *w, int kind, uint16_t dst, uint32_t n) {
+    uint32_t moved = 0;
+    if (kind == 0) {
+        deq_t *q = &relay_q[w->peer];
+        while (moved < n && q->n) {
+            item_t it = deq_pop(q);
+            relay_held--;
+            deq_push(&w->out, it);
+            moved++;
+        }
+        c_relay_second += moved;
+    } else {
+        uint16_t d = kind == 1 ? w->peer : dst;
+        if (d >= nracks) return 0;
+        fq_t *f = &local_q[d];
+        while (moved < n && f->frames) {
+            item_t it = fq_pop(f);
+            it.origin = me, it.dst = d, it.relayed = 0, it.acc = w->slot;
+            deq_push(&w->out, it);
+            moved++;
+        }
+        if (kind == 1) c_direct += moved;
+        else c_relay_first += moved;
+    }
+    return moved;
+}
+
+static char *json;
+static size_t json_n, json_cap;
+static void jp(const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(json + json_n, json_cap - json_n, fmt, ap);
+        va_end(ap);
+        if ((size_t)k < json_cap - json_n) { json_n += k; return; }
+        json_cap = json_cap ? json_cap * 2 : 1 << 16;
+        json = xrealloc(json, json_cap);
+    }
+}
+
+static uint64_t pace_pct(double p) {
+    uint64_t total = 0, acc = 0;
+    for (int i = 0; i < PACE_BUCKETS; i++) total += pace_hist[i];
+    if (!total) return 0;
+    for (int i = 0; i < PACE_BUCKETS; i++)
+        if ((acc += pace_hist[i]) >= p * total) return i;
+    return PACE_BUCKETS - 1;
+}
+
+static void stats_reply(uint32_t req, const char *path) {
+    json_n = 0;
+    uint64_t held_local = 0;
+    for (int d = 0; d < nracks; d++) held_local += local_q[d].frames;
+    jp("{\"sent\":{\"direct\":%lu,\"relay_first\":%lu,\"relay_second\":%lu,\"unsent_returned\":%lu,\"frames\":%lu},",
+       c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames);
+    jp("\"received\":%lu,\"duplicates\":%lu,\"held_local\":%lu,\"windows\":%lu,\"windows_opened_late\":%lu,",
+       c_rx, c_dup, held_local, c_windows, c_window_late);
+    jp("\"refused\":{\"bad_type\":%lu,\"truncated\":%lu,\"bad_rack\":%lu,\"misrouted\":%lu,\"relay_full\":%lu,"
+       "\"send_error\":%lu,\"bad_control\":%lu},", c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full,
+       c_send_err, c_bad_ctl);
+    jp("\"pacing_error_us\":{\"p50\":%lu,\"p99\":%lu,\"max\":%.1f,\"frames\":%lu},", pace_pct(0.5), pace_pct(0.99),
+       pace_max_ns / 1e3, c_sent_frames);
+    jp("\"held_relay\":{");
+    int first = 1;
+    for (int d = 0; d < nracks; d++)
+        if (relay_q[d].n) jp("%s\"%d\":%zu", first ? "" : ",", d, relay_q[d].n), first = 0;
+    jp("},\"held_relay_by_origin\":{");
+    static uint64_t by_origin[MAX_RACKS];
+    memset(by_origin, 0, sizeof by_origin);
+    for (int d = 0; d < nracks; d++)
+        for (size_t i = 0; i < relay_q[d].n; i++) by_origin[deq_at(&relay_q[d], i)->origin]++;
+    first = 1;
+    for (int o = 0; o < nracks; o++)
+        if (by_origin[o]) jp("%s\"%d\":%lu", first ? "" : ",", o, by_origin[o]), first = 0;
+    jp("},\"delivered\":{");
+    first = 1;
+    for (int o = 0; o < nracks; o++)
+        if (delivered_from[o]) jp("%s\"%d\":%lu", first ? "" : ",", o, delivered_from[o]), first = 0;
+    jp("},\"delivered_in_window\":{");
+    first = 1;
+    for (int o = 0; o < nracks; o++)
+        if (in_window_from[o]) jp("%s\"%d\":%lu", first ? "" : ",", o, in_window_from[o]), first = 0;
+    jp("},\"relay_delay_slots\":{");
+    first = 1;
+    for (int i = 0; i < DELAY_BUCKETS; i++)
+        if (relay_delay[i]) jp("%s\"%d\":%lu", first ? "" : ",", i, relay_delay[i]), first = 0;
+    jp("},\"flows_rx\":{");
+    first = 1;
+    for (size_t i = 0; i < rx_cap; i++)
+        if (rx_tab[i].key) {
+            uint64_t k = rx_tab[i].key - 1;
+            jp("%s\"%lu:%lu\":[%lu,%lu]", first ? "" : ",", k >> 32, k & 0xffffffffu, rx_tab[i].frames,
+               rx_tab[i].last_ns);
+            first = 0;
+        }
+    jp("},\"flows_rx_via\":{");
+    first = 1;
+    for (size_t i = 0; i < rx_cap; i++)
+        if (rx_tab[i].key) {
+            uint64_t k = rx_tab[i].key - 1;
+            jp("%s\"%lu:%lu\":[%lu,%u,%lu,%lu]", first ? "" : ",", k >> 32, k & 0xffffffffu, rx_tab[i].relayed,
+               rx_tab[i].max_wait, rx_tab[i].first_ns, rx_tab[i].dups);
+            first = 0;
+        }
+    jp("},\"flows_tx\":{");
+    first = 1;
+    for (size_t i = 0; i < tx_cap; i++)
+        if (tx_tab[i].key && tx_tab[i].sent) {
+            txflow_t *t = &tx_tab[i];
+            jp("%s\"%u\":[%lu,%lu,%lu,0,%lu]", first ? "" : ",", t->flow, t->first, t->last, t->sent, t->returned);
+            first = 0;
+        }
+    jp("},\"accepted\":{");
+    first = 1;
+    for (size_t i = 0; i < tx_cap; i++)
+        if (tx_tab[i].key && tx_tab[i].next_seq)
+            jp("%s\"%u\":%u", first ? "" : ",", tx_tab[i].flow, tx_tab[i].next_seq), first = 0;
+    jp("}}");
+    /* written aside and renamed: whoever reads the file sees it whole */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%.4095s.tmp", path);
+    FILE *fp = fopen(tmp, "w");
+    uint32_t ok = fp && fwrite(json, 1, json_n, fp) == json_n;
+    if (fp && fclose(fp) != 0) ok = 0;
+    if (ok && rename(tmp, path) != 0) ok = 0;
+    reply(req, &ok, 4);
+}
+
+static void handle_ctl(const uint8_t *m, ssize_t n) {
+    if (n < 8) { c_bad_ctl++; return; }
+    uint8_t op = m[0];
+    uint32_t req;
+    memcpy(&req, m + 4, 4);
+    const uint8_t *p = m + 8;
+    if (op == 1 && n >= 20) {
+        uint16_t dst;
+        uint32_t flow, cnt;
+        memcpy(&dst, p, 2), memcpy(&flow, p + 4, 4), memcpy(&cnt, p + 8, 4);
+        if (dst >= nracks || dst == me || !cnt) { c_bad_ctl++; return; }
+        txflow_t *t = tx_get(flow);
+        fq_append(&local_q[dst], flow, t->next_seq, cnt);
+        t->next_seq += cnt;
+        accepted_total += cnt;
+    } else if (op == 2) {
+        state_reply(req);
+    } else if (op == 3 && n >= 40) {
+        window_t *w = NULL;
+        for (int i = 0; i < MAX_WINDOWS && !w; i++)
+            if (!windows[i].open) w = &windows[i];
+        if (!w) die("more than %d circuit windows open at once", MAX_WINDOWS);
+        memset(w, 0, sizeof *w);
+        memcpy(&w->id, p, 4), memcpy(&w->rotor, p + 4, 2), memcpy(&w->peer, p + 6, 2), memcpy(&w->slot, p + 8, 4);
+        memcpy(&w->end_ns, p + 16, 8), memcpy(&w->gap_ns, p + 24, 8);
+        if (w->peer >= nracks || !have_peer[w->peer]) { c_bad_ctl++; return; }
+        w->open = 1;
+        w->next_ns = wall_ns();
+        c_windows++;
+        if (w->next_ns >= w->end_ns) c_window_late++;
+    } else if (op == 4 && n >= 20) {
+        uint32_t id, cnt, moved = 0;
+        uint16_t dst;
+        memcpy(&id, p, 4), memcpy(&dst, p + 6, 2), memcpy(&cnt, p + 8, 4);
+        window_t *w = win_find(id);
+        if (w && p[4] <= 2) moved = win_add(w, p[4], dst, cnt);
+        else c_bad_ctl++;
+        reply(req, &moved, 4);
+    } else if (op == 5 && n > 8 && n < 4096 + 8 && m[n - 1] == 0) {
+        stats_reply(req, (const char *)p);
+    } else if (op == 6 && n >= 16) {
+        memcpy(&link_gap, p, 8);
+    } else if (op == 7) {
+        exit(0);
+    } else {
+        c_bad_ctl++;
+    }
+}
+
+/* ---- receive ------------------------------------------------------------------------------ */
+static uint32_t rd32(const uint8_t *b) { return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]; }
+static uint16_t rd16(const uint8_t *b) { return (uint16_t)(b[0] << 8 | b[1]); }
+
+static void received(const uint8_t *b, ssize_t n, uint64_t now) {
+    c_rx++;
+    if (n < 1 || b[0] != 3) { c_bad_type++; return; }
+    if (n < HEAD) { c_truncated++; return; }
+    uint32_t slot = rd32(b + 3);
+    uint16_t origin = rd16(b + 7), dst = rd16(b + 17);
+    uint32_t flow = rd32(b + 9), seq = rd32(b + 13), acc = rd32(b + 20);
+    uint8_t flags = b[19];
+    if (origin >= nracks || dst >= nracks || origin == dst) { c_bad_rack++; return; }
+    if (dst != me) {
+        if (flags & 1) { c_misrouted++; return; } /* a second hop must end here */
+        if (relay_held >= RELAY_CAP) { c_relay_full++; return; }
+        deq_push(&relay_q[dst], (item_t){.flow = flow, .seq = seq, .count = 1, .acc = slot, .origin = origin,
+                                         .dst = dst, .relayed = 1});
+        relay_held++;
+        return;
+    }
+    rxflow_t *f = rx_get(origin, flow);
+    if (!f->first_ns) f->first_ns = now;
+    size_t byte = seq >> 3;
+    if (byte >= f->seen_bytes) {
+        size_t nb = f->seen_bytes ? f->seen_bytes : 64;
+        while (nb <= byte) nb *= 2;
+        f->seen = xrealloc(f->seen, nb);
+        memset(f->seen + f->seen_bytes, 0, nb - f->seen_bytes);
+        f->seen_bytes = nb;
+    }
+    if (f->seen[byte] & (1u << (seq & 7))) { c_dup++, f->dups++; return; }
+    f->seen[byte] |= 1u << (seq & 7);
+    f->frames++, f->last_ns = now;
+    delivered_from[origin]++;
+    if (measure_a <= now && now < measure_b) in_window_from[origin]++;
+    if (flags & 1) {
+        uint32_t wait = slot - acc;
+        relay_delay[wait < DELAY_BUCKETS ? wait : DELAY_BUCKETS - 1]++;
+        f->relayed++;
+        if (wait > f->max_wait) f->max_wait = wait;
+    }
+}
+
+/* ---- send --------------------------------------------------------------------------------- */
+static uint8_t txbuf[BATCH][MAX_FRAME];
+static struct iovec txiov[BATCH];
+static struct mmsghdr txmsg[BATCH];
+
+static void fill(uint8_t *b, const window_t *w, const item_t *it, uint64_t now) {
+    b[0] = 3;
+    b[1] = w->rotor >> 8, b[2] = w->rotor;
+    uint32_t v[] = {w->slot, it->flow, it->seq, it->acc};
+    uint32_t be[4];
+    for (int i = 0; i < 4; i++) be[i] = htonl(v[i]);
+    memcpy(b + 3, &be[0], 4);
+    b[7] = it->origin >> 8, b[8] = it->origin;
+    memcpy(b + 9, &be[1], 4), memcpy(b + 13, &be[2], 4);
+    b[17] = it->dst >> 8, b[18] = it->dst;
+    b[19] = it->relayed;
+    memcpy(b + 20, &be[3], 4);
+    uint64_t t = now;
+    for (int i = 0; i < 8; i++) b[24 + i] = t >> (56 - 8 * i);
+}
+
+/* Send what window w owes by now; returns the wall ns its next frame is due (0: nothing queued). */
+static uint64_t pace(window_t *w, uint64_t now) {
+    int k = 0;
+    if (w->sent >= w->out.n) { /* idle: its next frame paces from when it comes, no burst after */
+        if (w->next_ns < now) w->next_ns = now;
+        return 0;
+    }
+    while (w->sent + k < w->out.n && k < BATCH) {
+        uint64_t due = w->next_ns > link_next ? w->next_ns : link_next;
+        if (due > now) break;
+        item_t *it = deq_at(&w->out, w->sent + k);
+        fill(txbuf[k], w, it, now);
+        uint64_t err = now - due;
+        pace_hist[err / 1000 < PACE_BUCKETS ? err / 1000 : PACE_BUCKETS - 1]++;
+        if (err > pace_max_ns) pace_max_ns = err;
+        /* Behind?  Up to 1.2x faster, so the window's frames still leave inside it (host/window.py:
+         * CATCH_UP); after a stall, what fell due in the last BURST_NS (at least two frames) at once,
+         * the rest of the stall is lost time. */
+        size_t left = w->out.n - w->sent - k - 1;
+        uint64_t g = w->gap_ns;
+        if (left) {
+            uint64_t fit = now < w->end_ns ? (w->end_ns - now) / (left + 1) : 0;
+            uint64_t fast = (uint64_t)(w->gap_ns / 1.2);
+            g = fit < g ? (fit > fast ? fit : fast) : g;
+        }
+        uint64_t owed = 2 * g > BURST_NS ? 2 * g : BURST_NS;
+        w->next_ns = w->next_ns + g > now - owed ? w->next_ns + g : now - owed;
+        if (link_gap) link_next = link_next + link_gap > now - link_gap ? link_next + link_gap : now - link_gap;
+        k++;
+    }
+    if (k) {
+        int done = 0;
+        while (done < k) {
+            int r = sendmmsg(sock, txmsg + done, k - done, 0);
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                c_send_err += k - done; /* counted: the frames are gone */
+                break;
+            }
+            done += r;
+        }
+        for (int i = 0; i < k; i++) {
+            item_t *it = deq_at(&w->out, w->sent + i);
+            if (it->origin == me && !it->relayed) {
+                txflow_t *t = tx_get(it->flow);
+                if (!t->first) t->first = now;
+                t->last = now, t->sent++;
+            }
+        }
+        w->sent += k, c_sent_frames += k;
+    }
+    if (w->sent >= w->out.n) return 0;
+    return w->next_ns > link_next ? w->next_ns : link_next;
+}
+
+static void on_signal(int s) { (void)s; _exit(0); }
+
+int main(int argc, char **argv) {
+    const char *bind_addr = "0.0.0.0";
+    int port = 9978, tos = 8 << 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (!strcmp(a, name) && v && ++i)
+        if (ARG("--rack")) me = atoi(v);
+        else if (ARG("--racks")) nracks = atoi(v);
+        else if (ARG("--frame")) frame_bytes = atoi(v);
+        else if (ARG("--ctl")) ctl = atoi(v);
+        else if (ARG("--bind")) bind_addr = v;
+        else if (ARG("--port")) port = atoi(v);
+        else if (ARG("--tos")) tos = atoi(v);
+        else if (ARG("--measure")) sscanf(v, "%lu,%lu", &measure_a, &measure_b);
+        else if (ARG("--peer")) {
+            int r, pp;
+            char ip[64];
+            if (sscanf(v, "%d=%63[^:]:%d", &r, ip, &pp) != 3 || r < 0 || r >= MAX_RACKS) die("bad --peer %s", v);
+            peers[r].sin_family = AF_INET, peers[r].sin_port = htons(pp);
+            if (inet_pton(AF_INET, ip, &peers[r].sin_addr) != 1) die("bad --peer address %s", ip);
+            have_peer[r] = 1;
+        } else die("unknown argument %s", a);
+    }
+    if (nracks < 2 || nracks > MAX_RACKS || me < 0 || me >= nracks) die("--rack and --racks (2..%d) needed", MAX_RACKS);
+    if (frame_bytes < HEAD || frame_bytes > MAX_FRAME) die("--frame must be %d..%d bytes", HEAD, MAX_FRAME);
+    if (ctl < 0) die("--ctl FD needed");
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, SIG_IGN); /* the agent decides when to stop (Ctrl-C reaches both) */
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* 1 us: frames are paced by the sleep */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    sock = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    int big = 16 << 20;
+    setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    setsockopt(sock, IPPROTO_IP, IP_TOS, &tos, sizeof tos);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) die("bad --bind %s", bind_addr);
+    if (bind(sock, (struct sockaddr *)&sa, sizeof sa) < 0) die("bind %s:%d: %s", bind_addr, port, strerror(errno));
+    for (int i = 0; i < BATCH; i++) {
+        txiov[i] = (struct iovec){txbuf[i], (size_t)frame_bytes};
+        txmsg[i].msg_hdr = (struct msghdr){.msg_iov = &txiov[i], .msg_iovlen = 1, .msg_namelen = sizeof peers[0]};
+    }
+    static uint8_t rxbuf[BATCH][MAX_FRAME + 64], cbuf[65536];
+    struct iovec rxiov[BATCH];
+    struct mmsghdr rxmsg[BATCH];
+    for (int i = 0; i < BATCH; i++) {
+        rxiov[i] = (struct iovec){rxbuf[i], sizeof rxbuf[i]};
+        rxmsg[i].msg_hdr = (struct msghdr){.msg_iov = &rxiov[i], .msg_iovlen = 1};
+    }
+    uint32_t ready = 300; /* tells the agent the socket is bound */
+    ctl_send(&ready, 4);
+    uint64_t last_io = 0;
+    int woke = 1;
+    for (;;) {
+        uint64_t now = wall_ns();
+        /* The sockets are read after every sleep and, while spinning for the next frame's time,
+         * every IO_EVERY_NS: two syscalls per frame sent would halve the rate. */
+        if (woke || now - last_io >= IO_EVERY_NS) {
+            ssize_t n;
+            while ((n = recv(ctl, cbuf, sizeof cbuf, MSG_DONTWAIT)) > 0) handle_ctl(cbuf, n);
+            if (n == 0) return 0; /* the agent closed its end */
+            int r, rounds = 0;
+            while (rounds++ < 16 && (r = recvmmsg(sock, rxmsg, BATCH, MSG_DONTWAIT, NULL)) > 0) {
+                now = wall_ns();
+                for (int i = 0; i < r; i++) received(rxbuf[i], rxmsg[i].msg_len, now);
+            }
+            last_io = now = wall_ns();
+            woke = 0;
+        }
+        uint64_t wake = now + 100000000ull, spin_ns = 0; /* at least every 100 ms */
+        for (int i = 0; i < MAX_WINDOWS; i++) {
+            window_t *w = &windows[i];
+            if (!w->open) continue;
+            if (now >= w->end_ns) { win_close(w); continue; }
+            for (int b = 0; b < BATCH; b++) txmsg[b].msg_hdr.msg_name = &peers[w->peer];
+            uint64_t due = pace(w, now);
+            if (due && due < wake) {
+                wake = due;
+                spin_ns = SPIN_NS;
+            }
+            if (w->end_ns < wake) wake = w->end_ns;
+        }
+        now = wall_ns();
+        struct pollfd pf[2] = {{.fd = ctl, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
+        /* A sleep wakes tens of us late: the last SPIN_NS before a frame is due are spent
+         * awake, so a frame leaves within a frame time of its due time. */
+        if (wake > now + spin_ns) {
+            uint64_t d = wake - now - spin_ns;
+            struct timespec ts = {d / 1000000000ull, d % 1000000000ull};
+            ppoll(pf, 2, &ts, NULL);
+            woke = 1;
+        }
+    }
+}

@@ -1,0 +1,175 @@
+"""The compiled per-frame data path of a RotorLB host agent (``rlbd``, control-plane/native/rlbd.c)
+as a Python value: start it, tell it what to do with frames, read what it counted.
+
+The agent (host/fast_agent.py) decides per slot; rlbd does per frame.  They talk over a
+SOCK_SEQPACKET socket pair, one little-endian struct per message (the layouts are rlbd.c's
+header comment).  Requests that need an answer wait for it; the events rlbd sends unasked (a
+window ended) go to ``on_window_done``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import socket
+import struct
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+from .. import cliutil
+
+ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP = 1, 2, 3, 4, 5, 6, 7
+WIN_DONE, REPLY, READY = 100, 200, 300
+# WIN_ADD kinds: relayed frames for the window's peer (second hop); own frames to the peer;
+# own frames for a third rack, to the peer as their relay (first hop).
+RELAYED, DIRECT, RELAY_FIRST = 0, 1, 2
+REPLY_TIMEOUT_S = 10.0
+
+
+class DataPathError(RuntimeError):
+    pass
+
+
+def binary() -> Path:
+    """rlbd: $P4ROTOR_RLBD, else the checkout's build/rlbd (``make deps`` builds it), else PATH."""
+    env = os.environ.get("P4ROTOR_RLBD")
+    if env:
+        return Path(env)
+    built = cliutil.default_build_dir() / "rlbd"
+    here = Path(__file__).resolve().parents[3] / "build" / "rlbd"
+    for p in (built, here):
+        if p.is_file():
+            return p
+    found = shutil.which("rlbd")
+    if found:
+        return Path(found)
+    raise DataPathError("rlbd not found: run `make deps` (it builds build/rlbd) or set P4ROTOR_RLBD")
+
+
+class DataPath:
+    def __init__(self, rack: int, racks: int, frame: int, peers: dict[int, tuple[str, int]], *,
+                 bind: str = "0.0.0.0", port: int, tos: int, measure: tuple[int, int] = (0, 0)):
+        self.args = ["--rack", str(rack), "--racks", str(racks), "--frame", str(frame), "--bind", bind,
+                     "--port", str(port), "--tos", str(tos), "--measure", f"{measure[0]},{measure[1]}"]
+        for r, (ip, p) in sorted(peers.items()):
+            self.args += ["--peer", f"{r}={ip}:{p}"]
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.on_window_done: Callable[[int, int, int], None] = lambda win, sent, returned: None
+        self._req = 0
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        """Start rlbd; returns once its socket is bound (or raises with what it said)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen([str(binary()), "--ctl", str(theirs.fileno()), *self.args],
+                                     pass_fds=[theirs.fileno()], stderr=subprocess.PIPE)
+        theirs.close()
+        self.sock = mine
+        mine.settimeout(timeout_s)
+        try:
+            msg = mine.recv(64)
+        except socket.timeout:
+            msg = b""
+        if msg[:4] != struct.pack("<I", READY):
+            self.proc.kill()
+            err = self.proc.communicate()[1].decode(errors="replace").strip()
+            raise DataPathError(f"rlbd did not start: {err or 'no answer'}")
+        # Non-blocking: the event loop drains events (``pump``) without waiting, and a request
+        # waits for its reply with select (a socket timeout would make every recv wait it out).
+        mine.setblocking(False)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    # -- messages --------------------------------------------------------------------------------
+    def _send(self, op: int, payload: bytes = b"") -> int:
+        self._req += 1
+        msg = struct.pack("<BBHI", op, 0, 0, self._req) + payload
+        while True:
+            try:
+                self.sock.send(msg)
+                return self._req
+            except BlockingIOError:  # rlbd's end is full: it reads between frames
+                if not select.select([], [self.sock], [], REPLY_TIMEOUT_S)[1]:
+                    raise DataPathError(f"rlbd took no request for {REPLY_TIMEOUT_S} s") from None
+
+    def _call(self, op: int, payload: bytes = b"") -> bytes:
+        req = self._send(op, payload)
+        while True:
+            if not select.select([self.sock], [], [], REPLY_TIMEOUT_S)[0]:
+                raise DataPathError(f"rlbd did not answer request {op} in {REPLY_TIMEOUT_S} s")
+            msg = self.sock.recv(1 << 21)
+            if not msg:
+                raise DataPathError("rlbd ended")
+            if self._dispatch(msg) is None and struct.unpack_from("<I", msg, 4)[0] == req:
+                return msg[8:]
+
+    def _dispatch(self, msg: bytes):
+        """An event is handled here (returns True); a reply is returned to the caller (None)."""
+        (op,) = struct.unpack_from("<I", msg)
+        if op == WIN_DONE:
+            self.on_window_done(*struct.unpack_from("<III", msg, 4))
+            return True
+        return None
+
+    def pump(self) -> None:
+        """Handle the events waiting (the event loop calls this when the socket is readable)."""
+        while True:
+            try:
+                msg = self.sock.recv(1 << 21, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not msg:
+                return
+            self._dispatch(msg)
+
+    def add_local(self, dst: int, flow: int, frames: int) -> None:
+        self._send(ADD_LOCAL, struct.pack("<HHII", dst, 0, flow, frames))
+
+    def state(self) -> tuple[dict[int, int], list[tuple[int, int, int, int]]]:
+        """Own frames per destination, and the relayed frames as (dst, origin, accepted slot, frames)
+        chunks in each destination's order."""
+        b = self._call(STATE)
+        (n,) = struct.unpack_from("<I", b)
+        local = {d: fr for d, _, fr in struct.iter_unpack("<HHI", b[4:4 + 8 * n])}
+        off = 4 + 8 * n
+        (m,) = struct.unpack_from("<I", b, off)
+        chunks = list(struct.iter_unpack("<HHII", b[off + 4:off + 4 + 12 * m]))
+        return local, chunks
+
+    def win_open(self, win: int, rotor: int, peer: int, slot: int, end_ns: int, gap_ns: int) -> None:
+        self._send(WIN_OPEN, struct.pack("<IHHIIQQ", win, rotor, peer, slot, 0, end_ns, gap_ns))
+
+    def win_add(self, win: int, kind: int, dst: int, frames: int) -> int:
+        """Move ``frames`` into window ``win`` (fewer if its queue has fewer); returns how many."""
+        if frames <= 0:
+            return 0
+        return struct.unpack("<I", self._call(WIN_ADD, struct.pack("<IBBHI", win, kind, 0, dst, frames)))[0]
+
+    def link(self, gap_ns: int) -> None:
+        self._send(LINK, struct.pack("<Q", gap_ns))
+
+    def stats(self, path: Path) -> dict:
+        if not struct.unpack("<I", self._call(STATS, str(path).encode() + b"\0"))[0]:
+            raise DataPathError(f"rlbd could not write {path}")
+        return json.loads(Path(path).read_text())
+
+    def stop(self) -> str:
+        """End rlbd; returns what it wrote on stderr."""
+        if self.proc is None:
+            return ""
+        try:
+            self._send(STOP)
+        except OSError:
+            pass
+        try:
+            _, err = self.proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        self.sock.close()
+        self.proc = None
+        return err.decode(errors="replace")

@@ -1,0 +1,224 @@
+"""A RotorLB host agent whose frames are moved by the compiled data path (host/datapath.py, rlbd):
+``--datapath c`` of host/agent_cli.py.
+
+Everything per slot is host/agent.py's: the slot gate, OFFER/ACCEPT, and every amount from
+``rotorlb.core`` (the code the fluid model runs).  Everything per frame is rlbd's: the queues per
+destination, the frames of each circuit window paced at the circuit's rate, relay
+store-and-forward, sequence numbers and exactly-once delivery.  OFFER and ACCEPT stay on the
+agent's UDP port (``PORT``); data frames use ``DATA_PORT``, which rlbd owns.
+
+Not (yet) on this data path, refused in one line: TUN interfaces, retransmission, and hosts
+sharing their rack's circuits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import socket
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+from .. import p4 as dp
+from ..rotorlb import core, wire
+from . import agent_stats as stats
+from .agent import PORT, Agent, _sleep_until
+from .datapath import DIRECT, RELAY_FIRST, RELAYED, DataPath
+from .gate import Circuit
+
+DATA_PORT = PORT + 1
+
+
+class _Window:
+    """A window open now, as far as the agent knows it: what it planned into it, and the future
+    rlbd's WIN_DONE resolves with (sent, returned)."""
+
+    def __init__(self, c: Circuit, end: int, start: int, done: asyncio.Future):
+        self.c, self.end, self.start, self.done = c, end, start, done
+        self.planned = 0
+
+
+class FastAgent(Agent):
+    def __init__(self, *args, bind: str = "0.0.0.0", **kw):
+        self.dp: DataPath | None = None
+        self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
+        self.bind = bind
+        refused = [name for name, on in (("retransmission", kw.get("retransmit_us")),
+                                         ("--ack-direct", kw.get("ack_direct")),
+                                         ("a host link cap", kw.get("host_rate")))
+                   if on]
+        if refused:
+            raise ValueError(f"the compiled data path does not do {', '.join(refused)} yet")
+        super().__init__(*args, **kw)
+        self._wins: dict[int, _Window] = {}
+        self._next_win = 0
+        self._state_cache: tuple[dict[int, int], list] | None = None
+        self.windows_done = collections.Counter()
+
+    # -- frames live in rlbd; the agent sees counts ------------------------------------------
+    def _make(self, f: dict, n: int) -> None:
+        if n <= 0:
+            return
+        if self.dp is None:
+            self._early.append((f["dst"], f["flow"], n))
+        else:
+            self.dp.add_local(f["dst"], f["flow"], n)
+        self.accepted[f["flow"]] += n
+        self.priority.set(True)
+        if "start_ns" in f:
+            self._join_open(f["dst"])
+
+    def _state(self):
+        return self.dp.state() if self.dp is not None else ({}, [])
+
+    def queues(self) -> core.RackQueues:
+        local, chunks = self._state()
+        relay: dict[int, list[core.Chunk]] = collections.defaultdict(list)
+        for d, origin, slot, n in chunks:
+            relay[d].append(core.Chunk(origin, slot, Fraction(n)))
+        return core.RackQueues(local={d: Fraction(n) for d, n in local.items() if n},
+                               relay={d: tuple(c) for d, c in relay.items()})
+
+    def _held(self) -> tuple[int, int]:
+        local, chunks = self._state()
+        return sum(local.values()), sum(c[3] for c in chunks)
+
+    def holds(self) -> bool:
+        return any(self._held()) or bool(self._wins)
+
+    def _refill(self) -> None:
+        if time.time_ns() >= self.stop_ns:
+            return
+        local, _ = self._state()
+        for f in self.flows:
+            if f.get("frames", -1) < 0:
+                self._make(f, 2 * self.capacity - local.get(f["dst"], 0))
+
+    def _join_open(self, dst: int) -> None:
+        """A flow starting while a circuit to its rack is open sends in it, as far as the window's
+        remaining time holds frames at the rate (what it already planned counted as unsent)."""
+        if self.dp is None:
+            return
+        now = time.time_ns()
+        for wid, w in self._wins.items():
+            if w.c.peer != dst or w.end <= now:
+                continue
+            sent_by_now = int(self.rate * (now - w.start) / 1e9)
+            room = int(self.rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)) - max(0, w.planned - sent_by_now)
+            n = self.dp.win_add(wid, DIRECT, dst, room)
+            w.planned += n
+            self.sent["joined_open_window"] += n
+
+    # -- one circuit --------------------------------------------------------------------------
+    async def exchange(self, c: Circuit) -> None:
+        start, end = c.window(self.guard_ns)
+        await _sleep_until(start)
+        self._refill()
+        cap = Fraction(self.capacity)
+        wid = self._next_win = self._next_win + 1
+        w = self._wins[wid] = _Window(c, end, time.time_ns(), asyncio.get_running_loop().create_future())
+        self.dp.win_open(wid, c.rotor, c.peer, c.slot, end, int(1e9 / self.rate))
+        rq, direct = core.phase1(self.queues(), c.peer, cap)
+        w.planned += self.dp.win_add(wid, RELAYED, c.peer, int(sum(ch.amount for ch in direct.relayed)))
+        w.planned += self.dp.win_add(wid, DIRECT, c.peer, int(direct.local))
+        if not self.one_hop:
+            offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
+            key = (c.rotor, c.slot, c.peer)
+            demand = {d: int(v) for d, v in offer.demand.items() if int(v) > 0}
+            offering = bool(demand) and int(offer.capacity) > 0
+            if offering:  # host/agent.py: an offer that can be granted nothing is not sent
+                self._send(c.peer, wire.encode_offer(wire.Offer(c.rotor, c.slot, int(offer.capacity), demand)))
+            else:
+                self.quiet += 1
+            wait = max(0.001, min(0.05, (end - start) / 4e9))
+            peer_offer = await self._wait(("offer",) + key, wait)
+            if peer_offer is not None:
+                grant = core.accept(rq, self.me, [core.Offer(Fraction(peer_offer.spare),
+                                                              {d: Fraction(v) for d, v in peer_offer.demand.items()})],
+                                    Fraction(self.capacity))[0]
+                self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in grant.items()
+                                                                                    if int(v) > 0})))
+            acc = await self._wait(("accept",) + key, wait) if offering else None
+            if acc is None:
+                if offering:
+                    self.missed["accept"] += 1
+            else:
+                _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
+                for d, amount in sorted(moved.items()):
+                    w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
+        sent, returned = await w.done
+        del self._wins[wid]
+        self.windows_done["sent"] += sent
+        self.windows_done["returned"] += returned
+        self.priority.set(self.holds())
+
+    def _window_done(self, wid: int, sent: int, returned: int) -> None:
+        w = self._wins.get(wid)
+        if w is not None and not w.done.done():
+            w.done.set_result((sent, returned))
+
+    def received(self, buf: bytes) -> None:
+        """OFFER and ACCEPT only: data frames go to rlbd's port."""
+        if buf[:1] == bytes([wire.DATA]) or buf[:1] == bytes([wire.ACK]):
+            self.missed["bad_message"] += 1
+            return
+        super().received(buf)
+
+    # -- network ------------------------------------------------------------------------------
+    async def open(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dp.DSCP_DIRECT_ONLY << 2)
+        self.sock.bind((self.bind, PORT))
+        self.sock.setblocking(False)
+        self.ll_sock = None
+        loop = asyncio.get_running_loop()
+        loop.add_reader(self.sock.fileno(), self._drain_socket)
+        self.dp = DataPath(self.me, self.s.racks, self.frame, {r: (ip, DATA_PORT) for r, ip in self.peers.items()}, bind=self.bind,
+                           port=DATA_PORT, tos=dp.DSCP_DIRECT_ONLY << 2, measure=self.rx.measure)
+        self.dp.on_window_done = self._window_done
+        await loop.run_in_executor(None, self.dp.start)
+        loop.add_reader(self.dp.fileno(), self.dp.pump)
+        for dst, flow, n in self._early:
+            self.dp.add_local(dst, flow, n)
+        self._early.clear()
+        self._stats_dir = tempfile.TemporaryDirectory(prefix="rlbd-")
+
+    def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+        if self.dp is not None:
+            loop.remove_reader(self.dp.fileno())
+            self.dp_errors = self.dp.stop().strip()
+            self._stats_dir.cleanup()
+
+    def dp_stats(self) -> dict:
+        return self.dp.stats(Path(self._stats_dir.name) / "stats.json")
+
+    def flow_rx(self) -> dict[tuple[int, int], list[int]]:
+        if self.dp is None:
+            return {}
+        got = self.dp_stats()["flows_rx"]
+        return {tuple(int(x) for x in k.split(":")): v for k, v in got.items()}
+
+    def summary(self) -> dict:
+        return summary(self, self.dp_stats())
+
+
+def summary(agent: FastAgent, d: dict) -> dict:
+    """host/agent_stats.py's summary, from rlbd's counts ``d`` and the agent's own."""
+    return {"rack": agent.me, "datapath": "c", "capacity_frames": agent.capacity, "frame_bytes": agent.frame,
+            "claimed_frames": None, "share_moves": {}, "claims_skipped": None,
+            "accepted": {str(k): v for k, v in agent.accepted.items()},
+            "delivered": d["delivered"], "delivered_in_window": d["delivered_in_window"],
+            "duplicates": d["duplicates"], "sent": {**d["sent"], **agent.sent},
+            "held_local": d["held_local"], "held_relay": d["held_relay"],
+            "held_relay_by_origin": d["held_relay_by_origin"], "relay_delay_slots": d["relay_delay_slots"],
+            "missed": dict(agent.missed), "quiet_offers": agent.quiet, "refused": d["refused"],
+            "pacing_error_us": d["pacing_error_us"], "windows": d["windows"],
+            "udp_rcvbuf_errors": stats.udp_counter("RcvbufErrors"), "udp_no_ports": stats.udp_counter("NoPorts"),
+            "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
+            "retransmitted": 0, "unacknowledged": 0, "priority": agent.priority.summary(),
+            **agent.diag.summary()}
