@@ -16,10 +16,11 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.
 P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv toolchain build build-ebpf build-tofino fixtures-tofino test test-unit test-ptf run bench bench-scale fct-sweep clean check-tools constants fixtures
+.PHONY: help deps venv toolchain native build build-ebpf build-tofino fixtures-tofino test test-unit test-ptf run bench bench-scale fct-sweep clean check-tools constants fixtures
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
+	@echo "make native the RotorLB agents' compiled data path, $(BUILD)/rlbd (make deps builds it)"
 	@echo "make build  compile p4src/v1model/*.p4 to $(BUILD)/<program>.json + .p4info.txtpb (needs p4c)"
 	@echo "make build-tofino  compile p4src/tna/{rotor,tor}.p4 with bf-p4c into $(BUILD)/tofino/ + resource report"
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
@@ -28,7 +29,15 @@ help:
 	@echo "make bench-scale  the opera-sim-scale rows: Opera 108x6 on one BMv2, RotorNet 128x4 on 132, Opera 108x6 on 114 eBPF pipelines (75 min, 16 GiB)"
 	@echo "make fct-sweep  experiment fct at Opera's evaluation points (hours; FCT_POINTS, FCT_ARGS) + results/fct/table.md"
 
-deps: venv toolchain check-tools
+deps: venv toolchain native check-tools
+
+# The RotorLB agents' compiled data path (docs/rotorlb.md): C, built with the machine's cc.
+CC       ?= cc
+native: $(BUILD)/rlbd
+
+$(BUILD)/rlbd: control-plane/native/rlbd.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -Wall -Wextra -o $@ $<
 
 toolchain:
 	@P4_TOOLCHAIN="$(P4_TOOLCHAIN)" bash scripts/install-toolchain.sh
@@ -132,7 +141,7 @@ fixtures: build
 	cp $(BUILD)/rotor.p4info.txtpb $(BUILD)/tor.p4info.txtpb $(BUILD)/oneswitch.p4info.txtpb control-plane/tests/data/
 
 # Build what can be built, then run every test; ptf tests skip (saying why) without p4c/BMv2.
-test:
+test: native
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory build; \
 	 else echo "!! p4c not found: P4 programs not built; switch tests will be skipped (docs/toolchain.md)"; fi
 	@if command -v $(P4C_EBPF) >/dev/null && command -v clang >/dev/null; then $(MAKE) --no-print-directory build-ebpf; \
@@ -147,10 +156,10 @@ test-ptf: build
 
 # The default emulation, with a RotorLB agent (and its TUN interface) in every host: bulk between
 # racks (iperf3 to 10.200.R.N) goes through RotorLB.  RUN_ARGS adds `p4rotor run` options.
-run: build
+run: build native
 	$(VENV)/bin/p4rotor run --rotorlb $(RUN_ARGS)
 
-bench: build
+bench: build native
 	@if command -v $(P4C_EBPF) >/dev/null && command -v clang >/dev/null; then $(MAKE) --no-print-directory build-ebpf; fi
 	$(VENV)/bin/p4rotor bench
 

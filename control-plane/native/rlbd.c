@@ -51,7 +51,8 @@
 #define MAX_FRAME 9000
 #define DELAY_BUCKETS 64
 #define PACE_BUCKETS 2001 /* pacing error histogram, 1 us buckets, the last one open */
-#define RELAY_CAP (1u << 24) /* frames held for relay at most: beyond, refused and counted */
+#define RELAY_CAP (1u << 24)
+#define MAX_SEQ (1u << 27)   /* frames per flow: 188 GB of 1400-byte frames; beyond, refused (bad_seq) */ /* frames held for relay at most: beyond, refused and counted */
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -262,12 +263,18 @@ static uint64_t link_gap, link_next;
 static uint64_t measure_a, measure_b;
 static uint64_t c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames, c_dup, c_rx;
 static uint64_t c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl;
-static uint64_t c_windows, c_window_late;
+static uint64_t c_windows, c_window_late, c_bad_seq, c_bad_ack, c_injected_loss, lose_every, lose_count;
 static uint64_t delivered_from[MAX_RACKS], in_window_from[MAX_RACKS], accepted_total;
 static uint64_t relay_delay[DELAY_BUCKETS];
 static uint64_t pace_hist[PACE_BUCKETS], pace_max_ns;
 /* The host's own flows: the next sequence number, and how its frames went (the agent's flows_tx). */
-typedef struct { uint64_t key; uint32_t flow, next_seq; uint64_t first, last, sent, returned; } txflow_t;
+typedef struct {
+    uint64_t key;
+    uint32_t flow, next_seq;
+    uint64_t first, last, sent, returned, resent;
+    uint8_t *acked; /* with retransmission: one bit per sequence number */
+    size_t acked_bytes;
+} txflow_t;
 static txflow_t *tx_tab;
 static size_t tx_cap, tx_n;
 
@@ -292,6 +299,85 @@ static txflow_t *tx_get(uint32_t flow) {
     if (!tx_tab[j].key) tx_tab[j].key = key, tx_tab[j].flow = flow, tx_n++;
     return &tx_tab[j];
 }
+
+/* ---- retransmission (host/resend.py's, per frame): own frames in flight, the ACKs owed ----- */
+typedef struct { uint32_t flow, seq; uint64_t sent_ns; uint16_t dst; } inflight_t;
+typedef struct { inflight_t *v; size_t cap, head, n; } infq_t;
+static infq_t inflight;
+static uint64_t retransmit_ns;          /* 0: never resend, owe no ACKs */
+static int ack_direct, ll_sock = -1;    /* ACKs over the direct circuit, or the low-latency class */
+typedef struct { uint32_t *v; size_t n, cap; } owed_t; /* flow, seq pairs */
+static owed_t owed[MAX_RACKS];
+static uint64_t c_resent, c_acks_in, c_acks_out, last_ack_flush, last_resend_scan;
+
+static void bit_set(uint8_t **bits, size_t *bytes, uint32_t seq) {
+    size_t byte = seq >> 3;
+    if (byte >= *bytes) {
+        size_t nb = *bytes ? *bytes : 64;
+        while (nb <= byte) nb *= 2;
+        *bits = xrealloc(*bits, nb);
+        memset(*bits + *bytes, 0, nb - *bytes);
+        *bytes = nb;
+    }
+    (*bits)[byte] |= 1u << (seq & 7);
+}
+
+static int bit_get(const uint8_t *bits, size_t bytes, uint32_t seq) {
+    return (seq >> 3) < bytes && (bits[seq >> 3] & (1u << (seq & 7)));
+}
+
+static void inflight_push(uint32_t flow, uint32_t seq, uint16_t dst, uint64_t now) {
+    infq_t *q = &inflight;
+    if (q->n == q->cap) {
+        size_t nc = q->cap ? q->cap * 2 : 1024;
+        inflight_t *v = xrealloc(NULL, nc * sizeof *v);
+        for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) & (q->cap - 1)];
+        free(q->v);
+        q->v = v, q->cap = nc, q->head = 0;
+    }
+    q->v[(q->head + q->n++) & (q->cap - 1)] = (inflight_t){flow, seq, now, dst};
+}
+
+static uint64_t unacknowledged(void) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < inflight.n; i++) {
+        inflight_t *e = &inflight.v[(inflight.head + i) & (inflight.cap - 1)];
+        txflow_t *t = tx_get(e->flow);
+        n += !bit_get(t->acked, t->acked_bytes, e->seq);
+    }
+    return n;
+}
+
+static void owe(uint16_t origin, uint32_t flow, uint32_t seq) {
+    owed_t *o = &owed[origin];
+    if (o->n + 2 > o->cap) o->cap = o->cap ? 2 * o->cap : 256, o->v = xrealloc(o->v, o->cap * sizeof *o->v);
+    o->v[o->n++] = flow, o->v[o->n++] = seq;
+}
+
+/* The ACK messages owed to ``origin`` (wire.encode_ack: at most ACK_MAX frames each), sent now. */
+#define ACK_MAX 160
+static void send_acks(uint16_t origin, int fd) {
+    owed_t *o = &owed[origin];
+    uint8_t buf[9 + 8 * ACK_MAX];
+    for (size_t i = 0; i < o->n;) {
+        size_t k = (o->n - i) / 2 < ACK_MAX ? (o->n - i) / 2 : ACK_MAX;
+        memset(buf, 0, 7);
+        buf[0] = 4;
+        buf[7] = k >> 8, buf[8] = k;
+        for (size_t j = 0; j < k; j++) {
+            uint32_t be[2] = {htonl(o->v[i + 2 * j]), htonl(o->v[i + 2 * j + 1])};
+            memcpy(buf + 9 + 8 * j, be, 8);
+        }
+        if (sendto(fd, buf, 9 + 8 * k, 0, (struct sockaddr *)&peers[origin], sizeof peers[origin]) < 0) c_send_err++;
+        else c_acks_out++;
+        i += 2 * k;
+    }
+    o->n = 0;
+}
+
+/* Own frames not acknowledged ``retransmit_ns`` after they left go back to the head of their
+ * queue (the receiver drops a second copy: exactly once). */
+static void resend_overdue(uint64_t now);
 
 /* ---- control ---------------------------------------------------------------------------- */
 static void ctl_send(const void *buf, size_t n) {
@@ -421,11 +507,14 @@ static void stats_reply(uint32_t req, const char *path) {
     for (int d = 0; d < nracks; d++) held_local += local_q[d].frames;
     jp("{\"sent\":{\"direct\":%lu,\"relay_first\":%lu,\"relay_second\":%lu,\"unsent_returned\":%lu,\"frames\":%lu},",
        c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames);
+    jp("\"retransmitted\":%lu,\"unacknowledged\":%lu,\"acks_in\":%lu,\"acks_out\":%lu,", c_resent,
+       retransmit_ns ? unacknowledged() : 0, c_acks_in, c_acks_out);
     jp("\"received\":%lu,\"duplicates\":%lu,\"held_local\":%lu,\"windows\":%lu,\"windows_opened_late\":%lu,",
        c_rx, c_dup, held_local, c_windows, c_window_late);
     jp("\"refused\":{\"bad_type\":%lu,\"truncated\":%lu,\"bad_rack\":%lu,\"misrouted\":%lu,\"relay_full\":%lu,"
-       "\"send_error\":%lu,\"bad_control\":%lu},", c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full,
-       c_send_err, c_bad_ctl);
+       "\"send_error\":%lu,\"bad_control\":%lu,\"bad_seq\":%lu,\"bad_ack\":%lu},\"injected_loss\":%lu,",
+       c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl, c_bad_seq, c_bad_ack,
+       c_injected_loss);
     jp("\"pacing_error_us\":{\"p50\":%lu,\"p99\":%lu,\"max\":%.1f,\"frames\":%lu},", pace_pct(0.5), pace_pct(0.99),
        pace_max_ns / 1e3, c_sent_frames);
     jp("\"held_relay\":{");
@@ -475,7 +564,8 @@ static void stats_reply(uint32_t req, const char *path) {
     for (size_t i = 0; i < tx_cap; i++)
         if (tx_tab[i].key && tx_tab[i].sent) {
             txflow_t *t = &tx_tab[i];
-            jp("%s\"%u\":[%lu,%lu,%lu,0,%lu]", first ? "" : ",", t->flow, t->first, t->last, t->sent, t->returned);
+            jp("%s\"%u\":[%lu,%lu,%lu,%lu,%lu]", first ? "" : ",", t->flow, t->first, t->last, t->sent, t->resent,
+               t->returned);
             first = 0;
         }
     jp("},\"accepted\":{");
@@ -522,6 +612,7 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
         if (w->peer >= nracks || !have_peer[w->peer]) { c_bad_ctl++; return; }
         w->open = 1;
         w->next_ns = wall_ns();
+        if (retransmit_ns && ack_direct) send_acks(w->peer, sock);
         c_windows++;
         if (w->next_ns >= w->end_ns) c_window_late++;
     } else if (op == 4 && n >= 20) {
@@ -549,6 +640,19 @@ static uint16_t rd16(const uint8_t *b) { return (uint16_t)(b[0] << 8 | b[1]); }
 
 static void received(const uint8_t *b, ssize_t n, uint64_t now) {
     c_rx++;
+    if (n >= 1 && b[0] == 4) { /* ACK: frames of ours delivered */
+        if (n < 9) { c_truncated++; return; }
+        size_t k = rd16(b + 7);
+        if ((size_t)n < 9 + 8 * k) { c_truncated++; return; }
+        c_acks_in++;
+        for (size_t j = 0; j < k; j++) {
+            txflow_t *t = tx_get(rd32(b + 9 + 8 * j));
+            uint32_t seq = rd32(b + 13 + 8 * j);
+            if (seq >= t->next_seq) c_bad_ack++; /* not a frame this host made */
+            else bit_set(&t->acked, &t->acked_bytes, seq);
+        }
+        return;
+    }
     if (n < 1 || b[0] != 3) { c_bad_type++; return; }
     if (n < HEAD) { c_truncated++; return; }
     uint32_t slot = rd32(b + 3);
@@ -564,8 +668,10 @@ static void received(const uint8_t *b, ssize_t n, uint64_t now) {
         relay_held++;
         return;
     }
+    if (seq >= MAX_SEQ) { c_bad_seq++; return; }
     rxflow_t *f = rx_get(origin, flow);
     if (!f->first_ns) f->first_ns = now;
+    if (retransmit_ns) owe(origin, flow, seq); /* a duplicate too: its first ACK may have been lost */
     size_t byte = seq >> 3;
     if (byte >= f->seen_bytes) {
         size_t nb = f->seen_bytes ? f->seen_bytes : 64;
@@ -610,7 +716,7 @@ static void fill(uint8_t *b, const window_t *w, const item_t *it, uint64_t now) 
 
 /* Send what window w owes by now; returns the wall ns its next frame is due (0: nothing queued). */
 static uint64_t pace(window_t *w, uint64_t now) {
-    int k = 0;
+    int k = 0, m = 0; /* frames sent, datagrams made (fewer with --lose-every) */
     if (w->sent >= w->out.n) { /* idle: its next frame paces from when it comes, no burst after */
         if (w->next_ns < now) w->next_ns = now;
         return 0;
@@ -619,7 +725,8 @@ static uint64_t pace(window_t *w, uint64_t now) {
         uint64_t due = w->next_ns > link_next ? w->next_ns : link_next;
         if (due > now) break;
         item_t *it = deq_at(&w->out, w->sent + k);
-        fill(txbuf[k], w, it, now);
+        if (lose_every && ++lose_count % lose_every == 0) c_injected_loss++; /* tests: a frame the fabric lost */
+        else fill(txbuf[m++], w, it, now);
         uint64_t err = now - due;
         pace_hist[err / 1000 < PACE_BUCKETS ? err / 1000 : PACE_BUCKETS - 1]++;
         if (err > pace_max_ns) pace_max_ns = err;
@@ -640,11 +747,11 @@ static uint64_t pace(window_t *w, uint64_t now) {
     }
     if (k) {
         int done = 0;
-        while (done < k) {
-            int r = sendmmsg(sock, txmsg + done, k - done, 0);
+        while (done < m) {
+            int r = sendmmsg(sock, txmsg + done, m - done, 0);
             if (r < 0) {
                 if (errno == EINTR) continue;
-                c_send_err += k - done; /* counted: the frames are gone */
+                c_send_err += m - done; /* counted: the frames are gone */
                 break;
             }
             done += r;
@@ -655,6 +762,7 @@ static uint64_t pace(window_t *w, uint64_t now) {
                 txflow_t *t = tx_get(it->flow);
                 if (!t->first) t->first = now;
                 t->last = now, t->sent++;
+                if (retransmit_ns) inflight_push(it->flow, it->seq, it->dst, now);
             }
         }
         w->sent += k, c_sent_frames += k;
@@ -663,11 +771,25 @@ static uint64_t pace(window_t *w, uint64_t now) {
     return w->next_ns > link_next ? w->next_ns : link_next;
 }
 
+static void resend_overdue(uint64_t now) {
+    while (inflight.n) {
+        inflight_t *e = &inflight.v[inflight.head];
+        if (e->sent_ns + retransmit_ns >= now) break;
+        txflow_t *t = tx_get(e->flow);
+        if (!bit_get(t->acked, t->acked_bytes, e->seq)) {
+            fq_push_front(&local_q[e->dst], (item_t){.flow = e->flow, .seq = e->seq, .count = 1});
+            c_resent++, t->resent++;
+        }
+        inflight.head = (inflight.head + 1) & (inflight.cap - 1);
+        inflight.n--;
+    }
+}
+
 static void on_signal(int s) { (void)s; _exit(0); }
 
 int main(int argc, char **argv) {
     const char *bind_addr = "0.0.0.0";
-    int port = 9978, tos = 8 << 2;
+    int port = 9978, tos = 8 << 2, ll_tos = 46 << 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define ARG(name) (!strcmp(a, name) && v && ++i)
@@ -679,6 +801,10 @@ int main(int argc, char **argv) {
         else if (ARG("--port")) port = atoi(v);
         else if (ARG("--tos")) tos = atoi(v);
         else if (ARG("--measure")) sscanf(v, "%lu,%lu", &measure_a, &measure_b);
+        else if (ARG("--retransmit-ns")) retransmit_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--ack-direct")) ack_direct = 1;
+        else if (ARG("--lose-every")) lose_every = strtoull(v, NULL, 10); /* tests only */
+        else if (ARG("--ll-tos")) ll_tos = atoi(v);
         else if (ARG("--peer")) {
             int r, pp;
             char ip[64];
@@ -703,6 +829,13 @@ int main(int argc, char **argv) {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
     if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) die("bad --bind %s", bind_addr);
     if (bind(sock, (struct sockaddr *)&sa, sizeof sa) < 0) die("bind %s:%d: %s", bind_addr, port, strerror(errno));
+    if (retransmit_ns && !ack_direct) { /* ACKs ride the low-latency class */
+        ll_sock = socket(AF_INET, SOCK_DGRAM, 0);
+        setsockopt(ll_sock, IPPROTO_IP, IP_TOS, &ll_tos, sizeof ll_tos);
+        struct sockaddr_in la = sa;
+        la.sin_port = 0;
+        if (bind(ll_sock, (struct sockaddr *)&la, sizeof la) < 0) die("bind %s: %s", bind_addr, strerror(errno));
+    }
     for (int i = 0; i < BATCH; i++) {
         txiov[i] = (struct iovec){txbuf[i], (size_t)frame_bytes};
         txmsg[i].msg_hdr = (struct msghdr){.msg_iov = &txiov[i], .msg_iovlen = 1, .msg_namelen = sizeof peers[0]};
@@ -734,7 +867,16 @@ int main(int argc, char **argv) {
             last_io = now = wall_ns();
             woke = 0;
         }
-        uint64_t wake = now + 100000000ull, spin_ns = 0; /* at least every 100 ms */
+        if (retransmit_ns && now - last_resend_scan >= 50000000ull) { /* every 50 ms */
+            resend_overdue(now);
+            last_resend_scan = now;
+        }
+        if (retransmit_ns && !ack_direct && now - last_ack_flush >= 20000000ull) { /* every 20 ms */
+            for (int o = 0; o < nracks; o++)
+                if (owed[o].n) send_acks(o, ll_sock);
+            last_ack_flush = now;
+        }
+        uint64_t wake = now + (retransmit_ns ? 20000000ull : 100000000ull), spin_ns = 0;
         for (int i = 0; i < MAX_WINDOWS; i++) {
             window_t *w = &windows[i];
             if (!w->open) continue;

@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run under SCHED_RR at N while holding bulk, the default policy while idle "
                         "(host/priority.py; needs CAP_SYS_NICE)")
     p.add_argument("--rt-always", action="store_true", help="with --rt-priority: SCHED_RR idle or not")
+    p.add_argument("--datapath", choices=("python", "c"), default="python",
+                   help="who moves the frames: this process (python), or the compiled rlbd (c; host/fast_agent.py)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     return p
 
@@ -80,12 +82,22 @@ def main(argv: list[str] | None = None) -> int:
     peers = {int(k): v for k, v in json.loads(a.peers).items()}
     ms = tuple(int(x) for x in a.measure.split(","))
     flows = json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows)
-    agent = Agent(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
-                  flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
-                  measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
-                  ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
-                  progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
-                  planes=a.share_members if a.share else 1)
+    if a.datapath == "c" and (a.tun or a.share):
+        print(f"error: --datapath c does not do {'--tun' if a.tun else '--share'} yet", file=sys.stderr)
+        return 2
+    kind = Agent
+    if a.datapath == "c":
+        from .fast_agent import FastAgent as kind
+    try:
+        agent = kind(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
+                     flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
+                     measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
+                     ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
+                     progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
+                     planes=a.share_members if a.share else 1)
+    except ValueError as ex:
+        print(f"error: {ex}", file=sys.stderr)
+        return 2
     if a.rt_priority is not None:
         agent.priority = BusyPriority(a.rt_priority, always=a.rt_always, started_rr=_running_rr())
     if a.share:

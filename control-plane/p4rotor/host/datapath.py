@@ -51,9 +51,20 @@ def binary() -> Path:
 
 class DataPath:
     def __init__(self, rack: int, racks: int, frame: int, peers: dict[int, tuple[str, int]], *,
-                 bind: str = "0.0.0.0", port: int, tos: int, measure: tuple[int, int] = (0, 0)):
+                 bind: str = "0.0.0.0", port: int, tos: int, measure: tuple[int, int] = (0, 0),
+                 retransmit_ns: int = 0, ack_direct: bool = False, ll_tos: int = 0, lose_every: int = 0):
+        """``retransmit_ns``: resend own frames not acknowledged this long after they left (0:
+        never, and owe no ACKs); ACKs go over the direct circuit (``ack_direct``) or at once in
+        the ``ll_tos`` class.  ``lose_every``: tests only, every n-th data frame is not sent (a
+        frame the fabric lost; counted as injected_loss)."""
         self.args = ["--rack", str(rack), "--racks", str(racks), "--frame", str(frame), "--bind", bind,
                      "--port", str(port), "--tos", str(tos), "--measure", f"{measure[0]},{measure[1]}"]
+        if retransmit_ns:
+            self.args += ["--retransmit-ns", str(retransmit_ns), "--ll-tos", str(ll_tos)]
+            if ack_direct:
+                self.args.append("--ack-direct")
+        if lose_every:
+            self.args += ["--lose-every", str(lose_every)]
         for r, (ip, p) in sorted(peers.items()):
             self.args += ["--peer", f"{r}={ip}:{p}"]
         self.proc: subprocess.Popen | None = None

@@ -7,8 +7,8 @@ destination, the frames of each circuit window paced at the circuit's rate, rela
 store-and-forward, sequence numbers and exactly-once delivery.  OFFER and ACCEPT stay on the
 agent's UDP port (``PORT``); data frames use ``DATA_PORT``, which rlbd owns.
 
-Not (yet) on this data path, refused in one line: TUN interfaces, retransmission, and hosts
-sharing their rack's circuits.
+Not (yet) on this data path, refused in one line: TUN interfaces, a cap on the host's link, and
+hosts sharing their rack's circuits.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from . import agent_stats as stats
 from .agent import PORT, Agent, _sleep_until
 from .datapath import DIRECT, RELAY_FIRST, RELAYED, DataPath
 from .gate import Circuit
+from .resend import Resend
 
 DATA_PORT = PORT + 1
 
@@ -41,17 +42,16 @@ class _Window:
 
 
 class FastAgent(Agent):
-    def __init__(self, *args, bind: str = "0.0.0.0", **kw):
+    def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, **kw):
         self.dp: DataPath | None = None
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
-        self.bind = bind
-        refused = [name for name, on in (("retransmission", kw.get("retransmit_us")),
-                                         ("--ack-direct", kw.get("ack_direct")),
-                                         ("a host link cap", kw.get("host_rate")))
-                   if on]
-        if refused:
-            raise ValueError(f"the compiled data path does not do {', '.join(refused)} yet")
+        self.bind, self.lose_every = bind, lose_every
+        if kw.get("host_rate"):
+            raise ValueError("the compiled data path does not cap the host's link yet (--host-rate)")
         super().__init__(*args, **kw)
+        # rlbd resends and acknowledges; the base agent's helpers for it stay off.
+        self.retransmit_ns, self.ack_direct = self.resend.after_ns, self.resend.ack_direct
+        self.resend = Resend(0, False)
         self._wins: dict[int, _Window] = {}
         self._next_win = 0
         self._state_cache: tuple[dict[int, int], list] | None = None
@@ -176,7 +176,9 @@ class FastAgent(Agent):
         loop = asyncio.get_running_loop()
         loop.add_reader(self.sock.fileno(), self._drain_socket)
         self.dp = DataPath(self.me, self.s.racks, self.frame, {r: (ip, DATA_PORT) for r, ip in self.peers.items()}, bind=self.bind,
-                           port=DATA_PORT, tos=dp.DSCP_DIRECT_ONLY << 2, measure=self.rx.measure)
+                           port=DATA_PORT, tos=dp.DSCP_DIRECT_ONLY << 2, measure=self.rx.measure,
+                           retransmit_ns=self.retransmit_ns, ack_direct=self.ack_direct,
+                           ll_tos=dp.DSCP_LOW_LATENCY << 2, lose_every=self.lose_every)
         self.dp.on_window_done = self._window_done
         await loop.run_in_executor(None, self.dp.start)
         loop.add_reader(self.dp.fileno(), self.dp.pump)
@@ -217,8 +219,9 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "held_local": d["held_local"], "held_relay": d["held_relay"],
             "held_relay_by_origin": d["held_relay_by_origin"], "relay_delay_slots": d["relay_delay_slots"],
             "missed": dict(agent.missed), "quiet_offers": agent.quiet, "refused": d["refused"],
-            "pacing_error_us": d["pacing_error_us"], "windows": d["windows"],
+            "pacing_error_us": d["pacing_error_us"], "windows": d["windows"], "injected_loss": d["injected_loss"],
             "udp_rcvbuf_errors": stats.udp_counter("RcvbufErrors"), "udp_no_ports": stats.udp_counter("NoPorts"),
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
-            "retransmitted": 0, "unacknowledged": 0, "priority": agent.priority.summary(),
+            "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
+            "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "priority": agent.priority.summary(),
             **agent.diag.summary()}

@@ -108,11 +108,12 @@ def run_fabric(pairs, one_hop=False, cycles=6, slot_us=60_000, loss=0.0, retrans
 
 
 def run_compiled(pairs, one_hop=False, cycles=6, slot_us=60_000, drain_cycles=2, frames=-1, guard_us=2000,
-                 rate=2000, frame=200, racks=4, flow_start_us=None):
+                 rate=2000, frame=200, racks=4, flow_start_us=None, retransmit_us=0.0, ack_direct=False,
+                 lose_every=0):
     """As :func:`run_fabric`, with agents on the compiled data path (host/fast_agent.py): every
     frame goes through the kernel's UDP over loopback, rack ``r`` at 127.0.1.``r+1``.  No switch
     gates the circuits here: the agents send only inside their windows, and the receivers' counts
-    say what arrived.  Returns (the summaries, CPU seconds of this process and of the rlbd
+    say what arrived.  ``lose_every``: every n-th data frame an agent sends is lost.  Returns (the summaries, CPU seconds of this process and of the rlbd
     processes)."""
     import resource
 
@@ -132,7 +133,8 @@ def run_compiled(pairs, one_hop=False, cycles=6, slot_us=60_000, drain_cycles=2,
                 f["start_ns"] = t0 + int(flow_start_us * 1000)
         agents.append(FastAgent(s, t0, r, peers, rate=rate, frame=frame, guard_us=guard_us, flows=flows,
                                 one_hop=one_hop, stop_ns=stop, end_ns=end, measure=(t0 + H, stop),
-                                start_ns=t0, bind=peers[r]))
+                                start_ns=t0, bind=peers[r], retransmit_us=retransmit_us, ack_direct=ack_direct,
+                                lose_every=lose_every))
 
     async def main():
         return await asyncio.gather(*(a.run() for a in agents))
