@@ -1,0 +1,186 @@
+"""The compiled data path (control-plane/native/rlbd.c) and the agent that drives it
+(host/fast_agent.py): exactly once, RotorLB's relays, retransmission, pacing, and every bad
+frame or control message counted by cause, never a crash."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from p4rotor.host import datapath, loopback
+from p4rotor.host.datapath import DIRECT, DataPath, DataPathError
+
+try:
+    datapath.binary()
+    HAVE_RLBD = True
+except DataPathError:
+    HAVE_RLBD = False
+needs_rlbd = pytest.mark.skipif(not HAVE_RLBD, reason="rlbd not built (make native): the compiled data path")
+
+
+def _totals(res):
+    acc = sum(sum(r["accepted"].values()) for r in res)
+    delivered = sum(sum(r["delivered"].values()) for r in res)
+    held = sum(r["held_local"] + sum(r["held_relay"].values()) for r in res)
+    return acc, delivered, held
+
+
+@needs_rlbd
+def test_a_heavy_pair_gets_three_paths_and_every_frame_once():
+    lb, _, _ = loopback.run_compiled([(0, 1)], cycles=4, rate=2000)
+    oh, _, _ = loopback.run_compiled([(0, 1)], one_hop=True, cycles=4, rate=2000)
+    got_lb = lb[1]["delivered_in_window"].get("0", 0)
+    got_oh = oh[1]["delivered_in_window"].get("0", 0)
+    assert got_oh > 0 and 2.7 <= got_lb / got_oh <= 3.1  # direct + two relays on 4 racks
+    for res in (lb, oh):
+        acc, delivered, held = _totals(res)
+        assert acc == delivered + held
+        assert sum(r["duplicates"] for r in res) == 0
+        assert all(not any(r["refused"].values()) for r in res)
+    assert sum(lb[1]["relay_delay_slots"].values()) > 0
+    assert max(int(k) for k in lb[1]["relay_delay_slots"]) <= 4  # matchings + 1
+
+
+@needs_rlbd
+@pytest.mark.parametrize("ack_direct", [True, False], ids=["ack-direct", "ack-low-latency"])
+def test_retransmission_delivers_every_frame_once_despite_loss(ack_direct):
+    res, _, _ = loopback.run_compiled([(0, 1), (2, 1)], frames=400, cycles=3, drain_cycles=12, rate=5000,
+                                      retransmit_us=3 * 180_000, ack_direct=ack_direct, lose_every=20)
+    acc, delivered, held = _totals(res)
+    assert acc == 800 and delivered == 800 and held == 0
+    assert sum(r["injected_loss"] for r in res) > 0
+    assert sum(r["retransmitted"] for r in res) >= sum(r["injected_loss"] for r in res)
+    assert sum(r["unacknowledged"] for r in res) == 0
+
+
+@pytest.fixture
+def pair(tmp_path):
+    a = DataPath(0, 3, 200, {1: ("127.0.1.2", 9988), 2: ("127.0.1.3", 9988)}, bind="127.0.1.1", port=9988, tos=32)
+    b = DataPath(1, 3, 200, {0: ("127.0.1.1", 9988), 2: ("127.0.1.3", 9988)}, bind="127.0.1.2", port=9988, tos=32)
+    a.start()
+    b.start()
+    yield a, b, (lambda d: d.stats(tmp_path / f"s{id(d)}.json"))
+    a.stop()
+    b.stop()
+
+
+def _wait_done(d: DataPath, seconds: float):
+    done = []
+    d.on_window_done = lambda *ev: done.append(ev)
+    end = time.monotonic() + seconds
+    while not done and time.monotonic() < end:
+        time.sleep(0.01)
+        d.pump()
+    return done
+
+
+@needs_rlbd
+def test_flows_to_one_rack_are_served_in_turn(pair):
+    a, b, stats = pair
+    a.add_local(1, 7, 10)
+    a.add_local(1, 8, 10)
+    a.win_open(1, 0, 1, 0, time.time_ns() + 100_000_000, 1_000_000)
+    assert a.win_add(1, DIRECT, 1, 4) == 4
+    assert _wait_done(a, 2) == [(1, 4, 0)]
+    time.sleep(0.05)
+    assert stats(b)["flows_rx"].keys() == {"0:7", "0:8"}
+    assert [v[0] for v in stats(b)["flows_rx"].values()] == [2, 2]
+    assert a.state() == ({1: 16}, [])
+
+
+@needs_rlbd
+def test_what_a_window_cannot_send_goes_back_to_its_queue(pair):
+    a, b, stats = pair
+    a.add_local(1, 7, 100)
+    a.win_open(1, 0, 1, 0, time.time_ns() + 30_000_000, 1_000_000)  # 30 ms at 1000 frames/s
+    a.win_add(1, DIRECT, 1, 100)
+    [(win, sent, returned)] = _wait_done(a, 2)
+    assert sent + returned == 100 and 25 <= sent <= 37  # the rate, up to 1.2x to catch up
+    assert a.state() == ({1: returned}, [])
+    s = stats(a)
+    assert s["sent"]["unsent_returned"] == returned and s["flows_tx"]["7"][4] == returned
+
+
+@needs_rlbd
+def test_pacing_holds_the_rate(pair):
+    a, b, stats = pair
+    a.add_local(1, 7, 10_000)
+    a.win_open(1, 0, 1, 0, time.time_ns() + 200_000_000, 50_000)  # 20 000 frames/s for 200 ms
+    a.win_add(1, DIRECT, 1, 10_000)
+    [(_, sent, _)] = _wait_done(a, 3)
+    assert 3600 <= sent <= 4800  # 4000 at the rate; a window behind catches up 1.2x at most
+    tx = stats(a)["flows_tx"]["7"]
+    assert (tx[1] - tx[0]) / 1e9 <= 0.2
+    time.sleep(0.05)
+    assert stats(b)["delivered"] == {"0": sent}
+
+
+def _send(frames: list[bytes], port: int = 9988) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.1.3", 0))
+    for f in frames:
+        s.sendto(f, ("127.0.1.2", port))
+    s.close()
+
+
+def _data(origin=0, flow=1, seq=0, dst=1, flags=0, size=200) -> bytes:
+    head = struct.pack("!BHI", 3, 0, 5) + struct.pack("!HIIHBIQ", origin, flow, seq, dst, flags, 5, 0)
+    return head + bytes(size - len(head))
+
+
+@needs_rlbd
+def test_bad_frames_are_counted_by_cause_and_good_ones_still_delivered(pair):
+    a, b, stats = pair
+    _send([b"", bytes([9]) + bytes(40), _data()[:20], _data(origin=7), _data(origin=2, dst=0, flags=1), _data(origin=1, dst=1),
+           _data(seq=1 << 27), struct.pack("!BHIH", 4, 0, 0, 5), struct.pack("!BHIH", 4, 0, 0, 1) + struct.pack("!II", 1, 9),
+           _data(seq=3), _data(seq=3), _data(dst=2, flags=0)])
+    time.sleep(0.1)
+    s = stats(b)
+    assert s["refused"] == {"bad_type": 2, "truncated": 2, "bad_rack": 2, "misrouted": 1, "relay_full": 0,
+                            "send_error": 0, "bad_control": 0, "bad_seq": 1, "bad_ack": 1}
+    assert s["delivered"] == {"0": 1} and s["duplicates"] == 1
+    assert s["held_relay"] == {"2": 1}
+    assert b.state() == ({}, [(2, 0, 5, 1)])
+
+
+@needs_rlbd
+def test_bad_control_messages_are_counted_and_it_keeps_answering(pair, tmp_path):
+    a, b, stats = pair
+    for raw in (b"\x01", struct.pack("<BBHI", 99, 0, 0, 1), struct.pack("<BBHIHHII", 1, 0, 0, 2, 0, 0, 5, 3),
+                struct.pack("<BBHIHHII", 1, 0, 0, 3, 9, 0, 5, 3)):  # short, unknown op, to itself, no such rack
+        a.sock.send(raw)
+    assert a.win_add(77, DIRECT, 1, 5) == 0  # no such window
+    assert a.state() == ({}, [])
+    assert stats(a)["refused"]["bad_control"] == 5
+
+
+@needs_rlbd
+def test_rlbd_refuses_bad_arguments_in_one_line():
+    p = subprocess.run([str(datapath.binary()), "--rack", "5", "--racks", "2", "--ctl", "0"], capture_output=True,
+                       text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "rlbd:" in p.stderr
+
+
+def test_a_missing_rlbd_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("P4ROTOR_RLBD", str(tmp_path / "nope"))
+    with pytest.raises((DataPathError, OSError)):
+        DataPath(0, 2, 200, {}, port=9989, tos=32).start()
+
+
+def test_the_agent_cli_refuses_what_the_compiled_path_does_not_do(tmp_path):
+    from p4rotor import schedule as S
+
+    sched = tmp_path / "s.json"
+    sched.write_text(S.generate_rotornet(4, 1, 1000, 100).dumps())
+    base = [sys.executable, "-m", "p4rotor.host.agent_cli", "--schedule", str(sched), "--t0-ns", "0", "--rack", "0",
+            "--peers", '{"1": "10.0.1.1"}', "--stop-ns", "1", "--end-ns", "1", "--out", str(tmp_path / "o.json"),
+            "--datapath", "c"]
+    for extra in (["--tun", "10.200.0.1/16"], ["--host-rate", "100"]):
+        p = subprocess.run(base + extra, capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert not (tmp_path / "o.json").exists()
