@@ -25,21 +25,27 @@ DENSITIES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56)
 
 
 RETRANSMIT_CYCLES = 3  # an own frame not acknowledged this many cycles after it left is resent
-CALIBRATION_RATES = (150.0, 300.0, 600.0, 1200.0)
+CALIBRATION_RATES = {"python": (150.0, 300.0, 600.0, 1200.0),
+                     # the compiled data path (rlbd): the Python agents' best, 8x and up
+                     "c": (1200.0, 2400.0, 4800.0, 9600.0, 19200.0)}
 BACK_OFF = 0.7  # the sweep runs at this fraction of the highest rate that passed calibration
 
 
 def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[int, ...] = DENSITIES,
             matrices_per_density: int = 3, seed: int = 1, rate: float | None = None,
-            guard_us: float = 20000.0, cycles: int = 3, quick: bool = False, target: str = "bmv2") -> dict:
+            guard_us: float = 20000.0, cycles: int = 3, quick: bool = False, target: str = "bmv2",
+            datapath: str = "python") -> dict:
     """``rate``: data frames per second per circuit (wall; None: calibrated on the fabric, see
     ``calibrate``; --quick: 300); ``guard_us``: wall us kept free at both ends of every day;
-    ``cycles``: measured cycles per run."""
+    ``cycles``: measured cycles per run; ``datapath``: who moves the agents' frames (python, or c:
+    the compiled rlbd; the iperf3 run over TUN always uses the Python agents, which have it)."""
+    if datapath not in CALIBRATION_RATES:
+        raise RM.ModelError(f"--datapath {datapath}: must be one of {', '.join(CALIBRATION_RATES)}")
     if quick:
         densities, matrices_per_density, cycles = (1, 56), 1, 2
         rate = rate or 300.0
-    if rate is not None and not 0 < rate <= 100_000:
-        raise RM.ModelError(f"--rate {rate:g}: frames per second per circuit must be in (0, 100000]")
+    if rate is not None and not 0 < rate <= 200_000:
+        raise RM.ModelError(f"--rate {rate:g}: frames per second per circuit must be in (0, 200000]")
     if not 0 <= guard_us < dilation * 450:  # half of the day (900 us) dilated
         raise RM.ModelError(f"--guard-us {guard_us:g}: must leave part of the day (0 <= guard < {dilation * 450:g})")
     sched = S.generate_rotornet(8, 1, 1000, 100)
@@ -57,14 +63,15 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     try:
         (out / "schedule.json").write_text(ds.dumps())
         if rate is None:
-            calibration = calibrate(emu, topo, ds, out / "calibration", guard_us)
+            calibration = calibrate(emu, topo, ds, out / "calibration", guard_us, CALIBRATION_RATES[datapath],
+                                    datapath=datapath)
             rate = calibration["rate_fps"]
         for i, (density, pairs) in enumerate(plan):
             model = RM.evaluate(sched, pairs)
             runs = {}
             for mode in ("rotorlb", "one-hop"):
                 runs[mode] = _run(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
-                                  guard_us, cycles)
+                                  guard_us, cycles, datapath=datapath)
             lb, oh = runs["rotorlb"]["throughput_fps"], runs["one-hop"]["throughput_fps"]
             row = {"density": density, "pairs": [list(p) for p in pairs], "model_ratio": model.ratio,
                    "ratio": lb / oh if oh else None, "rotorlb": runs["rotorlb"], "one_hop": runs["one-hop"]}
@@ -84,6 +91,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     res = _report(rows, sched, dilation, rate, guard_us, cycles, out)
     res["calibration"] = calibration
     res["iperf3"] = iperf
+    res["target"], res["datapath"] = target, datapath
     (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
     res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
                        f"{iperf['model_capacity_mbps']:.2f} modelled")
@@ -91,7 +99,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
 
 
 def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
-              rates: tuple[float, ...] = CALIBRATION_RATES) -> dict:
+              rates: tuple[float, ...] = CALIBRATION_RATES["python"], datapath: str = "python") -> dict:
     """The rate the fabric holds (issue #13): uniform one-hop (every pair saturated, every circuit
     busy) for one measured cycle per rate, lowest first; a rate passes if the measured throughput is
     >= 95% of what the agents' windows carry at that rate and no frame is lost or dropped.  Returns
@@ -101,7 +109,7 @@ def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
     H_s = ds.hyperperiod_us / 1e6
     tried, best = [], None
     for r in rates:
-        run = _run(emu, topo, ds, out / f"rate-{r:g}", uniform, True, r, guard_us, 1)
+        run = _run(emu, topo, ds, out / f"rate-{r:g}", uniform, True, r, guard_us, 1, datapath=datapath)
         expected = len(uniform) * run["capacity_frames"] / H_s
         # NO_ROUTE: not an agent frame (direct-only frames always have a route; the start-up's
         # ping probes and strays do not): agent frames lost are counted in run["lost"].
@@ -171,7 +179,7 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
 
 
 def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,
-         cycles: int) -> dict:
+         cycles: int, datapath: str = "python") -> dict:
     """Start one agent per rack, let them run ``cycles`` measured cycles after one warm-up cycle,
     drain (resends included), and read their summaries."""
     out.mkdir(parents=True, exist_ok=True)
@@ -187,7 +195,7 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
              for k in topo.racks}
     agents = start_agents(emu, topo, ds, out, rate=rate, guard_us=guard_us, flows=flows, one_hop=one_hop,
                           stop_ns=stop, end_ns=end, measure=measure, host_index=0, start_ns=c0,
-                          retransmit_us=RETRANSMIT_CYCLES * ds.hyperperiod_us, ack_direct=True)
+                          retransmit_us=RETRANSMIT_CYCLES * ds.hyperperiod_us, ack_direct=True, datapath=datapath)
     try:
         summaries = agents.wait((end - time.time_ns()) / 1e9 + 20)
     finally:
