@@ -163,6 +163,31 @@ def markdown(res: dict) -> str:
                          f"{'yes' if r['keeps_up'] else 'no'} | {r['relayed_frames']} | "
                          f"{fmt(r['cpu_ms_per_relayed_mb'], 0)} | {fmt(r['cpu_ms_per_mb'], 0)} | {r['missed']} |")
         lines.append("")
+    if res.get("datapath"):
+        dp = res["datapath"]
+        lines += ["### RotorLB agents' data paths: what one host sustains", "",
+                  f"One circuit window of {dp['window_s']:g} s at the target rate, {dp['frame_bytes']}-byte frames over "
+                  "UDP on loopback to an rlbd that counts them (bench/datapath.py). *python*: the Python agent's "
+                  "pacer (host/window.py), lateness against the ideal schedule; *c*: rlbd (control-plane/native/rlbd.c), "
+                  "awake a quarter of a frame time before each frame; *a core of its own*: awake 60 µs before each. "
+                  "rlbd's error is against each frame's due time (after a stall it catches up at 1.2x). CPU: the "
+                  "sender's process, the loopback delivery included.", "",
+                  "| data path | target frames/s | sent/s | delivered | sustains (>= 99%) | late p50 µs | late p99 µs | "
+                  "frame time µs | CPU µs/frame |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in dp["one_host"]:
+            e = r.get("pacing_error_us") or r.get("lateness_us") or {}
+            lines.append(f"| {r['datapath']} | {r['rate_fps']} | {r['sent_fps']} | {r['delivered']} | "
+                         f"{'yes' if r['sustains'] else 'no'} | {e.get('p50', '-')} | {e.get('p99', '-')} | "
+                         f"{r['frame_time_us']} | {fmt(r['cpu_us_per_frame'])} |")
+        lines += ["", "Four compiled agents over loopback, one heavy pair on 4 racks (as the Python agents' table "
+                  "above): RotorLB / one-hop delivered in the same window (model 3.0).", "",
+                  "| pacing frames/s | RotorLB / one-hop | keeps up | frames delivered | lost | rlbd CPU s |",
+                  "|---|---|---|---|---|---|"]
+        for r in dp["heavy_pair"]:
+            lines.append(f"| {r['rate_fps']} | {fmt(r['ratio_vs_one_hop'])} | {'yes' if r['keeps_up'] else 'no'} | "
+                         f"{r['delivered_frames']} | {r['lost']} | {fmt(r['rlbd_cpu_s'])} |")
+        lines.append("")
     if res.get("claims"):
         rows = res["claims"]
         lines += ["### Agents' claims: the rack's file on the disk or on tmpfs", "",

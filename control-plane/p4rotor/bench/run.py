@@ -317,7 +317,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
-                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "claims": ("claims",), "loss": ("loss",),
+                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "datapath": ("datapath",), "claims": ("claims",), "loss": ("loss",),
                 "dilation": ("dilation",), "kernel": ("kernel",),
                 "kernel-scale": ("kernel_scale",), "fabric-tcp": ("fabric_tcp",)}
     res = dict(old)
@@ -408,6 +408,17 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         for r in res["agents"]:
             _say(f"[bench]   {r['rate_fps']} frames/s: ratio {r['ratio_vs_one_hop']} (model 3.0), "
                  f"{r['cpu_ms_per_relayed_mb']} ms CPU per relayed MB, keeps up: {r['keeps_up']}")
+    if "datapath" in only:
+        from ..host.datapath import DataPathError, binary
+        from .datapath import run_datapath
+
+        try:
+            binary()
+        except DataPathError as ex:
+            _say(f"[bench] datapath: SKIPPED, {ex}")
+        else:
+            _say("[bench] agents' data paths: one window at a target rate, Python pacer vs rlbd (loopback)")
+            res["datapath"] = run_datapath(quick, say=_say)
     if "claims" in only:
         from ..fabric.agents import LIVE_ROOT
         from .agents import run_claims
