@@ -317,7 +317,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     """A partial run (``--only``) merged into the previous results: its sections replace the old
     ones (scale rows by racks x rotors, so other sizes stay), everything else is kept."""
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
-                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "datapath": ("datapath",), "claims": ("claims",), "loss": ("loss",),
+                "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "datapath": ("datapath",), "fabric-agents": ("fabric_agents",), "claims": ("claims",), "loss": ("loss",),
                 "dilation": ("dilation",), "kernel": ("kernel",),
                 "kernel-scale": ("kernel_scale",), "fabric-tcp": ("fabric_tcp",)}
     res = dict(old)
@@ -419,6 +419,16 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         else:
             _say("[bench] agents' data paths: one window at a target rate, Python pacer vs rlbd (loopback)")
             res["datapath"] = run_datapath(quick, say=_say)
+    if "fabric-agents" in only:
+        from ..fabric.nikss import missing_tools as ebpf_missing
+        from .fabric_agents import run_fabric_agents
+
+        miss = ebpf_missing() + [str(build / "ebpf" / f) for f in ("rotor.o", "tor.o") if not (build / "ebpf" / f).exists()]
+        if miss:
+            _say(f"[bench] fabric-agents: SKIPPED, missing {', '.join(miss)} (make build-ebpf; docs/toolchain.md)")
+        else:
+            _say("[bench] fabric-agents: one host's agent, one-hop rack 0 -> 1 on the eBPF fabric, Python vs rlbd")
+            res["fabric_agents"] = run_fabric_agents(build, say=_say)
     if "claims" in only:
         from ..fabric.agents import LIVE_ROOT
         from .agents import run_claims

@@ -70,7 +70,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
             model = RM.evaluate(sched, pairs)
             runs = {}
             for mode in ("rotorlb", "one-hop"):
-                runs[mode] = _run(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
+                runs[mode] = run_pairs(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
                                   guard_us, cycles, datapath=datapath)
             lb, oh = runs["rotorlb"]["throughput_fps"], runs["one-hop"]["throughput_fps"]
             row = {"density": density, "pairs": [list(p) for p in pairs], "model_ratio": model.ratio,
@@ -109,7 +109,7 @@ def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
     H_s = ds.hyperperiod_us / 1e6
     tried, best = [], None
     for r in rates:
-        run = _run(emu, topo, ds, out / f"rate-{r:g}", uniform, True, r, guard_us, 1, datapath=datapath)
+        run = run_pairs(emu, topo, ds, out / f"rate-{r:g}", uniform, True, r, guard_us, 1, datapath=datapath)
         expected = len(uniform) * run["capacity_frames"] / H_s
         # NO_ROUTE: not an agent frame (direct-only frames always have a route; the start-up's
         # ping probes and strays do not): agent frames lost are counted in run["lost"].
@@ -178,7 +178,7 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
         agents.kill()  # only those still running
 
 
-def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,
+def run_pairs(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,
          cycles: int, datapath: str = "python") -> dict:
     """Start one agent per rack, let them run ``cycles`` measured cycles after one warm-up cycle,
     drain (resends included), and read their summaries."""
@@ -221,7 +221,10 @@ def _run(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float
             "missed": {k: sum(a["missed"].get(k, 0) for a in agents) for k in ("accept", "late_offer", "late_accept")},
             "quiet_offers": sum(a.get("quiet_offers", 0) for a in agents),
             "capacity_frames": agents[0]["capacity_frames"], "switch_drops": drops,
-            "kernel_drops": kernel}
+            "kernel_drops": kernel,
+            # the compiled data path's pacing, the worst agent that sent (rlbd; None for Python agents)
+            "pacing_error_us_p99": max((a["pacing_error_us"]["p99"] for a in agents
+                                        if a.get("pacing_error_us", {}).get("frames")), default=None)}
 
 
 def _drop_delta(before: dict, after: dict) -> dict[str, int]:
