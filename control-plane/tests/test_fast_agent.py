@@ -107,6 +107,27 @@ def test_what_a_window_cannot_send_goes_back_to_its_queue(pair):
 
 
 @needs_rlbd
+def test_the_host_link_paces_every_window_together(pair):
+    a, b, stats = pair
+    a.add_local(1, 7, 1000)
+    a.add_local(2, 8, 1000)
+    a.link(2_000_000)  # 500 frames/s over both windows
+    end = time.time_ns() + 200_000_000
+    a.win_open(1, 0, 1, 0, end, 1_000_000)  # 1000 frames/s each
+    a.win_open(2, 1, 2, 0, end, 1_000_000)
+    a.win_add(1, DIRECT, 1, 1000)
+    a.win_add(2, DIRECT, 2, 1000)
+    done = []
+    a.on_window_done = lambda *ev: done.append(ev)
+    t = time.monotonic() + 2
+    while len(done) < 2 and time.monotonic() < t:
+        time.sleep(0.01)
+        a.pump()
+    sent = sum(ev[1] for ev in done)
+    assert 80 <= sent <= 125  # 100 in 200 ms at the link's rate (1.2x to catch up), not 400
+
+
+@needs_rlbd
 def test_pacing_holds_the_rate(pair):
     a, b, stats = pair
     a.add_local(1, 7, 10_000)
@@ -180,7 +201,7 @@ def test_the_agent_cli_refuses_what_the_compiled_path_does_not_do(tmp_path):
     base = [sys.executable, "-m", "p4rotor.host.agent_cli", "--schedule", str(sched), "--t0-ns", "0", "--rack", "0",
             "--peers", '{"1": "10.0.1.1"}', "--stop-ns", "1", "--end-ns", "1", "--out", str(tmp_path / "o.json"),
             "--datapath", "c"]
-    for extra in (["--tun", "10.200.0.1/16"], ["--host-rate", "100"]):
+    for extra in (["--tun", "10.200.0.1/16"], ["--share", str(tmp_path / "share.json")]):
         p = subprocess.run(base + extra, capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert not (tmp_path / "o.json").exists()

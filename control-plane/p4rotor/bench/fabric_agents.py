@@ -16,7 +16,7 @@ from ..experiments.runner import launch
 from ..rotorlb.wire import WINDOW_SLACK
 
 DILATION, GUARD_US, CYCLES = 200.0, 20_000.0, 2
-RUNS = (("python", 1200), ("c", 25_000), ("c", 50_000), ("c", 100_000))
+RUNS = (("python", 1200), ("c", 25_000), ("c", 50_000), ("c", 75_000), ("c", 100_000))
 
 
 def run_fabric_agents(build: Path, target: str = "ebpf", runs=RUNS, say=print) -> dict:

@@ -188,6 +188,22 @@ def markdown(res: dict) -> str:
             lines.append(f"| {r['rate_fps']} | {fmt(r['ratio_vs_one_hop'])} | {'yes' if r['keeps_up'] else 'no'} | "
                          f"{r['delivered_frames']} | {r['lost']} | {fmt(r['rlbd_cpu_s'])} |")
         lines.append("")
+    if res.get("fabric_agents"):
+        fa = res["fabric_agents"]
+        lines += ["### One host's agent on the fabric", "",
+                  f"Rack 0's agent sends one-hop to rack 1 in its direct circuit's windows on the {fa['target']} "
+                  f"fabric (RotorNet, 8 racks, dilation {fa['dilation']:g}, {fa['guard_us_wall'] / 1000:g} ms wall "
+                  f"guards, {fa['cycles']} measured cycles; bench/fabric_agents.py). A window plans 80 % of what "
+                  "its time holds at the rate.", "",
+                  "| data path | rate frames/s | planned per window | delivered per window | share | "
+                  "frames/s in the window | lost | switch drops | pacing p99 µs |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in fa["rows"]:
+            drops = ", ".join(f"{k} {v}" for k, v in (r["switch_drops"] or {}).items()) or "0"
+            lines.append(f"| {r['datapath']} | {r['rate_fps']} | {r['planned_per_window']} | "
+                         f"{r['delivered_per_window']:.0f} | {fmt(r['share_of_plan'], 3)} | {r['in_window_fps']} | "
+                         f"{r['lost']} | {drops} | {r['pacing_error_us_p99'] if r['pacing_error_us_p99'] is not None else '-'} |")
+        lines.append("")
     if res.get("claims"):
         rows = res["claims"]
         lines += ["### Agents' claims: the rack's file on the disk or on tmpfs", "",

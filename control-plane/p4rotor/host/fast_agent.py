@@ -7,8 +7,8 @@ destination, the frames of each circuit window paced at the circuit's rate, rela
 store-and-forward, sequence numbers and exactly-once delivery.  OFFER and ACCEPT stay on the
 agent's UDP port (``PORT``); data frames use ``DATA_PORT``, which rlbd owns.
 
-Not (yet) on this data path, refused in one line: TUN interfaces, a cap on the host's link, and
-hosts sharing their rack's circuits.
+Not (yet) on this data path, refused in one line: TUN interfaces and hosts sharing their rack's
+circuits.
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ class FastAgent(Agent):
         self.dp: DataPath | None = None
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
         self.bind, self.lose_every = bind, lose_every
-        if kw.get("host_rate"):
-            raise ValueError("the compiled data path does not cap the host's link yet (--host-rate)")
         super().__init__(*args, **kw)
         # rlbd resends and acknowledges; the base agent's helpers for it stay off.
         self.retransmit_ns, self.ack_direct = self.resend.after_ns, self.resend.ack_direct
@@ -107,6 +105,8 @@ class FastAgent(Agent):
                 continue
             sent_by_now = int(self.rate * (now - w.start) / 1e9)
             room = int(self.rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)) - max(0, w.planned - sent_by_now)
+            if self.host_rate:
+                room = min(room, int(self.host_rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)))
             n = self.dp.win_add(wid, DIRECT, dst, room)
             w.planned += n
             self.sent["joined_open_window"] += n
@@ -182,6 +182,8 @@ class FastAgent(Agent):
         self.dp.on_window_done = self._window_done
         await loop.run_in_executor(None, self.dp.start)
         loop.add_reader(self.dp.fileno(), self.dp.pump)
+        if self.host_rate:  # the host's own link, over every window together
+            self.dp.link(int(1e9 / self.host_rate))
         for dst, flow, n in self._early:
             self.dp.add_local(dst, flow, n)
         self._early.clear()
