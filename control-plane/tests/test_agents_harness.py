@@ -68,7 +68,7 @@ def test_agents_rate_and_share(tmp_path, shared):
         return
     # The whole circuit, claimed through the rack's file; the host's link: its plane's 4 circuits.
     assert float(_opt(a, "--rate")) == 200
-    assert Path(_opt(a, "--share")).name == "share-rack3.json"
+    assert Path(_opt(a, "--share")).name == "share-rack3.shm"
     assert (_opt(a, "--share-member"), _opt(a, "--share-members")) == ("1", "2")
     assert float(_opt(a, "--host-rate")) == 4 * 100
     assert _opt(args["h3x0"], "--share") == _opt(a, "--share") and _opt(args["h3x0"], "--share-member") == "0"
@@ -128,10 +128,10 @@ def test_agents_keep_their_live_files_on_tmpfs_and_the_run_keeps_them_after(tmp_
     Path(_opt(a, "--share")).write_text("{}")
     assert agents.progress_of("h3x1") == {"3:7": (5, 9)}  # read live while they run
     agents.stop(timeout=0.1)
-    assert not live.exists() and (out / "share-rack3.json").exists()
+    assert not live.exists() and (out / "share-rack3.shm").exists()
     assert agents.progress_of("h3x1") == {"3:7": (5, 9)}  # and from the run's directory after
     monkeypatch.setattr(AG, "LIVE_ROOT", tmp_path / "none")
     emu = _Emu()
     start_agents(emu, topo, ds, out, rate=200, guard_us=10_000, flows={}, shared=True,
                  start_ns=time.time_ns() + 60 * 10**9)
-    assert Path(_opt(emu.args["h3x1"], "--share")) == out / "share-rack3.json"
+    assert Path(_opt(emu.args["h3x1"], "--share")) == out / "share-rack3.shm"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import multiprocessing
 
-from p4rotor.host.share import KEEP, FileShare, MemoryShare, decide, top_up
+import pytest
+
+from p4rotor.host.share import KEEP, FileShare, MemoryShare, ShmShare, decide, top_up
 
 
 def test_alone_an_agent_takes_what_it_asks_up_to_the_window():
@@ -41,8 +43,9 @@ def test_a_top_up_takes_what_is_left_of_the_window_never_more():
     assert b.top_up((0, 2), 4) == 0
 
 
-def test_top_up_through_the_file(tmp_path):
-    f = FileShare(tmp_path / "share-rack0.json", 10)
+@pytest.mark.parametrize("kind", [FileShare, ShmShare])
+def test_top_up_through_the_file(tmp_path, kind):
+    f = kind(tmp_path / "share-rack0", 10)
     assert f.member(0).claim((1, 1), 6) == 6
     assert f.member(1).top_up((1, 1), 9) == 4 and f.member(1).top_up((1, 1), 9) == 0
     state: dict = {}
@@ -56,14 +59,15 @@ def test_old_windows_are_forgotten():
     assert len(state["claims"]) == KEEP and f"0:{KEEP + 9}" in state["claims"]
 
 
-def _claim(path, n, q):
-    q.put(FileShare(path, 10).member(n).claim((0, 1), 10))
+def _claim(kind, path, n, q):
+    q.put(kind(path, 10).member(n).claim((0, 1), 10))
 
 
-def test_file_share_between_processes_never_gives_more_than_the_window(tmp_path):
-    path = tmp_path / "share-rack0.json"
+@pytest.mark.parametrize("kind", [FileShare, ShmShare])
+def test_file_share_between_processes_never_gives_more_than_the_window(tmp_path, kind):
+    path = tmp_path / "share-rack0"
     q = multiprocessing.Queue()
-    ps = [multiprocessing.Process(target=_claim, args=(path, n, q)) for n in range(3)]
+    ps = [multiprocessing.Process(target=_claim, args=(kind, path, n, q)) for n in range(3)]
     for p in ps:
         p.start()
     for p in ps:
@@ -91,3 +95,22 @@ def test_an_idle_claim_the_rack_already_knows_leaves_the_file_alone(tmp_path):
     m = MemoryShare(10).member(0)
     m.claim((0, 1), 0)
     assert m.claim((0, 2), 0) == 0 and "0:2" not in m.share.state["claims"]
+
+
+def test_shared_memory_claims_split_as_the_file_does_and_rewrite_nothing(tmp_path):
+    """The same rule through the mapped region: what the file-based claims give, step by step,
+    and the file's size and inode never change (no truncate, no rewrite)."""
+    steps = [(0, (0, 1), 0), (1, (0, 2), 4), (0, (0, 3), 6), (1, (0, 3), 6), (1, (0, 4), 0), (0, (0, 6), 10),
+             (0, (1, 7), 3), (1, (1, 7), 9)]
+    f = FileShare(tmp_path / "f.json", 10)
+    m = ShmShare(tmp_path / "m.shm", 10)
+    fa, fb = f.member(0), f.member(1)
+    ma, mb = m.member(0), m.member(1)
+    st = (tmp_path / "m.shm").stat()
+    for who, window, demand in steps:
+        assert (fa, fb)[who].claim(window, demand) == (ma, mb)[who].claim(window, demand)
+    assert fa.top_up((1, 7), 5) == ma.top_up((1, 7), 5)
+    after = (tmp_path / "m.shm").stat()
+    assert (after.st_size, after.st_ino) == (st.st_size, st.st_ino) == (ShmShare.SIZE, st.st_ino)
+    with pytest.raises(ValueError):
+        m.member(ShmShare.MEMBERS)

@@ -135,7 +135,7 @@ class Agents:
         that died is what the run has of its flows), and the live directory removed."""
         if self.live is None or self.live == self.out or not self.live.is_dir():
             return
-        for f in [*self.live.glob("agent-*.progress"), *self.live.glob("share-rack*.json")]:
+        for f in [*self.live.glob("agent-*.progress"), *self.live.glob("share-rack*.shm")]:
             shutil.copyfile(f, self.out / f.name)
         shutil.rmtree(self.live, ignore_errors=True)
 
@@ -224,7 +224,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     its TUN interface is up), or raises if one was not listening by ``start_ns`` -- its peers'
     first frames to it would have been lost.  ``rate`` is a rack's per circuit: a plane per host
     splits it evenly; ``shared``, a rack's agents share its circuits instead (host/share.py:
-    each window's frames claimed through ``share-rack<k>.json``), each host sending at most its
+    each window's frames claimed through ``share-rack<k>.shm``), each host sending at most its
     plane's worth over all its circuits together, as with a plane per host.  ``realtime``: each
     agent under SCHED_RR below the switches and an FCT run's TCP processes, where allowed
     (fabric/switch.py: AGENT_RT_PRIORITY) while it holds bulk, the default policy while idle
@@ -233,7 +233,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     moves the agents' frames (host/agent_cli.py ``--datapath``: python, or c: the compiled rlbd)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
-                *out.glob("share-rack*.json")]:
+                *out.glob("share-rack*.shm")]:
         old.unlink()  # a summary read later must be this run's
     sched_file = out / "schedule.json"
     sched_file.write_text(ds.dumps())
@@ -276,7 +276,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     if ack_direct:
                         args.append("--ack-direct")
                 if shared and host_index is None:
-                    args += ["--share", str(live / f"share-rack{k.id}.json"), "--share-member", str(n),
+                    args += ["--share", str(live / f"share-rack{k.id}.shm"), "--share-member", str(n),
                              "--share-members", str(len(k.hosts)), "--host-rate", str(rate / hosts * len(ds.rotors))]
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]

@@ -54,8 +54,8 @@ def parser() -> argparse.ArgumentParser:
                         "not the low-latency class (a schedule without one, e.g. RotorNet)")
     p.add_argument("--progress", help="write frames received per flow here once a second (JSON)")
     p.add_argument("--share", metavar="FILE",
-                   help="share the rack's circuits with its other agents through this file (host/share.py): "
-                        "--rate is then the whole circuit's")
+                   help="share the rack's circuits with its other agents through this shared-memory file, on "
+                        "tmpfs (host/share.py: ShmShare): --rate is then the whole circuit's")
     p.add_argument("--share-member", type=int, default=0, help="with --share: this agent's index in its rack")
     p.add_argument("--share-members", type=int, default=1, help="with --share: the rack's agents")
     p.add_argument("--host-rate", type=float,
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     peers = {int(k): v for k, v in json.loads(a.peers).items()}
     ms = tuple(int(x) for x in a.measure.split(","))
     flows = json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows)
-    if a.datapath == "c" and (a.tun or a.share):
-        print(f"error: --datapath c does not do {'--tun' if a.tun else '--share'} yet", file=sys.stderr)
+    if a.datapath == "c" and a.tun:
+        print("error: --datapath c does not do --tun yet", file=sys.stderr)
         return 2
     kind = Agent
     if a.datapath == "c":
@@ -101,9 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.rt_priority is not None:
         agent.priority = BusyPriority(a.rt_priority, always=a.rt_always, started_rr=_running_rr())
     if a.share:
-        from .share import FileShare
+        from .share import ShmShare
 
-        agent.share = FileShare(Path(a.share), agent.capacity).member(a.share_member)
+        try:
+            agent.share = ShmShare(Path(a.share), agent.capacity).member(a.share_member)
+        except (OSError, ValueError) as ex:
+            print(f"error: --share {a.share}: {ex}", file=sys.stderr)
+            return 2
     if a.tun:
         from .tun import Tun
 

@@ -7,8 +7,7 @@ destination, the frames of each circuit window paced at the circuit's rate, rela
 store-and-forward, sequence numbers and exactly-once delivery.  OFFER and ACCEPT stay on the
 agent's UDP port (``PORT``); data frames use ``DATA_PORT``, which rlbd owns.
 
-Not (yet) on this data path, refused in one line: TUN interfaces and hosts sharing their rack's
-circuits.
+Not (yet) on this data path, refused in one line: TUN interfaces.
 """
 
 from __future__ import annotations
@@ -107,6 +106,11 @@ class FastAgent(Agent):
             room = int(self.rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)) - max(0, w.planned - sent_by_now)
             if self.host_rate:
                 room = min(room, int(self.host_rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)))
+            room = min(room, self._state()[0].get(dst, 0))
+            if room > 0 and self.share is not None:  # what the rack's agents left of the window
+                room = self.share.top_up((w.c.rotor, w.c.slot), room)
+                self.claimed += room
+                self.share_moves["topped_up"] += room
             n = self.dp.win_add(wid, DIRECT, dst, room)
             w.planned += n
             self.sent["joined_open_window"] += n
@@ -117,6 +121,9 @@ class FastAgent(Agent):
         await _sleep_until(start)
         self._refill()
         cap = Fraction(self.capacity)
+        if self.share is not None:  # host/agent.py: claimed at the window's start for all that is held
+            cap = Fraction(self.share.claim((c.rotor, c.slot), min(self.capacity, sum(self._held()))))
+            self.claimed += int(cap)
         wid = self._next_win = self._next_win + 1
         w = self._wins[wid] = _Window(c, end, time.time_ns(), asyncio.get_running_loop().create_future())
         self.dp.win_open(wid, c.rotor, c.peer, c.slot, end, int(1e9 / self.rate))
@@ -214,7 +221,8 @@ class FastAgent(Agent):
 def summary(agent: FastAgent, d: dict) -> dict:
     """host/agent_stats.py's summary, from rlbd's counts ``d`` and the agent's own."""
     return {"rack": agent.me, "datapath": "c", "capacity_frames": agent.capacity, "frame_bytes": agent.frame,
-            "claimed_frames": None, "share_moves": {}, "claims_skipped": None,
+            "claimed_frames": agent.claimed if agent.share is not None else None,
+            "share_moves": dict(agent.share_moves), "claims_skipped": getattr(agent.share, "skipped", None),
             "accepted": {str(k): v for k, v in agent.accepted.items()},
             "delivered": d["delivered"], "delivered_in_window": d["delivered_in_window"],
             "duplicates": d["duplicates"], "sent": {**d["sent"], **agent.sent},

@@ -13,15 +13,20 @@ A flow that starts while a window is open takes what is left of it (:func:`top_u
 to the window).
 
 :class:`MemoryShare` keeps the claims in the process (the in-process fabric, host/loopback.py);
-:class:`FileShare` keeps them in one JSON file per rack under an exclusive lock, for agents in
-separate Mininet hosts (network namespaces share the file system).
+:class:`ShmShare` in one small shared-memory region per rack (a file on tmpfs that every agent
+maps; a claim locks it, reads and writes a few bytes in place, and unlocks: no file is rewritten),
+for agents in separate Mininet hosts (network namespaces share the file system);
+:class:`FileShare`, the first way, in one JSON file per rack rewritten under the lock at every
+claim (kept for the comparison in ``p4rotor bench --only claims``).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import mmap
 import os
+import struct
 from pathlib import Path
 
 KEEP = 64  # windows whose claims are kept (a few cycles): older ones are over
@@ -92,6 +97,63 @@ class FileShare:
             return got
         finally:
             os.close(fd)  # releases the lock
+
+
+class ShmShare:
+    """Claims of one rack's agents in a shared-memory region ``path`` (on tmpfs), mapped by each:
+    ``MEMBERS`` busy flags (-1: not said yet), then ``KEEP`` window records (the window's key, or
+    -1, and each member's claim, -1: none yet), a window at the record its key hashes to (older
+    windows there are over).  Each claim holds ``flock`` on the file while it reads the busy flags
+    and its window's record, runs the same rule (:func:`decide`, :func:`top_up`) and writes back
+    only what changed."""
+
+    MEMBERS = 16
+    _BUSY = struct.Struct(f"{MEMBERS}b")
+    _REC = struct.Struct(f"q{MEMBERS}i")
+    SIZE = _BUSY.size + KEEP * _REC.size
+
+    def __init__(self, path: Path, total: int):
+        self.path, self.total = Path(path), total
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(self.fd).st_size < self.SIZE:  # the rack's first agent lays it out
+                os.ftruncate(self.fd, self.SIZE)
+                init = self._BUSY.pack(*[-1] * self.MEMBERS) + self._REC.pack(-1, *[-1] * self.MEMBERS) * KEEP
+                os.pwrite(self.fd, init, 0)
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.mem = mmap.mmap(self.fd, self.SIZE)
+
+    def member(self, n: int) -> "Claimer":
+        if not 0 <= n < self.MEMBERS:
+            raise ValueError(f"a rack shares its circuits among at most {self.MEMBERS} agents, not {n + 1}")
+        return Claimer(self, n)
+
+    def apply(self, rule, member: int, key: str, n: int) -> int:
+        rotor, slot = (int(x) for x in key.split(":"))
+        k = rotor << 40 | slot
+        at = self._BUSY.size + (k * 0x9E3779B1 % KEEP) * self._REC.size
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            busy = self._BUSY.unpack_from(self.mem, 0)
+            rec_key, *claims = self._REC.unpack_from(self.mem, at)
+            if rec_key != k:
+                claims = [-1] * self.MEMBERS
+            state = {"busy": {str(m): b == 1 for m, b in enumerate(busy) if b >= 0},
+                     "claims": {key: {str(m): c for m, c in enumerate(claims) if c >= 0}}}
+            got = rule(state, member, key, n, self.total)
+            if str(member) in state["busy"]:
+                self.mem[member] = 1 if state["busy"][str(member)] else 0
+            mine = state["claims"][key]
+            self._REC.pack_into(self.mem, at, k, *[mine.get(str(m), -1) for m in range(self.MEMBERS)])
+            return got
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self.mem.close()
+        os.close(self.fd)
 
 
 class Claimer:
