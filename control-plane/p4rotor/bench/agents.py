@@ -68,9 +68,9 @@ def fs_type(path: Path) -> str:
     return kind
 
 
-def _claim_loop(path: str, member: int, seconds: float, per_s: int, q) -> None:
-    from ..host.share import FileShare
-    share = FileShare(Path(path), 10).member(member % 2)
+def _claim_loop(path: str, member: int, seconds: float, per_s: int, q, kind: str = "file") -> None:
+    from ..host.share import FileShare, ShmShare
+    share = (ShmShare if kind == "shm" else FileShare)(Path(path), 10).member(member % 2)
     lat, i = [], 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -83,16 +83,22 @@ def _claim_loop(path: str, member: int, seconds: float, per_s: int, q) -> None:
 
 
 def run_claims(places: dict[str, Path], agents: int = CLAIM_AGENTS, per_s: int = CLAIM_PER_S,
-               seconds: float = 20.0) -> list[dict]:
+               seconds: float = 20.0, shm: Path | None = None) -> list[dict]:
     """``agents`` processes, two per rack file, each claiming ``per_s`` times a second for
-    ``seconds``, in a fresh directory under each of ``places`` in turn: how long a claim took."""
+    ``seconds``, in a fresh directory under each of ``places`` in turn (the JSON file rewritten
+    per claim), then with the claims in shared memory under ``shm`` (host/share.py: ShmShare, what
+    the agents use): how long a claim took."""
     ctx = multiprocessing.get_context("fork")
     rows = []
-    for label, root in places.items():
+    runs = [(label, root, "file") for label, root in places.items()]
+    if shm is not None:
+        runs.append((f"{shm} (shared memory, what the agents use)", shm, "shm"))
+    for label, root, kind in runs:
         d = Path(tempfile.mkdtemp(prefix="p4rotor-claims-", dir=root))
         try:
             q = ctx.Queue()
-            ps = [ctx.Process(target=_claim_loop, args=(str(d / f"share-rack{k // 2}.json"), k, seconds, per_s, q))
+            ps = [ctx.Process(target=_claim_loop, args=(str(d / f"share-rack{k // 2}.{'shm' if kind == 'shm' else 'json'}"),
+                                                        k, seconds, per_s, q, kind))
                   for k in range(agents)]
             for p in ps:
                 p.start()
@@ -101,7 +107,7 @@ def run_claims(places: dict[str, Path], agents: int = CLAIM_AGENTS, per_s: int =
                 p.join(10)
         finally:
             shutil.rmtree(d, ignore_errors=True)
-        rows.append({"where": label, "fs": fs_type(root), "agents": agents, "claims_per_s": per_s,
+        rows.append({"where": label, "kind": kind, "fs": fs_type(root), "agents": agents, "claims_per_s": per_s,
                      "claims": len(lat), "median_us": round(lat[len(lat) // 2] / 1e3, 1),
                      "p99_us": round(lat[int(len(lat) * 0.99)] / 1e3, 1), "worst_ms": round(lat[-1] / 1e6, 2),
                      f"over_{CLAIM_SLOW_MS}ms": sum(1 for x in lat if x > CLAIM_SLOW_MS * 1e6)})

@@ -435,9 +435,10 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         _say(f"[bench] agents' claims: 16 agents, 40 a second each, the rack's file beside {out} vs in {LIVE_ROOT}")
         places = {"beside the results (disk)": out.parent.resolve()}
         if LIVE_ROOT.is_dir():
-            places[f"{LIVE_ROOT} (the agents' live files)"] = LIVE_ROOT
+            places[f"{LIVE_ROOT} (JSON file)"] = LIVE_ROOT
         out.parent.mkdir(parents=True, exist_ok=True)
-        res["claims"] = run_claims(places, seconds=5.0 if quick else 20.0)
+        res["claims"] = run_claims(places, seconds=5.0 if quick else 20.0,
+                                   shm=LIVE_ROOT if LIVE_ROOT.is_dir() else None)
         for r in res["claims"]:
             _say(f"[bench]   {r['where']} ({r['fs']}): median {r['median_us']} us, worst {r['worst_ms']} ms, "
                  f"{r['over_20ms']} of {r['claims']} over 20 ms")
