@@ -269,6 +269,9 @@ static uint64_t c_windows, c_window_late, c_bad_seq, c_bad_ack, c_injected_loss,
 static uint64_t delivered_from[MAX_RACKS], in_window_from[MAX_RACKS], accepted_total;
 static uint64_t relay_delay[DELAY_BUCKETS];
 static uint64_t pace_hist[PACE_BUCKETS], pace_max_ns;
+/* How long data frames took from their sender's send to here (the frame's sent ns against this
+ * host's clock: every Mininet host reads the same kernel clock), 1 us buckets. */
+static uint64_t transit_hist[PACE_BUCKETS], transit_max_ns;
 /* The host's own flows: the next sequence number, and how its frames went (the agent's flows_tx). */
 typedef struct {
     uint64_t key;
@@ -494,12 +497,12 @@ static void jp(const char *fmt, ...) {
     }
 }
 
-static uint64_t pace_pct(double p) {
+static uint64_t pct(const uint64_t *hist, double p) {
     uint64_t total = 0, acc = 0;
-    for (int i = 0; i < PACE_BUCKETS; i++) total += pace_hist[i];
+    for (int i = 0; i < PACE_BUCKETS; i++) total += hist[i];
     if (!total) return 0;
     for (int i = 0; i < PACE_BUCKETS; i++)
-        if ((acc += pace_hist[i]) >= p * total) return i;
+        if ((acc += hist[i]) >= p * total) return i;
     return PACE_BUCKETS - 1;
 }
 
@@ -517,8 +520,10 @@ static void stats_reply(uint32_t req, const char *path) {
        "\"send_error\":%lu,\"bad_control\":%lu,\"bad_seq\":%lu,\"bad_ack\":%lu},\"injected_loss\":%lu,",
        c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl, c_bad_seq, c_bad_ack,
        c_injected_loss);
-    jp("\"pacing_error_us\":{\"p50\":%lu,\"p99\":%lu,\"max\":%.1f,\"frames\":%lu},", pace_pct(0.5), pace_pct(0.99),
-       pace_max_ns / 1e3, c_sent_frames);
+    jp("\"pacing_error_us\":{\"p50\":%lu,\"p99\":%lu,\"p999\":%lu,\"max\":%.1f,\"frames\":%lu},", pct(pace_hist, 0.5),
+       pct(pace_hist, 0.99), pct(pace_hist, 0.999), pace_max_ns / 1e3, c_sent_frames);
+    jp("\"transit_us\":{\"p50\":%lu,\"p99\":%lu,\"p999\":%lu,\"max\":%.1f},", pct(transit_hist, 0.5),
+       pct(transit_hist, 0.99), pct(transit_hist, 0.999), transit_max_ns / 1e3);
     jp("\"held_relay\":{");
     int first = 1;
     for (int d = 0; d < nracks; d++)
@@ -661,6 +666,13 @@ static void received(const uint8_t *b, ssize_t n, uint64_t now) {
     uint16_t origin = rd16(b + 7), dst = rd16(b + 17);
     uint32_t flow = rd32(b + 9), seq = rd32(b + 13), acc = rd32(b + 20);
     uint8_t flags = b[19];
+    uint64_t sent_ns = 0;
+    for (int i = 0; i < 8; i++) sent_ns = sent_ns << 8 | b[24 + i];
+    if (sent_ns && sent_ns <= now) { /* one hop: to the relay, or from it */
+        uint64_t t = now - sent_ns;
+        transit_hist[t / 1000 < PACE_BUCKETS ? t / 1000 : PACE_BUCKETS - 1]++;
+        if (t > transit_max_ns) transit_max_ns = t;
+    }
     if (origin >= nracks || dst >= nracks || origin == dst) { c_bad_rack++; return; }
     if (dst != me) {
         if (flags & 1) { c_misrouted++; return; } /* a second hop must end here */

@@ -69,6 +69,9 @@ def add_parser(sub) -> None:
     rlb.add_argument("--datapath", choices=["python", "c"],
                      help="rotorlb: who moves the agents' frames: the Python agent (default) or the compiled "
                           "rlbd (make native; docs/rotorlb.md)")
+    rlb.add_argument("--windows", choices=["fixed", "measured"],
+                     help="rotorlb: the agents' guard and fill as given (default) or measured on the fabric "
+                          "(needs --datapath c; docs/rotorlb.md)")
     pe.add_argument("--fabric", choices=["multi-switch", "one-switch"],
                     help="connectivity: a switch per ToR and rotor (default), or ONE switch emulating them all "
                          "(docs/one-switch.md)")
@@ -98,7 +101,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
-                "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath"):
+                "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -113,7 +116,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
                       ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits"),
                       ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
-                      ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath")):
+                      ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

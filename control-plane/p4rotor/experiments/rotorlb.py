@@ -34,13 +34,19 @@ BACK_OFF = 0.7  # the sweep runs at this fraction of the highest rate that passe
 def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[int, ...] = DENSITIES,
             matrices_per_density: int = 3, seed: int = 1, rate: float | None = None,
             guard_us: float = 20000.0, cycles: int = 3, quick: bool = False, target: str = "bmv2",
-            datapath: str = "python") -> dict:
+            datapath: str = "python", windows: str = "fixed") -> dict:
     """``rate``: data frames per second per circuit (wall; None: calibrated on the fabric, see
     ``calibrate``; --quick: 300); ``guard_us``: wall us kept free at both ends of every day;
     ``cycles``: measured cycles per run; ``datapath``: who moves the agents' frames (python, or c:
-    the compiled rlbd; the iperf3 run over TUN always uses the Python agents, which have it)."""
+    the compiled rlbd; the iperf3 run over TUN always uses the Python agents, which have it);
+    ``windows``: fixed (``guard_us`` and the agents' default fill) or measured on the fabric after
+    the rate (experiments/windows.py; needs datapath c)."""
     if datapath not in CALIBRATION_RATES:
         raise RM.ModelError(f"--datapath {datapath}: must be one of {', '.join(CALIBRATION_RATES)}")
+    if windows not in ("fixed", "measured"):
+        raise RM.ModelError(f"--windows {windows}: must be fixed or measured")
+    if windows == "measured" and datapath != "c":
+        raise RM.ModelError("--windows measured needs --datapath c (rlbd measures the pacing and the transit)")
     if quick:
         densities, matrices_per_density, cycles = (1, 56), 1, 2
         rate = rate or 300.0
@@ -59,6 +65,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     plan = [(d, m) for d in densities for m in RM.random_matrices(sched.racks, d, matrices_per_density, seed)]
     emu, topo = launch(sched, dilation, 1, build, out / "run", target=target)
     rows = []
+    measured = None
     calibration = None
     try:
         (out / "schedule.json").write_text(ds.dumps())
@@ -66,12 +73,19 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
             calibration = calibrate(emu, topo, ds, out / "calibration", guard_us, CALIBRATION_RATES[datapath],
                                     datapath=datapath)
             rate = calibration["rate_fps"]
+        fill, given_guard = None, guard_us
+        if windows == "measured":
+            from .windows import measure_windows
+
+            measured = measure_windows(emu, topo, ds, out / "calibration", rate, guard_us)
+            if measured["used"]:
+                guard_us, fill = measured["guard_us"], measured["fill"]
         for i, (density, pairs) in enumerate(plan):
             model = RM.evaluate(sched, pairs)
             runs = {}
             for mode in ("rotorlb", "one-hop"):
                 runs[mode] = run_pairs(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
-                                  guard_us, cycles, datapath=datapath)
+                                       guard_us, cycles, datapath=datapath, fill=fill)
             lb, oh = runs["rotorlb"]["throughput_fps"], runs["one-hop"]["throughput_fps"]
             row = {"density": density, "pairs": [list(p) for p in pairs], "model_ratio": model.ratio,
                    "ratio": lb / oh if oh else None, "rotorlb": runs["rotorlb"], "one_hop": runs["one-hop"]}
@@ -81,8 +95,9 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
                 f"{runs['rotorlb']['lost'] + runs['one-hop']['lost']}, resent "
                 f"{runs['rotorlb']['retransmitted'] + runs['one-hop']['retransmitted']}, copies dropped "
                 f"{runs['rotorlb']['duplicates'] + runs['one-hop']['duplicates']}")
-        iperf = _iperf(emu, topo, ds, out / "iperf3", rate, guard_us, seconds=8 if quick else 20)
-        iperf["model_capacity_mbps"] = _pair_capacity_mbps(sched, ds, rate, guard_us)
+        # The Python agents (TUN): the given guard, not one measured for rlbd.
+        iperf = _iperf(emu, topo, ds, out / "iperf3", rate, given_guard, seconds=8 if quick else 20)
+        iperf["model_capacity_mbps"] = _pair_capacity_mbps(sched, ds, rate, given_guard)
         say(f"[experiment] rotorlb: iperf3 rack 0 -> rack 5 over the agents' TUN interfaces: "
             f"{iperf.get('goodput_mbps', 0):.2f} Mbit/s (model capacity for the pair "
             f"{iperf['model_capacity_mbps']:.2f})")
@@ -92,6 +107,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     res["calibration"] = calibration
     res["iperf3"] = iperf
     res["target"], res["datapath"] = target, datapath
+    res["windows"] = measured if windows == "measured" else None
     (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
     res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
                        f"{iperf['model_capacity_mbps']:.2f} modelled")
@@ -179,7 +195,7 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
 
 
 def run_pairs(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: float, guard_us: float,
-         cycles: int, datapath: str = "python") -> dict:
+              cycles: int, datapath: str = "python", fill: float | None = None) -> dict:
     """Start one agent per rack, let them run ``cycles`` measured cycles after one warm-up cycle,
     drain (resends included), and read their summaries."""
     out.mkdir(parents=True, exist_ok=True)
@@ -195,7 +211,8 @@ def run_pairs(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: 
              for k in topo.racks}
     agents = start_agents(emu, topo, ds, out, rate=rate, guard_us=guard_us, flows=flows, one_hop=one_hop,
                           stop_ns=stop, end_ns=end, measure=measure, host_index=0, start_ns=c0,
-                          retransmit_us=RETRANSMIT_CYCLES * ds.hyperperiod_us, ack_direct=True, datapath=datapath)
+                          retransmit_us=RETRANSMIT_CYCLES * ds.hyperperiod_us, ack_direct=True, datapath=datapath,
+                          fill=fill)
     try:
         summaries = agents.wait((end - time.time_ns()) / 1e9 + 20)
     finally:
@@ -224,7 +241,14 @@ def run_pairs(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: 
             "kernel_drops": kernel,
             # the compiled data path's pacing, the worst agent that sent (rlbd; None for Python agents)
             "pacing_error_us_p99": max((a["pacing_error_us"]["p99"] for a in agents
-                                        if a.get("pacing_error_us", {}).get("frames")), default=None)}
+                                        if a.get("pacing_error_us", {}).get("frames")), default=None),
+            "pacing_error_us_p999": max((a["pacing_error_us"]["p999"] for a in agents
+                                         if a.get("pacing_error_us", {}).get("frames")), default=None),
+            "transit_us_p999": max((a["transit_us"]["p999"] for a in agents if "transit_us" in a), default=None),
+            # planned frames a window could not send (they went back to their queue)
+            "planned": sum(a["sent"].get("direct", 0) + a["sent"].get("relay_first", 0)
+                           + a["sent"].get("relay_second", 0) for a in agents),
+            "unsent_returned": sum(a["sent"].get("unsent_returned", 0) for a in agents)}
 
 
 def _drop_delta(before: dict, after: dict) -> dict[str, int]:

@@ -217,7 +217,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
                  shared: bool = False, realtime: bool = False, rt_always: bool = True,
-                 datapath: str = "python") -> Agents:
+                 datapath: str = "python", fill: float | None = None) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -230,7 +230,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     (fabric/switch.py: AGENT_RT_PRIORITY) while it holds bulk, the default policy while idle
     (``rt_always``, the default: idle too; else only while it holds bulk, host/priority.py): its
     pacer then sends when its window says, not when the scheduler gets to it.  ``datapath``: who
-    moves the agents' frames (host/agent_cli.py ``--datapath``: python, or c: the compiled rlbd)."""
+    moves the agents' frames (host/agent_cli.py ``--datapath``: python, or c: the compiled rlbd);
+    ``fill``: the share of each window's time frames are planned for (None: the agents' default)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.shm")]:
@@ -271,6 +272,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     args.append("--one-hop")
                 if datapath != "python":
                     args += ["--datapath", datapath]
+                if fill is not None:
+                    args += ["--fill", repr(fill)]
                 if retransmit_us:
                     args += ["--retransmit-us", str(retransmit_us)]
                     if ack_direct:

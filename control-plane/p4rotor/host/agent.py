@@ -53,7 +53,7 @@ class Agent:
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
                  end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0, start_ns: int = 0,
                  ready_file: Path | None = None, ack_direct: bool = False, progress_file: Path | None = None,
-                 share=None, host_rate: float | None = None, planes: int = 1):
+                 share=None, host_rate: float | None = None, planes: int = 1, fill: float = 1 - WINDOW_SLACK):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
         self.guard_ns = int(guard_us * 1000)
@@ -62,7 +62,10 @@ class Agent:
         # sender's pacing slips (timer granularity, a busy CPU), and a frame that misses its window
         # waits a whole cycle, breaking RotorLB's promise that a relay delivers before the pair
         # meets again (with 10%, 1-3 of ~35 000 relayed frames per full sweep waited 9-12 slots).
-        self.capacity = planes * max(0, int(rate / planes * window_s * (1 - WINDOW_SLACK)))
+        # ``fill``: the share of the window's time frames are planned for (default 1 - WINDOW_SLACK;
+        # the rotorlb experiment can measure it instead: experiments/windows.py).
+        self.fill = fill
+        self.capacity = planes * max(0, int(rate / planes * window_s * fill))
         # Hosts sharing their rack's circuits (host/share.py): ``rate`` is then the whole
         # circuit's, which carries its ``planes`` hosts' windows (exactly what a plane per host
         # gives them together), each window's frames are claimed from the rack's agents, and the

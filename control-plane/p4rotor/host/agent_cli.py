@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run under SCHED_RR at N while holding bulk, the default policy while idle "
                         "(host/priority.py; needs CAP_SYS_NICE)")
     p.add_argument("--rt-always", action="store_true", help="with --rt-priority: SCHED_RR idle or not")
+    p.add_argument("--fill", type=float, default=1 - wire.WINDOW_SLACK,
+                   help="the share of a window's time frames are planned for (default %(default)s)")
     p.add_argument("--datapath", choices=("python", "c"), default="python",
                    help="who moves the frames: this process (python), or the compiled rlbd (c; host/fast_agent.py)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
@@ -82,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     peers = {int(k): v for k, v in json.loads(a.peers).items()}
     ms = tuple(int(x) for x in a.measure.split(","))
     flows = json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows)
+    if not 0 < a.fill <= 1:
+        print(f"error: --fill {a.fill}: must be in (0, 1]", file=sys.stderr)
+        return 2
     if a.datapath == "c" and a.tun:
         print("error: --datapath c does not do --tun yet", file=sys.stderr)
         return 2
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                      measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
                      ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
                      progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
-                     planes=a.share_members if a.share else 1)
+                     planes=a.share_members if a.share else 1, fill=a.fill)
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return 2

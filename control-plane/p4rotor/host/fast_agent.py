@@ -103,9 +103,9 @@ class FastAgent(Agent):
             if w.c.peer != dst or w.end <= now:
                 continue
             sent_by_now = int(self.rate * (now - w.start) / 1e9)
-            room = int(self.rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)) - max(0, w.planned - sent_by_now)
+            room = int(self.rate * (w.end - now) / 1e9 * self.fill) - max(0, w.planned - sent_by_now)
             if self.host_rate:
-                room = min(room, int(self.host_rate * (w.end - now) / 1e9 * (1 - wire.WINDOW_SLACK)))
+                room = min(room, int(self.host_rate * (w.end - now) / 1e9 * self.fill))
             room = min(room, self._state()[0].get(dst, 0))
             if room > 0 and self.share is not None:  # what the rack's agents left of the window
                 room = self.share.top_up((w.c.rotor, w.c.slot), room)
@@ -229,7 +229,8 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "held_local": d["held_local"], "held_relay": d["held_relay"],
             "held_relay_by_origin": d["held_relay_by_origin"], "relay_delay_slots": d["relay_delay_slots"],
             "missed": dict(agent.missed), "quiet_offers": agent.quiet, "refused": d["refused"],
-            "pacing_error_us": d["pacing_error_us"], "windows": d["windows"], "injected_loss": d["injected_loss"],
+            "pacing_error_us": d["pacing_error_us"], "transit_us": d["transit_us"], "fill": agent.fill,
+            "windows": d["windows"], "injected_loss": d["injected_loss"],
             "udp_rcvbuf_errors": stats.udp_counter("RcvbufErrors"), "udp_no_ports": stats.udp_counter("NoPorts"),
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
             "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
