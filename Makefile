@@ -9,8 +9,8 @@ P4C      ?= p4c
 BUILD    ?= build
 PROGRAMS := rotor tor oneswitch passthrough
 P4_SRCS  := $(wildcard p4src/shared/*.p4 p4src/shared/control/*.p4 p4src/v1model/*.p4 p4src/v1model/include/*.p4 p4src/v1model/include/control/*.p4)
-APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps python3-venv python3-pip python3-dev build-essential
-APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump
+APT_PKGS := mininet iproute2 iputils-ping iperf3 ethtool tcpdump procps iptables curl python3-venv python3-pip python3-dev build-essential
+APT_CMDS := mnexec ip ss ping ethtool iperf3 tcpdump iptables curl
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Where p4c/BMv2 come from when they are missing (scripts/install-toolchain.sh): an archive or a
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.

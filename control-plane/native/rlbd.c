@@ -83,7 +83,12 @@ typedef struct {
     uint32_t acc;              /* relay: the slot it was accepted in */
     uint16_t origin, dst;
     uint8_t relayed;
+    uint8_t fl;                /* FL_PAYLOAD: carries buf (len bytes, maybe 0); FL_FIN: a stream's end */
+    uint16_t len;
+    uint8_t *buf;              /* owned by whoever holds the item */
 } item_t;
+#define FL_PAYLOAD 2 /* wire flags bit 1 */
+#define FL_FIN 4     /* wire flags bit 2: the last frame of a stream (host/stream.py) */
 
 typedef struct {
     item_t *v;
@@ -162,12 +167,19 @@ static void fq_append(fq_t *f, uint32_t flow, uint32_t seq, uint32_t count) {
     if (!q) q = fq_add_flow(f, flow, 0);
     if (q->q.n) { /* extend a run */
         item_t *last = deq_at(&q->q, q->q.n - 1);
-        if (last->seq + last->count == seq) { last->count += count; goto done; }
+        if (!last->fl && last->seq + last->count == seq) { last->count += count; goto done; }
     }
     deq_push(&q->q, (item_t){.flow = flow, .seq = seq, .count = count});
 done:
     q->frames += count;
     f->frames += count;
+}
+
+static void fq_push_item(fq_t *f, item_t it) { /* a frame with a payload: never merged into a run */
+    fq_flow_t *q = fq_find(f, it.flow);
+    if (!q) q = fq_add_flow(f, it.flow, 0);
+    deq_push(&q->q, it);
+    q->frames++, f->frames++;
 }
 
 static item_t fq_pop(fq_t *f) {
@@ -216,6 +228,11 @@ typedef struct {
     uint32_t max_wait;
     uint8_t *seen;           /* one bit per sequence number */
     size_t seen_bytes;
+    /* a stream's frames wait here until every earlier one came: pend[i] is seq next + i */
+    uint32_t next;
+    item_t *pend;
+    size_t pend_cap;
+    uint64_t bytes_out, ended;
 } rxflow_t;
 
 static rxflow_t *rx_tab;
@@ -264,6 +281,7 @@ static uint64_t link_gap, link_next;
 static uint64_t measure_a, measure_b;
 static uint64_t c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames, c_dup, c_rx;
 static uint64_t c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl;
+static uint64_t c_stream_bytes_in, c_stream_bytes_out, c_pend_full;
 static uint64_t spin_max; /* --spin-ns: stay awake this long before a frame is due (0: a quarter gap) */
 static uint64_t c_windows, c_window_late, c_bad_seq, c_bad_ack, c_injected_loss, lose_every, lose_count;
 static uint64_t delivered_from[MAX_RACKS], in_window_from[MAX_RACKS], accepted_total;
@@ -306,7 +324,7 @@ static txflow_t *tx_get(uint32_t flow) {
 }
 
 /* ---- retransmission (host/resend.py's, per frame): own frames in flight, the ACKs owed ----- */
-typedef struct { uint32_t flow, seq; uint64_t sent_ns; uint16_t dst; } inflight_t;
+typedef struct { uint32_t flow, seq; uint64_t sent_ns; uint16_t dst; uint8_t fl; uint16_t len; uint8_t *buf; } inflight_t;
 typedef struct { inflight_t *v; size_t cap, head, n; } infq_t;
 static infq_t inflight;
 static uint64_t retransmit_ns;          /* 0: never resend, owe no ACKs */
@@ -331,7 +349,7 @@ static int bit_get(const uint8_t *bits, size_t bytes, uint32_t seq) {
     return (seq >> 3) < bytes && (bits[seq >> 3] & (1u << (seq & 7)));
 }
 
-static void inflight_push(uint32_t flow, uint32_t seq, uint16_t dst, uint64_t now) {
+static void inflight_push(const item_t *it, uint64_t now) {
     infq_t *q = &inflight;
     if (q->n == q->cap) {
         size_t nc = q->cap ? q->cap * 2 : 1024;
@@ -340,7 +358,7 @@ static void inflight_push(uint32_t flow, uint32_t seq, uint16_t dst, uint64_t no
         free(q->v);
         q->v = v, q->cap = nc, q->head = 0;
     }
-    q->v[(q->head + q->n++) & (q->cap - 1)] = (inflight_t){flow, seq, now, dst};
+    q->v[(q->head + q->n++) & (q->cap - 1)] = (inflight_t){it->flow, it->seq, now, it->dst, it->fl, it->len, it->buf};
 }
 
 static uint64_t unacknowledged(void) {
@@ -512,6 +530,8 @@ static void stats_reply(uint32_t req, const char *path) {
     for (int d = 0; d < nracks; d++) held_local += local_q[d].frames;
     jp("{\"sent\":{\"direct\":%lu,\"relay_first\":%lu,\"relay_second\":%lu,\"unsent_returned\":%lu,\"frames\":%lu},",
        c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames);
+    jp("\"stream_bytes\":{\"in\":%lu,\"out\":%lu,\"waiting_beyond_a_million\":%lu},", c_stream_bytes_in,
+       c_stream_bytes_out, c_pend_full);
     jp("\"retransmitted\":%lu,\"unacknowledged\":%lu,\"acks_in\":%lu,\"acks_out\":%lu,", c_resent,
        retransmit_ns ? unacknowledged() : 0, c_acks_in, c_acks_out);
     jp("\"received\":%lu,\"duplicates\":%lu,\"held_local\":%lu,\"windows\":%lu,\"windows_opened_late\":%lu,",
@@ -634,11 +654,98 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
         stats_reply(req, (const char *)p);
     } else if (op == 6 && n >= 16) {
         memcpy(&link_gap, p, 8);
+    } else if (op == 8 && n >= 16) {
+        uint16_t dst;
+        uint32_t flow;
+        memcpy(&dst, p, 2), memcpy(&flow, p + 4, 4);
+        int fin = p[2];
+        uint32_t queued = 0;
+        if (dst >= nracks || dst == me) {
+            c_bad_ctl++;
+        } else {
+            txflow_t *t = tx_get(flow);
+            const uint8_t *data = p + 8;
+            size_t len = (size_t)(n - 16), chunk = (size_t)frame_bytes - HEAD;
+            for (size_t o = 0; o < len || (fin && o == len); o += chunk) {
+                size_t k = len - o < chunk ? len - o : chunk;
+                item_t it = {.flow = flow, .seq = t->next_seq++, .count = 1, .fl = FL_PAYLOAD, .len = (uint16_t)k};
+                if (fin && o + k >= len) it.fl |= FL_FIN;
+                it.buf = xrealloc(NULL, k ? k : 1);
+                memcpy(it.buf, data + o, k);
+                fq_push_item(&local_q[dst], it);
+                t = tx_get(flow); /* (no rehash here, but cheap) */
+                accepted_total++;
+                if (fin && o + k >= len) break;
+                if (k == 0) break;
+            }
+            queued = (uint32_t)local_q[dst].frames;
+        }
+        reply(req, &queued, 4);
     } else if (op == 7) {
         exit(0);
     } else {
         c_bad_ctl++;
     }
+}
+
+/* ---- streams: bytes in order to the agent ------------------------------------------------- */
+#define EV_MAX 65536
+
+/* Hand the agent what flow (origin, flow) has in order from ``f->next`` on: DELIVER events
+ * (101: u16 origin, u8 fin, u8 0, u32 flow, u32 bytes, the bytes), up to EV_MAX bytes each. */
+static item_t *pend_at(rxflow_t *f, size_t i) { return &f->pend[(f->next + i) & (f->pend_cap - 1)]; }
+
+static void flush_stream(rxflow_t *f, uint16_t origin, uint32_t flow) {
+    static uint8_t ev[16 + EV_MAX];
+    for (;;) {
+        size_t off = 16;
+        int fin = 0;
+        while (f->pend_cap && pend_at(f, 0)->fl) {
+            item_t *it = pend_at(f, 0);
+            if (off + it->len > sizeof ev) break;
+            memcpy(ev + off, it->buf, it->len);
+            off += it->len;
+            fin = it->fl & FL_FIN;
+            free(it->buf);
+            memset(it, 0, sizeof *it);
+            f->next++;
+            if (fin) { f->ended = 1; break; }
+        }
+        if (off == 16 && !fin) return;
+        uint32_t h[4] = {101, 0, flow, (uint32_t)(off - 16)};
+        memcpy(ev, h, 16);
+        memcpy(ev + 4, &origin, 2);
+        ev[6] = (uint8_t)(fin != 0);
+        ev[7] = 0;
+        c_stream_bytes_out += off - 16;
+        f->bytes_out += off - 16;
+        ctl_send(ev, off);
+        if (fin || !f->pend_cap || !pend_at(f, 0)->fl) return;
+    }
+}
+
+/* Frame ``seq`` of a stream: kept until every earlier frame came, then handed over in order. */
+static void deliver_in_order(rxflow_t *f, uint16_t origin, uint32_t flow, uint32_t seq, const uint8_t *p,
+                             ssize_t len, int fin) {
+    if (seq < f->next || f->ended) return; /* before what was handed over: cannot be (dedup), kept safe */
+    size_t i = seq - f->next;
+    if (i >= (1u << 20)) { c_pend_full++; return; } /* a million frames ahead of a gap: refused, counted */
+    if (i >= f->pend_cap) { /* a ring indexed by seq: grown to a power of two, laid out again */
+        size_t nc = f->pend_cap ? f->pend_cap : 64;
+        while (nc <= i) nc *= 2;
+        item_t *v = calloc(nc, sizeof *v);
+        if (!v) die("out of memory");
+        for (size_t j = 0; j < f->pend_cap; j++) v[(f->next + j) & (nc - 1)] = *pend_at(f, j);
+        free(f->pend);
+        f->pend = v, f->pend_cap = nc;
+    }
+    item_t *it = pend_at(f, i);
+    it->fl = FL_PAYLOAD | (fin ? FL_FIN : 0);
+    it->len = (uint16_t)len;
+    it->buf = xrealloc(NULL, len ? (size_t)len : 1);
+    memcpy(it->buf, p, (size_t)len);
+    c_stream_bytes_in += (uint64_t)len;
+    if (i == 0) flush_stream(f, origin, flow);
 }
 
 /* ---- receive ------------------------------------------------------------------------------ */
@@ -677,8 +784,15 @@ static void received(const uint8_t *b, ssize_t n, uint64_t now) {
     if (dst != me) {
         if (flags & 1) { c_misrouted++; return; } /* a second hop must end here */
         if (relay_held >= RELAY_CAP) { c_relay_full++; return; }
-        deq_push(&relay_q[dst], (item_t){.flow = flow, .seq = seq, .count = 1, .acc = slot, .origin = origin,
-                                         .dst = dst, .relayed = 1});
+        item_t it = {.flow = flow, .seq = seq, .count = 1, .acc = slot, .origin = origin, .dst = dst, .relayed = 1,
+                     .fl = flags & (FL_PAYLOAD | FL_FIN)};
+        if (flags & FL_PAYLOAD) {
+            if (n - HEAD > frame_bytes - HEAD) { c_truncated++; return; } /* longer than a frame: not ours */
+            it.len = (uint16_t)(n - HEAD);
+            it.buf = xrealloc(NULL, it.len ? it.len : 1);
+            memcpy(it.buf, b + HEAD, it.len);
+        }
+        deq_push(&relay_q[dst], it);
         relay_held++;
         return;
     }
@@ -699,6 +813,7 @@ static void received(const uint8_t *b, ssize_t n, uint64_t now) {
     f->frames++, f->last_ns = now;
     delivered_from[origin]++;
     if (measure_a <= now && now < measure_b) in_window_from[origin]++;
+    if (flags & FL_PAYLOAD) deliver_in_order(f, origin, flow, seq, b + HEAD, n - HEAD, flags & FL_FIN);
     if (flags & 1) {
         uint32_t wait = slot - acc;
         relay_delay[wait < DELAY_BUCKETS ? wait : DELAY_BUCKETS - 1]++;
@@ -722,7 +837,8 @@ static void fill(uint8_t *b, const window_t *w, const item_t *it, uint64_t now) 
     b[7] = it->origin >> 8, b[8] = it->origin;
     memcpy(b + 9, &be[1], 4), memcpy(b + 13, &be[2], 4);
     b[17] = it->dst >> 8, b[18] = it->dst;
-    b[19] = it->relayed;
+    b[19] = it->relayed | it->fl;
+    if (it->fl & FL_PAYLOAD) memcpy(b + HEAD, it->buf, it->len);
     memcpy(b + 20, &be[3], 4);
     uint64_t t = now;
     for (int i = 0; i < 8; i++) b[24 + i] = t >> (56 - 8 * i);
@@ -739,8 +855,12 @@ static uint64_t pace(window_t *w, uint64_t now) {
         uint64_t due = w->next_ns > link_next ? w->next_ns : link_next;
         if (due > now) break;
         item_t *it = deq_at(&w->out, w->sent + k);
-        if (lose_every && ++lose_count % lose_every == 0) c_injected_loss++; /* tests: a frame the fabric lost */
-        else fill(txbuf[m++], w, it, now);
+        if (lose_every && ++lose_count % lose_every == 0) {
+            c_injected_loss++; /* tests: a frame the fabric lost */
+        } else {
+            txiov[m].iov_len = it->fl & FL_PAYLOAD ? (size_t)HEAD + it->len : (size_t)frame_bytes;
+            fill(txbuf[m++], w, it, now);
+        }
         uint64_t err = now - due;
         pace_hist[err / 1000 < PACE_BUCKETS ? err / 1000 : PACE_BUCKETS - 1]++;
         if (err > pace_max_ns) pace_max_ns = err;
@@ -776,8 +896,10 @@ static uint64_t pace(window_t *w, uint64_t now) {
                 txflow_t *t = tx_get(it->flow);
                 if (!t->first) t->first = now;
                 t->last = now, t->sent++;
-                if (retransmit_ns) inflight_push(it->flow, it->seq, it->dst, now);
+                if (retransmit_ns) { inflight_push(it, now); it->buf = NULL; } /* kept until acknowledged */
             }
+            free(it->buf); /* sent: a relayed copy, or no retransmission */
+            it->buf = NULL;
         }
         w->sent += k, c_sent_frames += k;
     }
@@ -791,8 +913,11 @@ static void resend_overdue(uint64_t now) {
         if (e->sent_ns + retransmit_ns >= now) break;
         txflow_t *t = tx_get(e->flow);
         if (!bit_get(t->acked, t->acked_bytes, e->seq)) {
-            fq_push_front(&local_q[e->dst], (item_t){.flow = e->flow, .seq = e->seq, .count = 1});
+            fq_push_front(&local_q[e->dst], (item_t){.flow = e->flow, .seq = e->seq, .count = 1, .fl = e->fl,
+                                                     .len = e->len, .buf = e->buf});
             c_resent++, t->resent++;
+        } else {
+            free(e->buf);
         }
         inflight.head = (inflight.head + 1) & (inflight.cap - 1);
         inflight.n--;

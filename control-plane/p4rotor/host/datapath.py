@@ -21,8 +21,9 @@ from typing import Callable
 
 from .. import cliutil
 
-ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP = 1, 2, 3, 4, 5, 6, 7
-WIN_DONE, REPLY, READY = 100, 200, 300
+ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM = 1, 2, 3, 4, 5, 6, 7, 8
+WIN_DONE, DELIVER, REPLY, READY = 100, 101, 200, 300
+STREAM_MAX = 60_000  # bytes per ADD_STREAM message (rlbd splits them into frames)
 # WIN_ADD kinds: relayed frames for the window's peer (second hop); own frames to the peer;
 # own frames for a third rack, to the peer as their relay (first hop).
 RELAYED, DIRECT, RELAY_FIRST = 0, 1, 2
@@ -75,6 +76,8 @@ class DataPath:
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.on_window_done: Callable[[int, int, int], None] = lambda win, sent, returned: None
+        # a stream's bytes, in order: (origin rack, flow, bytes, the stream ended)
+        self.on_deliver: Callable[[int, int, bytes, bool], None] = lambda origin, flow, data, fin: None
         self._req = 0
 
     def start(self, timeout_s: float = 10.0) -> None:
@@ -129,6 +132,10 @@ class DataPath:
         if op == WIN_DONE:
             self.on_window_done(*struct.unpack_from("<III", msg, 4))
             return True
+        if op == DELIVER:
+            origin, fin, _, flow, n = struct.unpack_from("<HBBII", msg, 4)
+            self.on_deliver(origin, flow, msg[16:16 + n], bool(fin))
+            return True
         return None
 
     def pump(self) -> None:
@@ -144,6 +151,17 @@ class DataPath:
 
     def add_local(self, dst: int, flow: int, frames: int) -> None:
         self._send(ADD_LOCAL, struct.pack("<HHII", dst, 0, flow, frames))
+
+    def add_stream(self, dst: int, flow: int, data: bytes, fin: bool = False) -> int:
+        """Bytes of stream ``flow`` for rack ``dst`` (``fin``: its last): rlbd cuts them into frames,
+        numbered on from the stream's last.  Returns the frames now queued for ``dst`` (the
+        caller's back-pressure)."""
+        queued = 0
+        for i in range(0, max(1, len(data)), STREAM_MAX):
+            part = data[i:i + STREAM_MAX]
+            last = fin and i + STREAM_MAX >= len(data)
+            queued = struct.unpack("<I", self._call(ADD_STREAM, struct.pack("<HBBI", dst, last, 0, flow) + part))[0]
+        return queued
 
     def state(self) -> tuple[dict[int, int], list[tuple[int, int, int, int]]]:
         """Own frames per destination, and the relayed frames as (dst, origin, accepted slot, frames)
