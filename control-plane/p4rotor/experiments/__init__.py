@@ -4,9 +4,9 @@
 (``fct``: a package of them, experiments/fct/__init__.py).
 """
 
-from . import connectivity, duty_cycle, faults, low_latency, rotorlb, shuffle
+from . import apps, connectivity, duty_cycle, faults, low_latency, rotorlb, shuffle
 from .fct import run as fct_run
 
 EXPERIMENTS = {"connectivity": connectivity.connectivity, "duty-cycle": duty_cycle.duty_cycle,
                "low-latency": low_latency.low_latency, "shuffle": shuffle.shuffle, "rotorlb": rotorlb.rotorlb,
-               "fct": fct_run.fct, "faults": faults.faults}
+               "fct": fct_run.fct, "faults": faults.faults, "apps": apps.apps}

@@ -12,7 +12,7 @@ from ..cliutil import EXIT_RUNTIME, default_build_dir, die, loss_rate
 
 def add_parser(sub) -> None:
     pe = sub.add_parser("experiment", help="run an experiment on an emulated fabric (root)")
-    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb", "fct", "faults"])
+    pe.add_argument("name", choices=["connectivity", "duty-cycle", "low-latency", "shuffle", "rotorlb", "fct", "faults", "apps"])
     pe.add_argument("--schedule", help="schedule to use (connectivity, low-latency)")
     pe.add_argument("--dilation", type=float)
     pe.add_argument("--quick", action="store_true", help="a short variant (rotorlb: densities 1 and 56)")
@@ -59,7 +59,7 @@ def add_parser(sub) -> None:
     pe.add_argument("--corropt-threshold", type=loss_rate, metavar="RATE",
                     help="faults: the controller runs the live CorrOpt monitor with this loss threshold "
                          "(topologies/faults/corropt.json is a plan for it)")
-    rlb = pe.add_argument_group("rotorlb, fct")
+    rlb = pe.add_argument_group("rotorlb, fct, apps")
     rlb.add_argument("--rate", type=float, help="agent frames/s per circuit (rotorlb: calibrated on the "
                      "fabric, --quick 300; fct: 100)")
     rlb.add_argument("--guard-us", type=float, help="wall us the agents keep free at both ends of a day "

@@ -167,6 +167,19 @@ def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
             "dead_agents": [d["host"] for d in dead], "delivered_from_dead": from_dead}
 
 
+def redirect_tcp(host) -> None:
+    """In ``host``'s namespace: a route for the bulk addresses 10.200.0.0/16 (connect() needs one)
+    and netfilter sending TCP to them to the agent's split-connection port (host/stream.py), once."""
+    from ..host.stream import PROXY_PORT
+
+    rule = f"OUTPUT -p tcp -d 10.200.0.0/16 -j REDIRECT --to-ports {PROXY_PORT}"
+    out = host.cmd("dev=$(ip -o -4 addr show scope global | awk '{print $2; exit}'); "
+                   "ip route replace 10.200.0.0/16 dev $dev && "
+                   f"{{ iptables -t nat -C {rule} 2>/dev/null || iptables -t nat -A {rule}; }} && echo redirected")
+    if "redirected" not in out:
+        raise HarnessError(f"{host.name}: cannot redirect TCP to its agent: {out.strip()[-200:]}")
+
+
 def _await_listening(agents: Agents, start_ns: int) -> None:
     """Readiness by polling: every agent writes its ready file once its socket is bound."""
     late: dict[str, float] = {}
@@ -217,7 +230,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
                  shared: bool = False, realtime: bool = False, rt_always: bool = True,
-                 datapath: str = "python", fill: float | None = None) -> Agents:
+                 datapath: str = "python", fill: float | None = None, tcp_split: bool = False) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -231,7 +244,9 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     (``rt_always``, the default: idle too; else only while it holds bulk, host/priority.py): its
     pacer then sends when its window says, not when the scheduler gets to it.  ``datapath``: who
     moves the agents' frames (host/agent_cli.py ``--datapath``: python, or c: the compiled rlbd);
-    ``fill``: the share of each window's time frames are planned for (None: the agents' default)."""
+    ``fill``: the share of each window's time frames are planned for (None: the agents' default);
+    ``tcp_split`` (datapath c): each host's TCP connections to 10.200.R.N end at its agent and cross
+    as RotorLB streams (host/stream.py; :func:`redirect_tcp`)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.shm")]:
@@ -283,6 +298,9 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                              "--share-members", str(len(k.hosts)), "--host-rate", str(rate / hosts * len(ds.rotors))]
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
+                if tcp_split:
+                    args.append("--tcp-split")
+                    redirect_tcp(emu.host(h.name))
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
                 agents.procs.append((h.name, emu.popen(h.name, args, stdout=log, stderr=log)))
                 agents.where[h.name] = (k.id, n)

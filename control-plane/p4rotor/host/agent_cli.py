@@ -66,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rt-always", action="store_true", help="with --rt-priority: SCHED_RR idle or not")
     p.add_argument("--fill", type=float, default=1 - wire.WINDOW_SLACK,
                    help="the share of a window's time frames are planned for (default %(default)s)")
+    p.add_argument("--tcp-split", action="store_true",
+                   help="with --datapath c: TCP connections to other racks' 10.200.R.N end at this agent and "
+                        "cross as RotorLB streams (host/stream.py; the harness redirects them here)")
     p.add_argument("--datapath", choices=("python", "c"), default="python",
                    help="who moves the frames: this process (python), or the compiled rlbd (c; host/fast_agent.py)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
@@ -87,19 +90,23 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < a.fill <= 1:
         print(f"error: --fill {a.fill}: must be in (0, 1]", file=sys.stderr)
         return 2
+    if a.tcp_split and a.datapath != "c":
+        print("error: --tcp-split needs --datapath c", file=sys.stderr)
+        return 2
     if a.datapath == "c" and a.tun:
         print("error: --datapath c does not do --tun yet", file=sys.stderr)
         return 2
-    kind = Agent
+    kind, extra = Agent, {}
     if a.datapath == "c":
         from .fast_agent import FastAgent as kind
+        extra = {"tcp_split": a.tcp_split}
     try:
         agent = kind(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                      flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,
                      measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
                      ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
                      progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
-                     planes=a.share_members if a.share else 1, fill=a.fill)
+                     planes=a.share_members if a.share else 1, fill=a.fill, **extra)
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return 2

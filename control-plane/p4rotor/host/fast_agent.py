@@ -7,7 +7,8 @@ destination, the frames of each circuit window paced at the circuit's rate, rela
 store-and-forward, sequence numbers and exactly-once delivery.  OFFER and ACCEPT stay on the
 agent's UDP port (``PORT``); data frames use ``DATA_PORT``, which rlbd owns.
 
-Not (yet) on this data path, refused in one line: TUN interfaces.
+Not on this data path, refused in one line: TUN interfaces.  Unmodified TCP applications use
+split connections instead (``tcp_split``: host/stream.py).
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ class _Window:
 
 
 class FastAgent(Agent):
-    def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, **kw):
+    def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, tcp_split: bool = False, **kw):
         self.dp: DataPath | None = None
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
         self.bind, self.lose_every = bind, lose_every
-        super().__init__(*args, **kw)
+        self.tcp_split = tcp_split
+        self.splitter = None  # host/stream.py, with tcp_split        super().__init__(*args, **kw)
         # rlbd resends and acknowledges; the base agent's helpers for it stay off.
         self.retransmit_ns, self.ack_direct = self.resend.after_ns, self.resend.ack_direct
         self.resend = Resend(0, False)
@@ -194,9 +196,17 @@ class FastAgent(Agent):
         for dst, flow, n in self._early:
             self.dp.add_local(dst, flow, n)
         self._early.clear()
+        if self.tcp_split:  # the host's TCP connections to other racks' bulk addresses end here
+            from .stream import Splitter
+
+            self.splitter = Splitter(self.dp, self.me, self.s.racks)
+            self.dp.on_deliver = self.splitter.delivered
+            await self.splitter.start(self.bind)
         self._stats_dir = tempfile.TemporaryDirectory(prefix="rlbd-")
 
     def close(self) -> None:
+        if self.splitter is not None:
+            self.splitter.close()
         loop = asyncio.get_running_loop()
         loop.remove_reader(self.sock.fileno())
         self.sock.close()
@@ -223,7 +233,8 @@ def summary(agent: FastAgent, d: dict) -> dict:
     return {"rack": agent.me, "datapath": "c", "capacity_frames": agent.capacity, "frame_bytes": agent.frame,
             "claimed_frames": agent.claimed if agent.share is not None else None,
             "share_moves": dict(agent.share_moves), "claims_skipped": getattr(agent.share, "skipped", None),
-            "accepted": {str(k): v for k, v in agent.accepted.items()},
+            # rlbd's count: every frame it was given, a stream's too (the agent knows its own flows only)
+            "accepted": d["accepted"],
             "delivered": d["delivered"], "delivered_in_window": d["delivered_in_window"],
             "duplicates": d["duplicates"], "sent": {**d["sent"], **agent.sent},
             "held_local": d["held_local"], "held_relay": d["held_relay"],
@@ -234,5 +245,6 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "udp_rcvbuf_errors": stats.udp_counter("RcvbufErrors"), "udp_no_ports": stats.udp_counter("NoPorts"),
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
             "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
-            "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "priority": agent.priority.summary(),
+            "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
+            "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}

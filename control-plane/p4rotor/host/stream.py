@@ -1,0 +1,200 @@
+"""Unmodified TCP applications over RotorLB, as split connections (docs/rotorlb.md, "TCP at the
+circuits' capacity").
+
+TCP run end to end through the agents waits a cycle for every ACK, and relayed segments arrive out
+of order.  So the connection ends at the source host's agent instead.  The host's kernel sends an
+application's connection to another rack's bulk address (10.200.R.N) to the agent's port
+(``iptables -t nat ... REDIRECT``, installed by the harness: fabric/agents.py).  The agent reads
+the bytes and hands them to rlbd as a stream (host/datapath.py ``add_stream``), which RotorLB
+carries once: direct or relayed, resent if lost, put back in order at the destination's rlbd.
+The destination's agent opens a new connection to the application there (127.0.0.1, the port
+the source asked for) and writes the bytes into it.  The answer comes back the same way, on a
+stream of its own.
+
+* Stream ids: ``FORWARD | cid`` from the source, ``REVERSE | cid`` back; ``cid`` is the source
+  agent's connection number, so (origin rack, flow) names a stream at either end.
+* The forward stream's first bytes say where it goes: ``OPEN`` = magic, IPv4 address, port.
+* A stream ends with rlbd's FIN frame; the other side then half-closes its connection
+  (``write_eof``).  A connection the destination refuses gets an empty reverse stream that ends
+  at once: the source closes its side, and the agent counts it (``refused``).
+* Back-pressure: once more than ``HIGH_FRAMES`` of the host's frames wait for that rack, the
+  agent stops reading the application's socket until they are under ``LOW_FRAMES`` again, so
+  TCP's own flow control holds the application at what the circuits carry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ipaddress
+import socket
+import struct
+
+from .datapath import DataPath
+
+PROXY_PORT = 9979
+FORWARD, REVERSE, KIND = 0xE0000000, 0xD0000000, 0xF0000000
+OPEN = struct.Struct("!4s4sH")  # magic, IPv4 destination, port
+MAGIC = b"RLB1"
+SO_ORIGINAL_DST = 80  # linux/netfilter_ipv4.h
+READ = 1 << 16
+HIGH_FRAMES, LOW_FRAMES = 4096, 1024
+
+
+def original_dst(sock: socket.socket) -> tuple[str, int]:
+    """Where a REDIRECTed connection was going (netfilter's SO_ORIGINAL_DST)."""
+    raw = sock.getsockopt(socket.SOL_IP, SO_ORIGINAL_DST, 16)
+    port, ip = struct.unpack_from("!2xH4s", raw)
+    return str(ipaddress.IPv4Address(ip)), port
+
+
+def bulk_rack(ip: str) -> int | None:
+    """The rack of a bulk address 10.200.R.N, else None."""
+    a = ipaddress.IPv4Address(ip).packed
+    return a[2] if a[:2] == bytes([10, 200]) else None
+
+
+class Conn:
+    def __init__(self, rack: int, send_flow: int, writer: asyncio.StreamWriter | None = None):
+        self.rack, self.send_flow, self.writer = rack, send_flow, writer
+        self.early: list[bytes] = []   # bytes that came before the connection was open
+        self.ended_in = self.ended_out = False
+        self.bytes_in = self.bytes_out = 0
+
+
+class Splitter:
+    """One agent's split connections: ``start`` listens for the host's redirected connections;
+    ``delivered`` takes what rlbd hands over (DataPath.on_deliver)."""
+
+    def __init__(self, dp: DataPath, me: int, racks: int, target_host: str = "127.0.0.1"):
+        self.dp, self.me, self.racks, self.target_host = dp, me, racks, target_host
+        self.conns: dict[tuple[int, int], Conn] = {}  # (rack, flow it arrives on) -> connection
+        self.next_cid = 1
+        self.counts = collections.Counter()
+        self.server: asyncio.AbstractServer | None = None
+        self.tasks: set[asyncio.Task] = set()
+        self.resolve = original_dst  # where a connection was going (tests give their own)
+
+    async def start(self, bind: str = "0.0.0.0", port: int = PROXY_PORT) -> None:
+        self.server = await asyncio.start_server(self._accepted, bind, port, reuse_address=True)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for t in self.tasks:
+            t.cancel()
+
+    def summary(self) -> dict:
+        return {**self.counts, "open": len(self.conns)}
+
+    # -- the source side ------------------------------------------------------------------------
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            ip, port = self.resolve(writer.get_extra_info("socket"))
+        except OSError:  # not redirected: someone connected to the agent's port itself
+            self.counts["not_redirected"] += 1
+            writer.close()
+            return
+        rack = bulk_rack(ip)
+        if rack is None or rack == self.me or not 0 <= rack < self.racks:
+            self.counts["unroutable"] += 1
+            writer.close()
+            return
+        cid = self.next_cid
+        self.next_cid += 1
+        conn = Conn(rack, FORWARD | cid, writer)
+        self.conns[(rack, REVERSE | cid)] = conn
+        self.counts["opened"] += 1
+        self._push(conn, OPEN.pack(MAGIC, ipaddress.IPv4Address(ip).packed, port))
+        await self._pump(reader, conn)
+
+    # -- both sides: the application's bytes into the stream -----------------------------------
+    def _push(self, conn: Conn, data: bytes, fin: bool = False) -> int:
+        conn.bytes_out += len(data)
+        self.counts["bytes_sent"] += len(data)
+        return self.dp.add_stream(conn.rack, conn.send_flow, data, fin)
+
+    async def _pump(self, reader: asyncio.StreamReader, conn: Conn) -> None:
+        try:
+            while True:
+                data = await reader.read(READ)
+                if not data:
+                    break
+                if self._push(conn, data) > HIGH_FRAMES:  # the circuits are behind: let TCP wait
+                    self.counts["paused"] += 1
+                    while self.dp.state()[0].get(conn.rack, 0) > LOW_FRAMES:
+                        await asyncio.sleep(0.005)
+        except (ConnectionError, OSError):
+            self.counts["reset_by_application"] += 1
+        self._push(conn, b"", fin=True)
+        conn.ended_out = True
+        self._maybe_close(conn)
+
+    # -- both sides: the stream's bytes into the application -----------------------------------
+    def delivered(self, origin: int, flow: int, data: bytes, fin: bool) -> None:
+        conn = self.conns.get((origin, flow))
+        if conn is None:
+            if flow & KIND != FORWARD:
+                self.counts["unknown_stream"] += 1
+                return
+            conn = self._incoming(origin, flow, data)
+            if conn is None:
+                return
+            data = data[OPEN.size:]
+        conn.bytes_in += len(data)
+        self.counts["bytes_delivered"] += len(data)
+        if conn.writer is None:
+            conn.early.append(data)
+        elif data:
+            conn.writer.write(data)
+        if fin:
+            conn.ended_in = True
+            if conn.writer is not None:
+                self._eof(conn)
+                self._maybe_close(conn)
+
+    def _incoming(self, origin: int, flow: int, data: bytes) -> Conn | None:
+        """A new stream from ``origin``: its OPEN header, then a connection to the application."""
+        if len(data) < OPEN.size or data[:4] != MAGIC:
+            self.counts["bad_open"] += 1
+            return None
+        _, _, port = OPEN.unpack_from(data)
+        conn = Conn(origin, REVERSE | (flow & ~KIND))
+        self.conns[(origin, flow)] = conn
+        self.counts["accepted"] += 1
+        t = asyncio.ensure_future(self._connect(conn, port))
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+        return conn
+
+    async def _connect(self, conn: Conn, port: int) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(self.target_host, port)
+        except OSError:
+            self.counts["refused"] += 1  # the reverse stream ends at once: the source closes
+            conn.ended_out = True
+            self._push(conn, b"", fin=True)
+            return
+        conn.writer = writer
+        for part in conn.early:
+            writer.write(part)
+        conn.early.clear()
+        if conn.ended_in:
+            self._eof(conn)
+        await self._pump(reader, conn)
+
+    def _maybe_close(self, conn: Conn) -> None:
+        """Both directions over: the connection is closed and forgotten."""
+        if conn.ended_in and conn.ended_out:
+            if conn.writer is not None:
+                conn.writer.close()
+            for k in [k for k, c in self.conns.items() if c is conn]:
+                del self.conns[k]
+            self.counts["closed"] += 1
+
+    def _eof(self, conn: Conn) -> None:
+        try:
+            if conn.writer.can_write_eof():
+                conn.writer.write_eof()
+        except OSError:
+            pass

@@ -1,0 +1,135 @@
+"""Split TCP connections over rlbd streams (host/stream.py): two data paths over loopback with a
+circuit window always open between them, an application at each end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from p4rotor.host import datapath
+from p4rotor.host.datapath import DIRECT, DataPath, DataPathError
+from p4rotor.host.stream import Splitter
+
+try:
+    datapath.binary()
+    HAVE_RLBD = True
+except DataPathError:
+    HAVE_RLBD = False
+pytestmark = pytest.mark.skipif(not HAVE_RLBD, reason="rlbd not built (make native): the compiled data path")
+
+SERVER_PORT = 9951
+
+
+async def _fabric(lose_every: int = 0):
+    """Two racks' data paths and splitters; a task keeps a window open each way."""
+    kw = dict(tos=0, retransmit_ns=200_000_000 if lose_every else 0, ll_tos=0)
+    a = DataPath(0, 2, 1400, {1: ("127.0.1.2", 9988)}, bind="127.0.1.1", port=9988, lose_every=lose_every, **kw)
+    b = DataPath(1, 2, 1400, {0: ("127.0.1.1", 9988)}, bind="127.0.1.2", port=9988, **kw)
+    a.start()
+    b.start()
+    loop = asyncio.get_running_loop()
+    sa, sb = Splitter(a, 0, 2), Splitter(b, 1, 2)
+    a.on_deliver, b.on_deliver = sa.delivered, sb.delivered
+    loop.add_reader(a.fileno(), a.pump)
+    loop.add_reader(b.fileno(), b.pump)
+    await sa.start("127.0.1.1", 9979)
+    await sb.start("127.0.1.2", 9979)
+    sa.resolve = lambda sock: ("10.200.1.1", SERVER_PORT)
+
+    async def windows():
+        w = 0
+        while True:
+            w += 1
+            for dp, peer in ((a, 1), (b, 0)):
+                dp.win_open(w, 0, peer, w, time.time_ns() + 50_000_000, 20_000)
+                dp.win_add(w, DIRECT, peer, 10**6)
+            await asyncio.sleep(0.05)
+
+    task = asyncio.ensure_future(windows())
+
+    def close():
+        task.cancel()
+        for s in (sa, sb):
+            s.close()
+            s.server.close()
+        loop.remove_reader(a.fileno())
+        loop.remove_reader(b.fileno())
+        a.stop()
+        b.stop()
+
+    return sa, sb, close
+
+
+async def _exchange(data: bytes, lose_every: int = 0):
+    sa, sb, close = await _fabric(lose_every)
+    got = bytearray()
+
+    async def server(r, w):
+        while chunk := await r.read(65536):
+            got.extend(chunk)
+        w.write(b"got %d" % len(got))
+        await w.drain()
+        w.close()
+
+    srv = await asyncio.start_server(server, "127.0.0.1", SERVER_PORT)
+    try:
+        r, w = await asyncio.open_connection("127.0.1.1", 9979)
+        w.write(data)
+        w.write_eof()
+        await w.drain()
+        reply = await asyncio.wait_for(r.read(), 30)
+        w.close()
+        await asyncio.sleep(0.2)
+        return reply, bytes(got), sa.summary(), sb.summary()
+    finally:
+        srv.close()
+        close()
+
+
+@pytest.mark.parametrize("lose_every", [0, 13], ids=["clean", "lossy"])
+def test_bytes_cross_once_and_in_order_both_ways(lose_every):
+    data = os.urandom(2_000_000)
+    reply, got, src, dst = asyncio.run(_exchange(data, lose_every))
+    assert got == data and reply == b"got 2000000"
+    assert src["opened"] == 1 and dst["accepted"] == 1 and src["closed"] == dst["closed"] == 1
+    assert src["open"] == dst["open"] == 0
+
+
+def test_a_refused_destination_closes_the_source_and_is_counted():
+    async def main():
+        sa, sb, close = await _fabric()
+        try:
+            r, w = await asyncio.open_connection("127.0.1.1", 9979)  # nothing listens at SERVER_PORT
+            w.write(b"hello")
+            await w.drain()
+            assert await asyncio.wait_for(r.read(), 10) == b""  # the source sees the end
+            w.close()
+            await asyncio.sleep(0.1)
+            return sb.summary()
+        finally:
+            close()
+
+    assert asyncio.run(main())["refused"] == 1
+
+
+def test_a_connection_that_was_not_redirected_and_a_bad_open_are_counted():
+    async def main():
+        sa, sb, close = await _fabric()
+        try:
+            def not_redirected(sock):
+                raise OSError("no original destination")
+
+            sa.resolve = not_redirected
+            r, w = await asyncio.open_connection("127.0.1.1", 9979)
+            assert await asyncio.wait_for(r.read(), 5) == b""
+            sb.delivered(0, 0xE0000099, b"garbage", False)
+            sb.delivered(0, 0xD0000099, b"x", False)  # a reply stream nobody opened
+            return sa.summary(), sb.summary()
+        finally:
+            close()
+
+    src, dst = asyncio.run(main())
+    assert src["not_redirected"] == 1 and dst["bad_open"] == 1 and dst["unknown_stream"] == 1
