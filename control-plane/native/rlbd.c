@@ -51,7 +51,7 @@
 #define HEAD 32          /* wire.DATA_HEADER: type, rotor, slot + origin, flow, seq, dst, flags, acc, sent */
 #define MAX_FRAME 9000
 #define DELAY_BUCKETS 64
-#define PACE_BUCKETS 2001 /* pacing error histogram, 1 us buckets, the last one open */
+#define PACE_BUCKETS 20001 /* pacing error and transit histograms: 1 us buckets to 20 ms, the last one open */
 #define RELAY_CAP (1u << 24)
 #define MAX_SEQ (1u << 27)   /* frames per flow: 188 GB of 1400-byte frames; beyond, refused (bad_seq) */ /* frames held for relay at most: beyond, refused and counted */
 
