@@ -19,6 +19,7 @@ per wall second).  Pass marks, as the issue states them: one pair and eight pair
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -134,8 +135,12 @@ def _iperf(emu, host: dict[int, str], pairs, seconds: float, out: Path, name: st
                 errors.append(f"client {i}: {r['error']}")
                 continue
             got += r["end"]["sum_received"]["bits_per_second"] / 1e6
-            if i == 0:
-                ivs = [iv["sum"]["bytes"] for iv in r["intervals"]]
+        try:  # what the first pair's server received, second by second
+            sout, _ = servers[0].communicate(timeout=30)
+            (d / "server-0.json").write_text(sout.decode(errors="replace"))
+            ivs = [iv["sum"]["bytes"] for iv in json.loads(sout)["intervals"]]
+        except (ValueError, KeyError, OSError, subprocess.TimeoutExpired):
+            errors.append("server 0: no JSON")
         res = {"goodput_mbps": got, "pairs": [list(p) for p in pairs], "parallel": parallel}
         if ivs is not None:
             res["interval_bytes"] = ivs
