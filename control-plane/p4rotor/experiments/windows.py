@@ -43,7 +43,7 @@ def _uniform(topo) -> list[tuple[int, int]]:
 
 def measure_windows(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float) -> dict:
     """Guard and fill for rlbd agents at ``rate`` on this fabric (steps 1-3 above)."""
-    from .rotorlb import run_pairs
+    from .rotorlb import agent_drops, run_pairs
 
     uniform = _uniform(topo)
     first = run_pairs(emu, topo, ds, out / "windows-1-measure", uniform, True, rate, guard_us, 1, datapath="c")
@@ -61,7 +61,7 @@ def measure_windows(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us:
     check = run_pairs(emu, topo, ds, out / "windows-3-check", uniform, True, rate, guard, 1, datapath="c", fill=fill)
     duty = ds.day_us / ds.slot_us
     bound = duty * rate * len(topo.racks)
-    drops = sum(n for c, n in check["switch_drops"].items() if c != "NO_ROUTE") + sum(check["kernel_drops"].values())
+    drops = agent_drops(check)
     res = {"rate_fps": rate, "guard_us_given": guard_us, "pacing_lateness_us_p999": lateness,
            "transit_us_p999": transit, "guard_us": guard, "full_windows_unsent_share": round(unsent, 4),
            "fill": fill, "capacity_fps": round(check["throughput_fps"], 1), "physical_bound_fps": round(bound, 1),
