@@ -47,7 +47,8 @@ class FastAgent(Agent):
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
         self.bind, self.lose_every = bind, lose_every
         self.tcp_split = tcp_split
-        self.splitter = None  # host/stream.py, with tcp_split        super().__init__(*args, **kw)
+        self.splitter = None  # host/stream.py, with tcp_split
+        super().__init__(*args, **kw)
         # rlbd resends and acknowledges; the base agent's helpers for it stay off.
         self.retransmit_ns, self.ack_direct = self.resend.after_ns, self.resend.ack_direct
         self.resend = Resend(0, False)
