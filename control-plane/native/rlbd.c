@@ -281,6 +281,7 @@ static uint64_t link_gap, link_next;
 static uint64_t measure_a, measure_b;
 static uint64_t c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames, c_dup, c_rx;
 static uint64_t c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl;
+static uint64_t c_late_add;
 static uint64_t c_stream_bytes_in, c_stream_bytes_out, c_pend_full;
 static uint64_t spin_max; /* --spin-ns: stay awake this long before a frame is due (0: a quarter gap) */
 static uint64_t c_windows, c_window_late, c_bad_seq, c_bad_ack, c_injected_loss, lose_every, lose_count;
@@ -534,6 +535,7 @@ static void stats_reply(uint32_t req, const char *path) {
        c_stream_bytes_out, c_pend_full);
     jp("\"retransmitted\":%lu,\"unacknowledged\":%lu,\"acks_in\":%lu,\"acks_out\":%lu,", c_resent,
        retransmit_ns ? unacknowledged() : 0, c_acks_in, c_acks_out);
+    jp("\"late_adds\":%lu,", c_late_add);
     jp("\"received\":%lu,\"duplicates\":%lu,\"held_local\":%lu,\"windows\":%lu,\"windows_opened_late\":%lu,",
        c_rx, c_dup, held_local, c_windows, c_window_late);
     jp("\"refused\":{\"bad_type\":%lu,\"truncated\":%lu,\"bad_rack\":%lu,\"misrouted\":%lu,\"relay_full\":%lu,"
@@ -648,6 +650,7 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
         memcpy(&id, p, 4), memcpy(&dst, p + 6, 2), memcpy(&cnt, p + 8, 4);
         window_t *w = win_find(id);
         if (w && p[4] <= 2) moved = win_add(w, p[4], dst, cnt);
+        else if (!w) c_late_add++; /* the window ended before the agent's frames came: nothing moved */
         else c_bad_ctl++;
         reply(req, &moved, 4);
     } else if (op == 5 && n > 8 && n < 4096 + 8 && m[n - 1] == 0) {

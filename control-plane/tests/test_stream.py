@@ -133,3 +133,24 @@ def test_a_connection_that_was_not_redirected_and_a_bad_open_are_counted():
 
     src, dst = asyncio.run(main())
     assert src["not_redirected"] == 1 and dst["bad_open"] == 1 and dst["unknown_stream"] == 1
+
+
+def test_replies_to_two_racks_connections_with_one_number_use_two_streams():
+    """rlbd numbers a flow's frames per id: a reply to rack 0's connection 1 and one to rack 2's
+    connection 1 must not share an id (the second waited forever for the first's numbers)."""
+    from p4rotor.host.stream import FORWARD, MAGIC, OPEN
+
+    class Quiet:
+        def add_stream(self, *a, **k):
+            return 0
+
+    async def main():
+        sp = Splitter(Quiet(), 1, 3, target_host="127.0.0.1")
+        head = OPEN.pack(MAGIC, bytes([10, 200, 1, 1]), 1)  # port 1: refused, quickly
+        sp.delivered(0, FORWARD | 1, head, False)
+        sp.delivered(2, FORWARD | 1, head, False)
+        flows = {c.send_flow for c in sp.conns.values()}
+        await asyncio.sleep(0.1)
+        return flows
+
+    assert len(asyncio.run(main())) == 2

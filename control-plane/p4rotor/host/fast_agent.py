@@ -247,5 +247,6 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
             "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
+            "late_adds": d["late_adds"],
             "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}

@@ -11,8 +11,11 @@ The destination's agent opens a new connection to the application there (127.0.0
 the source asked for) and writes the bytes into it.  The answer comes back the same way, on a
 stream of its own.
 
-* Stream ids: ``FORWARD | cid`` from the source, ``REVERSE | cid`` back; ``cid`` is the source
-  agent's connection number, so (origin rack, flow) names a stream at either end.
+* Stream ids: ``FORWARD | cid`` from the source, ``REVERSE | rack << 18 | cid`` back (``rack``:
+  the source's); ``cid`` is the source agent's connection number.  (origin rack, flow) names a
+  stream at either end, and no host sends two streams on one id: rlbd numbers a flow's frames
+  per id, so a reply to rack 0's connection 1 and one to rack 2's connection 1, on one id, had
+  the second wait for sequence numbers the first had used (an eight-pair run hung on it).
 * The forward stream's first bytes say where it goes: ``OPEN`` = magic, IPv4 address, port.
 * A stream ends with rlbd's FIN frame; the other side then half-closes its connection
   (``write_eof``).  A connection the destination refuses gets an empty reverse stream that ends
@@ -34,6 +37,7 @@ from .datapath import DataPath
 
 PROXY_PORT = 9979
 FORWARD, REVERSE, KIND = 0xE0000000, 0xD0000000, 0xF0000000
+CID_BITS = 18  # connections per agent before ids repeat; the rack (up to 1024) above them
 OPEN = struct.Struct("!4s4sH")  # magic, IPv4 destination, port
 MAGIC = b"RLB1"
 SO_ORIGINAL_DST = 80  # linux/netfilter_ipv4.h
@@ -101,9 +105,9 @@ class Splitter:
             writer.close()
             return
         cid = self.next_cid
-        self.next_cid += 1
+        self.next_cid = self.next_cid % ((1 << CID_BITS) - 1) + 1
         conn = Conn(rack, FORWARD | cid, writer)
-        self.conns[(rack, REVERSE | cid)] = conn
+        self.conns[(rack, REVERSE | self.me << CID_BITS | cid)] = conn
         self.counts["opened"] += 1
         self._push(conn, OPEN.pack(MAGIC, ipaddress.IPv4Address(ip).packed, port))
         await self._pump(reader, conn)
@@ -159,7 +163,7 @@ class Splitter:
             self.counts["bad_open"] += 1
             return None
         _, _, port = OPEN.unpack_from(data)
-        conn = Conn(origin, REVERSE | (flow & ~KIND))
+        conn = Conn(origin, REVERSE | origin << CID_BITS | (flow & ((1 << CID_BITS) - 1)))
         self.conns[(origin, flow)] = conn
         self.counts["accepted"] += 1
         t = asyncio.ensure_future(self._connect(conn, port))
