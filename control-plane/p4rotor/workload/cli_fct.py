@@ -127,12 +127,18 @@ def cmd_compare(a: argparse.Namespace) -> int:
     if a.min_flows < 1:
         die(f"--min-flows must be >= 1, got {a.min_flows}")
     ra, rb = _fct_json(a.a), _fct_json(a.b)
-    try:
+    try:  # every line before any is printed: a malformed field is one line, not half a table
         res = results.compare(ra, rb, a.tolerance, a.min_flows)
+        lines = _compare_lines(res, a.tolerance)
     except MALFORMED as ex:
-        die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {ex})")
-    print(f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
-          f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}")
+        die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {str(ex)[:80]})")
+    print("\n".join(lines))
+    return 0 if res["same"] else 1
+
+
+def _compare_lines(res: dict, tolerance: float) -> list[str]:
+    out = [f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
+           f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}"]
 
     def ms(x):
         return "-" if x is None else f"{x * 1e3:.1f}"
@@ -140,16 +146,16 @@ def cmd_compare(a: argparse.Namespace) -> int:
     for r in res["rows"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         mark = "" if r["judged"] else "  (not judged: few flows)"
-        print(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
-              f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
-              f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
-    print("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
+        out.append(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
+                   f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
+                   f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
+    out.append("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
     if res["same"]:
-        print(f"same within noise: every judged bucket's flow-by-flow median ratio within {a.tolerance:.0%} of 1, "
-              "the same flows finished")
-        return 0
-    print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
-    return 1
+        out.append(f"same within noise: every judged bucket's flow-by-flow median ratio within {tolerance:.0%} of 1, "
+                   "the same flows finished")
+    else:
+        out.append("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
+    return out
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
