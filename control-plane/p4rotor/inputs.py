@@ -35,14 +35,17 @@ MAX_ROTORS = 64                  # published fabrics have 4-8 rotors per rack
 MAX_SLOT_US = 10 ** 9            # 1000 s: real slots are us to ms, x100 dilated still < 1 s
 MAX_TIME_US = 10 ** 12           # ~11.6 days of schedule time (offsets, fault times): more is a typo
 MAX_HYPERPERIOD_SLOTS = 10 ** 5  # lcm of the rotors' matching counts; Opera 108x6: 18, RotorNet 128x4: 32
-MAX_SLICE_WORK = 2 * 10 ** 8     # slots x rotors x racks^2 to enumerate and analyse the slices
-                                 # (Opera 108x6: 1.3e6, RotorNet 128x4: 2.1e6; ~20 s at the limit)
+MAX_SLICE_WORK = 5 * 10 ** 7     # slots x rotors x (racks^2 + SLOT_OVERHEAD) to list and analyse the slices
+                                 # (Opera 108x6: 1.3e6, RotorNet 128x4: 2.1e6; ~0.4 us each: ~20 s at the limit)
+SLOT_OVERHEAD = 256              # a slot's fixed cost in rack pairs' worth (measured: a slice ~50 us, plus
+                                 # ~0.2 us a rack pair), so that few racks and many slots count too
 
 # ---- the RotorLB model -------------------------------------------------------------------------
 MAX_MATRICES = 10 ** 4           # --count, or matrices in a --matrices file
 MAX_CYCLES = 10 ** 5             # --warmup-cycles, --measure-cycles
-MAX_MODEL_WORK = 2 * 10 ** 8     # matrices x cycles x cycle slots x racks^2 (Opera 108x6 with the
-                                 # defaults, 8 matrices x 24 cycles: 4e7, ~70 s; ~6 min at the limit)
+MAX_MODEL_WORK = 2 * 10 ** 8     # matrices x cycles x cycle slots x (racks^2 + SLOT_OVERHEAD); ~0.8 us each
+                                 # (Opera 108x6 with the defaults, 8 matrices x 24 cycles: 4e7, ~35 s;
+                                 # RotorNet 128x4: 1e8; ~3 min at the limit)
 
 # ---- flow lists and workloads ------------------------------------------------------------------
 MAX_FLOWS = 10 ** 6              # 10x the largest lists run so far

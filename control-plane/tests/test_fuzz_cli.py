@@ -147,6 +147,7 @@ REGRESSIONS = [
     ("--duration over the limit", {}, ["workload", "generate", "--workload", "websearch", "--load", "0.1", "--racks",
                                        "4", "--access-mbps", "10", "--duration", "1e300", "-o", "{out.json}"]),
     ("--access-mbps 1e300", {}, ["workload", "show", "{flows}", "--access-mbps", "1e300"]),
+    ("a file name with a newline", {}, ["schedule", "check", "{missing}/a\nb.json"]),
     ("--hosts 10**30", {}, ["workload", "show", "{flows}", "--hosts", str(10 ** 30)]),
 ]
 
@@ -208,7 +209,7 @@ def test_published_sizes_within_the_limits(kind, racks, rotors, slot, tmp_path):
     assert S.load(p) == s
     from p4rotor.rotorlb.model import cycle_slots
 
-    assert 8 * 24 * cycle_slots(s) * racks ** 2 <= I.MAX_MODEL_WORK
+    assert 8 * 24 * cycle_slots(s) * (racks ** 2 + I.SLOT_OVERHEAD) <= I.MAX_MODEL_WORK
 
 
 def test_a_100000_flow_list_is_accepted(tmp_path):

@@ -163,9 +163,9 @@ def _commands(kind: str, f: str, v: dict[str, Path], out: str) -> list[list[str]
 
 
 # (file kind, its strategy, cases in the default run)
-KINDS = [("schedule", mutated_json, 1800), ("rotornet", mutated_json, 600), ("topology", mutated_json, 1000),
-         ("plan", mutated_json, 1000), ("flows", mutated_json, 1200), ("csv", mutated_lines, 800),
-         ("matrices", mutated_json, 700), ("cdf", mutated_lines, 700), ("fct", mutated_json, 1000)]
+KINDS = [("schedule", mutated_json, 1500), ("rotornet", mutated_json, 400), ("topology", mutated_json, 800),
+         ("plan", mutated_json, 800), ("flows", mutated_json, 1000), ("csv", mutated_lines, 600),
+         ("matrices", mutated_json, 500), ("cdf", mutated_lines, 500), ("fct", mutated_json, 800)]
 
 
 def _fuzz(kind: str, content: bytes, which: int, files: dict[str, Path], d: Path) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 from .. import schedule as S
 from ..cliutil import die as _die
-from ..inputs import (MAX_CYCLES, MAX_MATRICES, MAX_MODEL_WORK, MAX_RACKS, MAX_ROTORS, check_output, check_work,
-                      int_flag, read_json, write_output)
+from ..inputs import (MAX_CYCLES, MAX_MATRICES, MAX_MODEL_WORK, MAX_RACKS, MAX_ROTORS, SLOT_OVERHEAD, check_output,
+                      check_work, int_flag, read_json, write_output)
 from . import model as M
 
 
@@ -40,11 +40,11 @@ def _schedule(a: argparse.Namespace) -> S.Schedule:
     else:
         racks, rotors = 8 if a.racks is None else a.racks, 1 if a.rotors is None else a.rotors
         # rotornet: about racks / rotors matchings per rotor; refused before it is generated
-        check_work(matrices * cycles * -(-racks // rotors) * racks ** 2, MAX_MODEL_WORK,
-                   "the model's matrices x cycles x slots x racks^2", M.ModelError)
+        check_work(matrices * cycles * -(-racks // rotors) * (racks ** 2 + SLOT_OVERHEAD), MAX_MODEL_WORK,
+                   "the model's matrices x cycles x slots x (racks^2 + overhead)", M.ModelError)
         s = S.generate_rotornet(racks, rotors, slot_us=1000, reconfig_us=0)
-    check_work(matrices * cycles * M.cycle_slots(s) * s.racks ** 2, MAX_MODEL_WORK,
-               "the model's matrices x cycles x slots x racks^2", M.ModelError)
+    check_work(matrices * cycles * M.cycle_slots(s) * (s.racks ** 2 + SLOT_OVERHEAD), MAX_MODEL_WORK,
+               "the model's matrices x cycles x slots x (racks^2 + overhead)", M.ModelError)
     M.check_schedule(s)
     return s
 
@@ -55,8 +55,8 @@ def cmd_model_rotorlb(a: argparse.Namespace) -> int:
         s = _schedule(a)
         if a.matrices:
             mats = _load_matrices(a.matrices, s.racks)
-            check_work(len(mats) * (a.warmup_cycles + a.measure_cycles) * M.cycle_slots(s) * s.racks ** 2,
-                       MAX_MODEL_WORK, f"{a.matrices}: the model's matrices x cycles x slots x racks^2", M.ModelError)
+            check_work(len(mats) * (a.warmup_cycles + a.measure_cycles) * M.cycle_slots(s)
+                       * (s.racks ** 2 + SLOT_OVERHEAD), MAX_MODEL_WORK, f"{a.matrices}: the model's matrices x cycles x slots x (racks^2 + overhead)", M.ModelError)
         else:
             mats = M.random_matrices(s.racks, a.density, a.count, a.seed)
     except (S.ScheduleError, M.ModelError) as ex:

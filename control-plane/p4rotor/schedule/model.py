@@ -27,7 +27,7 @@ from typing import Any
 import networkx as nx
 
 from ..inputs import (MAX_HYPERPERIOD_SLOTS, MAX_RACKS, MAX_ROTORS, MAX_SLICE_WORK, MAX_SLOT_US, MAX_TIME_US,
-                      check_work, show_value)
+                      SLOT_OVERHEAD, check_work, show_value)
 
 FORMAT_VERSION = 1
 KINDS = ("rotornet", "selector", "opera", "custom")
@@ -258,7 +258,7 @@ def from_json(data: Any) -> Schedule:
             mats.append(_check_matching(m, racks, f"{where} matching {mi}"))
         rotors.append(Rotor(name=name, offset_us=offset, matchings=tuple(mats)))
     slots = hyperperiod_slots(len(r.matchings) for r in rotors)
-    check_work(slots * len(rotors) * racks ** 2, MAX_SLICE_WORK,
+    check_work(slots * len(rotors) * (racks ** 2 + SLOT_OVERHEAD), MAX_SLICE_WORK,
                f"{racks} racks, {len(rotors)} rotors, a {slots}-slot hyperperiod", ScheduleError)
     sched = Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us,
                      rotors=tuple(rotors), kind=kind, version=version)

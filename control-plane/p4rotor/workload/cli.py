@@ -12,7 +12,7 @@ import sys
 from typing import Any, Sequence
 
 from ..cliutil import die
-from ..inputs import (MAX_FACTOR, MAX_FLOWS, MAX_HOSTS, MAX_MBPS, MAX_PACKET_BYTES, MAX_START_S, MAX_TIME_US,
+from ..inputs import (MALFORMED, MAX_FACTOR, MAX_FLOWS, MAX_HOSTS, MAX_MBPS, MAX_PACKET_BYTES, MAX_START_S, MAX_TIME_US,
                       check_output, show_value)
 from . import cdf as C
 from . import flowlist as FL
@@ -176,10 +176,13 @@ def cmd_show(a: argparse.Namespace) -> int:
         flows, meta = FL.read(a.file)
         if not flows:
             raise C.WorkloadError(f"{a.file}: no flows")
+        lines = summary(flows, meta, access_bps=a.access_mbps and a.access_mbps * 1e6, hosts=a.hosts,
+                        duration_s=a.duration)
     except C.WorkloadError as ex:
         die(str(ex))
-    print("\n".join(summary(flows, meta, access_bps=a.access_mbps and a.access_mbps * 1e6,
-                            hosts=a.hosts, duration_s=a.duration)))
+    except MALFORMED as ex:  # meta is free-form: a field of the wrong type
+        die(f"{a.file}: meta: malformed ({type(ex).__name__}: {str(ex)[:80]})")
+    print("\n".join(lines))
     return 0
 
 

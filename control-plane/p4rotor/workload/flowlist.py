@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..inputs import MAX_FLOW_BYTES, MAX_FLOWS, MAX_START_S, parse_json as _parse_json, write_output
+from ..inputs import (MAX_FLOW_BYTES, MAX_FLOWS, MAX_MBPS, MAX_PACKET_BYTES, MAX_START_S, in_range,
+                      parse_json as _parse_json, write_output)
 from .cdf import WorkloadError, read_text
 from .generate import Flow
 
@@ -146,6 +147,7 @@ def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
     meta = doc.get("meta") or {}
     if not isinstance(meta, dict):
         raise WorkloadError(f"{source}: meta must be an object")
+    _check_meta(meta, source)
     flows, where = [], []
     for k, d in enumerate(doc["flows"]):
         w = f"{source}: flow {k}"
@@ -161,6 +163,22 @@ def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
         where.append(w)
     _check(flows, where)
     return flows, meta
+
+
+# meta's numbers that the readers compute with, and their ranges
+META_NUMBERS = {"access_bps": (0, MAX_MBPS * 1e6), "duration_s": (0, MAX_START_S), "mss": (1, MAX_PACKET_BYTES),
+                "header_bytes": (0, MAX_PACKET_BYTES), "load": (0, 1), "flows_per_s_per_host": (0, 1e12),
+                "mean_size_bytes": (0, MAX_FLOW_BYTES), "mean_wire_bytes": (0, 2 * MAX_FLOW_BYTES)}
+META_OBJECTS = ("hosts", "scaling", "size_percentiles_bytes")
+
+
+def _check_meta(meta: dict[str, Any], source: str) -> None:
+    for key, (lo, hi) in META_NUMBERS.items():
+        if meta.get(key) is not None:
+            in_range(meta[key], lo, hi, f"{source}: meta.{key}", WorkloadError)
+    for key in META_OBJECTS:
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise WorkloadError(f"{source}: meta.{key} must be an object")
 
 
 def read(path: str | Path) -> tuple[list[Flow], dict[str, Any]]:
