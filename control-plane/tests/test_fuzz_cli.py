@@ -147,6 +147,10 @@ REGRESSIONS = [
     ("--duration over the limit", {}, ["workload", "generate", "--workload", "websearch", "--load", "0.1", "--racks",
                                        "4", "--access-mbps", "10", "--duration", "1e300", "-o", "{out.json}"]),
     ("--access-mbps 1e300", {}, ["workload", "show", "{flows}", "--access-mbps", "1e300"]),
+    ("model: a rack pair that never meets", {"s.json": {"version": 1, "kind": "rotornet", "racks": 4, "slot_us": 1000,
+                                                 "reconfig_us": 0, "rotors": [{"name": "r0", "offset_us": 0, "matchings":
+                                                                               [[1, 0, 3, 2], [2, 3, 0, 1]]}]}},
+     ["model", "rotorlb", "--schedule", "{s.json}", "--density", "12", "--count", "1"]),
     ("a file name with a newline", {}, ["schedule", "check", "{missing}/a\nb.json"]),
     ("--hosts 10**30", {}, ["workload", "show", "{flows}", "--hosts", str(10 ** 30)]),
 ]
