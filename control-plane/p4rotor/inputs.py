@@ -122,11 +122,16 @@ def _parse_constant(text: str) -> float:
     raise _Refused(f"{text} is not a number JSON allows")
 
 
-def parse_json(text: str, source: str, error: type[Exception]) -> Any:
-    """JSON text, with numbers and nesting held to the limits; errors name ``source``."""
+def parse_json(text: str, source: str, error: type[Exception], *, nonfinite: bool = False) -> Any:
+    """JSON text, with numbers and nesting held to the limits; errors name ``source``.
+    ``nonfinite``: accept NaN and Infinity as Python writes them (the fct.json results do, for
+    a slowdown without a bound); the reader then checks the values it computes with."""
     try:
-        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
-                         parse_constant=_parse_constant)
+        if nonfinite:
+            doc = json.loads(text, parse_int=_parse_int)
+        else:
+            doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                             parse_constant=_parse_constant)
     except json.JSONDecodeError as ex:
         raise error(f"{source}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
     except _Refused as ex:
@@ -145,8 +150,8 @@ def parse_json(text: str, source: str, error: type[Exception]) -> Any:
     return doc
 
 
-def read_json(path: str | Path, error: type[Exception]) -> Any:
-    return parse_json(read_text(path, error), str(path), error)
+def read_json(path: str | Path, error: type[Exception], *, nonfinite: bool = False) -> Any:
+    return parse_json(read_text(path, error), str(path), error, nonfinite=nonfinite)
 
 
 # Exceptions code raises when it reads a document of the wrong shape (a list where an object

@@ -77,7 +77,7 @@ def run_name(path: str) -> str:
 
 def _fct_json(path: str) -> dict:
     try:
-        d = parse_json(C.read_text(path), path, C.WorkloadError)
+        d = parse_json(C.read_text(path), path, C.WorkloadError, nonfinite=True)  # results hold Infinity
     except C.WorkloadError as ex:
         die(str(ex))
     if (not isinstance(d, dict) or not isinstance(d.get("modes"), dict)
