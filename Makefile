@@ -16,7 +16,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # toolchain directory; a shared/toolchain directory beside the checkout is used by default.
 P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
-.PHONY: help deps venv toolchain native build build-ebpf build-tofino fixtures-tofino test test-unit test-ptf run bench bench-scale fct-sweep clean check-tools constants fixtures
+.PHONY: help deps venv toolchain native build build-ebpf build-tofino fixtures-tofino test test-unit test-ptf fuzz run bench bench-scale fct-sweep clean check-tools constants fixtures
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
@@ -24,6 +24,7 @@ help:
 	@echo "make build  compile p4src/v1model/*.p4 to $(BUILD)/<program>.json + .p4info.txtpb (needs p4c)"
 	@echo "make build-tofino  compile p4src/tna/{rotor,tor}.p4 with bf-p4c into $(BUILD)/tofino/ + resource report"
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
+	@echo "make fuzz   the CLI input fuzz with FUZZ_SCALE (10) times make test's ~11 000 cases, random ones"
 	@echo "make run    the default emulation (issue #4)"
 	@echo "make bench  benchmarks into results/bench.json"
 	@echo "make bench-scale  the opera-sim-scale rows: Opera 108x6 on one BMv2, RotorNet 128x4 on 132, Opera 108x6 on 114 eBPF pipelines (75 min, 16 GiB)"
@@ -150,6 +151,13 @@ test: native
 
 test-unit:
 	$(PY) -m pytest control-plane/tests -ra
+
+# The CLI input fuzz (docs/testing.md) with FUZZ_SCALE times the cases `make test` runs (~11 000),
+# random rather than the same each time: ~20 min at the default 10.
+FUZZ_SCALE ?= 10
+fuzz:
+	P4ROTOR_FUZZ_EXAMPLES=$(FUZZ_SCALE) $(PY) -m pytest control-plane/tests/test_fuzz_cli.py \
+	  control-plane/tests/test_fuzz_cli_files.py control-plane/tests/test_fuzz_cli_flags.py -ra
 
 test-ptf: build
 	$(PY) -m pytest ptf-tests -ra

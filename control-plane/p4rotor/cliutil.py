@@ -14,7 +14,9 @@ EXIT_NOT_PRIMARY = 3  # p4rotor control: another controller (higher election id)
 
 
 def die(msg: str, code: int = EXIT_BAD_INPUT) -> "None":
-    """Bad input (or a failure) in one line on stderr, and the exit status for it."""
+    """Bad input (or a failure) in one line on stderr, and the exit status for it.  Control
+    characters (a file name with a newline in it) are escaped: the line stays one line."""
+    msg = "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg)
     print(f"p4rotor: error: {msg}", file=sys.stderr)
     raise SystemExit(code)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..cliutil import die, loss_rate
+from ..inputs import MAX_TIME_US, check_output, float_flag, int_flag, write_output
 
 
 def add_parser(sub) -> None:
@@ -15,10 +15,12 @@ def add_parser(sub) -> None:
     sf = pf.add_subparsers(dest="sub", required=True)
     g = sf.add_parser("generate", help="loss faults on a fraction of the rotor links, rates from [Zhuo19 Table 3.1]")
     g.add_argument("--topology", required=True)
-    g.add_argument("--fraction", type=float, default=0.1, help="share of rotor links with corruption (default 0.1)")
+    g.add_argument("--fraction", type=float_flag(0, 1, above=True), default=0.1,
+                   help="share of rotor links with corruption (default 0.1)")
     g.add_argument("--seed", type=int, default=1)
-    g.add_argument("--start-us", type=int, default=0, help="schedule time the loss starts (emulated us)")
-    g.add_argument("--end-us", type=int, help="and ends (default: never)")
+    g.add_argument("--start-us", type=int_flag(0, MAX_TIME_US), default=0,
+                   help="schedule time the loss starts (emulated us)")
+    g.add_argument("--end-us", type=int_flag(0, MAX_TIME_US), help="and ends (default: never)")
     g.add_argument("-o", "--output", help="write here instead of stdout")
     g.set_defaults(fn=cmd_generate)
     c = sf.add_parser("check", help="validate a fault plan against a topology: exit 0, or one line and exit 2")
@@ -50,15 +52,20 @@ def cmd_generate(a: argparse.Namespace) -> int:
     from . import corropt
     from ..control.fault_plan import FaultPlanError, from_json
 
+    try:
+        check_output(a.output, FaultPlanError)
+    except FaultPlanError as ex:
+        die(str(ex))
     topo = _topology(a.topology)
     try:
         plan = corropt.corrupt_links(topo, a.fraction, a.seed, a.start_us, a.end_us)
         from_json(plan.to_json(), topo)  # what we write validates
+        text = plan.dumps()
+        if a.output:
+            write_output(a.output, text, FaultPlanError)
     except FaultPlanError as ex:
         die(str(ex))
-    text = plan.dumps()
     if a.output:
-        Path(a.output).write_text(text)
         print(f"wrote {a.output}: {len(plan.faults)} loss faults", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -97,6 +104,10 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     from ..control.fault_plan import FaultPlanError, load
 
     threshold = a.threshold
+    try:
+        check_output(a.output, FaultPlanError)
+    except FaultPlanError as ex:
+        die(str(ex))
     topo = _topology(a.topology)
     try:
         plan = load(a.plan, topo)
@@ -112,6 +123,9 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     print(f"{len(rates)} lossy links, {len(decisions)} above {threshold:g}: {len(off)} disabled, "
           f"{len(decisions) - len(off)} kept; {below} at or below the threshold untouched")
     if a.output:
-        Path(a.output).write_text(monitor.masked_schedule(topo.schedule, off).dumps())
+        try:
+            write_output(a.output, monitor.masked_schedule(topo.schedule, off).dumps(), FaultPlanError)
+        except FaultPlanError as ex:
+            die(str(ex))
         print(f"wrote {a.output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
     return 0

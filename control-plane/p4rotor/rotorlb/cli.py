@@ -12,12 +12,12 @@ import argparse
 import json
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
 
 from .. import schedule as S
 from ..cliutil import die as _die
-from ..inputs import read_json
+from ..inputs import (MAX_CYCLES, MAX_MATRICES, MAX_MODEL_WORK, MAX_RACKS, MAX_ROTORS, SLOT_OVERHEAD, check_output,
+                      check_work, int_flag, read_json, write_output)
 from . import model as M
 
 
@@ -25,28 +25,38 @@ def _load_matrices(path: str, racks: int) -> list[tuple[M.Pair, ...]]:
     data = read_json(path, M.ModelError)
     if not isinstance(data, list) or not data:
         raise M.ModelError(f"{path}: must be a non-empty JSON list of matrices (lists of [src, dst] pairs)")
+    if len(data) > MAX_MATRICES:
+        raise M.ModelError(f"{path}: at most {MAX_MATRICES} matrices, got {len(data)}")
     return [M.check_matrix(racks, m, f"{path}: matrix {i}") for i, m in enumerate(data)]
 
 
 def _schedule(a: argparse.Namespace) -> S.Schedule:
     if a.schedule and (a.racks is not None or a.rotors is not None):
         raise M.ModelError("give --schedule or --racks/--rotors, not both")
+    cycles = a.warmup_cycles + a.measure_cycles
+    matrices = 1 if a.matrices else a.count  # a --matrices file's count is checked once it is read
     if a.schedule:
         s = S.load(a.schedule)
     else:
-        s = S.generate_rotornet(8 if a.racks is None else a.racks, 1 if a.rotors is None else a.rotors,
-                                slot_us=1000, reconfig_us=0)
+        racks, rotors = 8 if a.racks is None else a.racks, 1 if a.rotors is None else a.rotors
+        # rotornet: about racks / rotors matchings per rotor; refused before it is generated
+        check_work(matrices * cycles * -(-racks // rotors) * (racks ** 2 + SLOT_OVERHEAD), MAX_MODEL_WORK,
+                   "the model's matrices x cycles x slots x (racks^2 + overhead)", M.ModelError)
+        s = S.generate_rotornet(racks, rotors, slot_us=1000, reconfig_us=0)
+    check_work(matrices * cycles * M.cycle_slots(s) * (s.racks ** 2 + SLOT_OVERHEAD), MAX_MODEL_WORK,
+               "the model's matrices x cycles x slots x (racks^2 + overhead)", M.ModelError)
     M.check_schedule(s)
     return s
 
 
 def cmd_model_rotorlb(a: argparse.Namespace) -> int:
     try:
-        if a.warmup_cycles < 0 or a.measure_cycles < 1:
-            raise M.ModelError("need --warmup-cycles >= 0 and --measure-cycles >= 1")
+        check_output(a.output, M.ModelError)
         s = _schedule(a)
         if a.matrices:
             mats = _load_matrices(a.matrices, s.racks)
+            check_work(len(mats) * (a.warmup_cycles + a.measure_cycles) * M.cycle_slots(s)
+                       * (s.racks ** 2 + SLOT_OVERHEAD), MAX_MODEL_WORK, f"{a.matrices}: the model's matrices x cycles x slots x (racks^2 + overhead)", M.ModelError)
         else:
             mats = M.random_matrices(s.racks, a.density, a.count, a.seed)
     except (S.ScheduleError, M.ModelError) as ex:
@@ -73,9 +83,9 @@ def cmd_model_rotorlb(a: argparse.Namespace) -> int:
             "units": "uplink-slots delivered to the final destination per slot",
             "ratio": summary, "matrices": [r.to_json() for r in results]}
         try:
-            Path(a.output).write_text(json.dumps(doc, indent=1) + "\n")
-        except OSError as ex:
-            _die(f"{a.output}: cannot write: {ex.strerror}")
+            write_output(a.output, json.dumps(doc, indent=1) + "\n", M.ModelError)
+        except M.ModelError as ex:
+            _die(str(ex))
         print(f"wrote {a.output}", file=sys.stderr)
     return 0
 
@@ -87,14 +97,16 @@ def add_model_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]")
     p = sm.add_parser("rotorlb", help="RotorLB vs one-hop throughput for saturated heavy pairs "
                                       "([McGuinness21 Fig. 2.10])")
     p.add_argument("--schedule", help="schedule file (default: rotornet, --racks racks, --rotors rotors)")
-    p.add_argument("--racks", type=int, help="default 8")
-    p.add_argument("--rotors", type=int, help="default 1")
+    p.add_argument("--racks", type=int_flag(2, MAX_RACKS), help="default 8")
+    p.add_argument("--rotors", type=int_flag(1, MAX_ROTORS), help="default 1")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--matrices", metavar="FILE", help="JSON list of matrices, each a list of [src, dst] pairs")
-    g.add_argument("--density", type=int, metavar="K", help="random matrices of K distinct heavy pairs")
-    p.add_argument("--count", type=int, default=8, metavar="M", help="with --density: matrices (default 8)")
+    g.add_argument("--density", type=int_flag(1, MAX_RACKS ** 2), metavar="K",
+                   help="random matrices of K distinct heavy pairs")
+    p.add_argument("--count", type=int_flag(1, MAX_MATRICES), default=8, metavar="M",
+                   help="with --density: matrices (default 8)")
     p.add_argument("--seed", type=int, default=1, help="with --density (default 1)")
-    p.add_argument("--warmup-cycles", type=int, default=8)
-    p.add_argument("--measure-cycles", type=int, default=16)
+    p.add_argument("--warmup-cycles", type=int_flag(0, MAX_CYCLES), default=8)
+    p.add_argument("--measure-cycles", type=int_flag(1, MAX_CYCLES), default=16)
     p.add_argument("-o", "--output", metavar="OUT.json", help="also write the results here")
     p.set_defaults(fn=cmd_model_rotorlb)

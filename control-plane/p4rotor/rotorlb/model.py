@@ -50,6 +50,12 @@ def check_schedule(s: Schedule) -> None:
                 if m[j] != i:
                     raise ModelError(f"{where}: circuit {i}->{j} is one-way ({j}->{m[j]}); "
                                      "RotorLB exchanges offers and accepts over two-way circuits")
+    met = {(i, j) for r in s.rotors for m in r.matchings for i, j in enumerate(m)}
+    for i in range(s.racks):
+        for j in range(s.racks):
+            if i != j and (i, j) not in met:
+                raise ModelError(f"racks {i} and {j} never meet in a cycle: one-hop forwarding (the model's "
+                                 "baseline) needs every rack pair to have a circuit once per cycle")
 
 
 def cycle_slots(s: Schedule) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import schedule as S
 from ..cliutil import die
+from ..inputs import check_output, write_output
 from .quality import DEFAULT_SIZES
 
 
@@ -51,12 +52,14 @@ def add_parsers(sub) -> None:
 
 def cmd_schedule_generate(a: argparse.Namespace) -> int:
     try:
+        check_output(a.output, S.ScheduleError)
         s = S.generate(a.kind, a.racks, a.rotors, a.slot_us, a.reconfig_us, seed=a.seed)
+        text = s.dumps()
+        if a.output:
+            write_output(a.output, text, S.ScheduleError)
     except S.ScheduleError as ex:
         die(str(ex))
-    text = s.dumps()
     if a.output:
-        Path(a.output).write_text(text)
         print(f"wrote {a.output}", file=sys.stderr)
         print(S.summary(s), file=sys.stderr)
     else:
@@ -77,6 +80,7 @@ def cmd_schedule_check(a: argparse.Namespace) -> int:
 
 def cmd_schedule_show(a: argparse.Namespace) -> int:
     try:
+        check_output(a.plot, S.ScheduleError, "--plot")
         s = S.load(a.file)
     except S.ScheduleError as ex:
         die(str(ex))
@@ -91,7 +95,10 @@ def cmd_schedule_show(a: argparse.Namespace) -> int:
     if a.plot:
         from .plot import plot_schedule
 
-        out = plot_schedule(s, Path(a.plot))
+        try:
+            out = plot_schedule(s, Path(a.plot))
+        except (ValueError, OSError) as ex:  # an image format matplotlib does not know; a full disk
+            die(f"--plot {a.plot}: cannot draw: {str(ex).splitlines()[0][:120]}")
         print(f"plot written to {out}")
     return 0
 

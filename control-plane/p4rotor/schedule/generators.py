@@ -9,6 +9,7 @@ import random
 from .analysis import slice_reference
 from .expander import arrange
 from .factorisation import random_one_factorisation
+from ..inputs import MAX_ROTORS, MAX_SLOT_US, show_value
 from .model import MAX_RACKS, Rotor, Schedule, ScheduleError
 
 
@@ -51,8 +52,12 @@ def _check_gen_args(racks: int, rotors: int, slot_us: int, reconfig_us: int) -> 
         raise ScheduleError(f"--racks must be <= {MAX_RACKS}, got {racks}")
     if rotors < 1:
         raise ScheduleError(f"--rotors must be >= 1, got {rotors}")
+    if rotors > MAX_ROTORS:
+        raise ScheduleError(f"--rotors must be <= {MAX_ROTORS}, got {show_value(rotors)}")
     if slot_us < 1:
         raise ScheduleError(f"--slot-us must be >= 1, got {slot_us}")
+    if slot_us > MAX_SLOT_US:
+        raise ScheduleError(f"--slot-us must be <= {MAX_SLOT_US}, got {show_value(slot_us)}")
     if not 0 <= reconfig_us < slot_us:
         raise ScheduleError(f"--reconfig-us must be in [0, slot_us={slot_us}), got {reconfig_us}")
 

@@ -26,9 +26,11 @@ from typing import Any
 
 import networkx as nx
 
+from ..inputs import (MAX_HYPERPERIOD_SLOTS, MAX_RACKS, MAX_ROTORS, MAX_SLICE_WORK, MAX_SLOT_US, MAX_TIME_US,
+                      SLOT_OVERHEAD, check_work, show_value)
+
 FORMAT_VERSION = 1
 KINDS = ("rotornet", "selector", "opera", "custom")
-MAX_RACKS = 4096
 
 
 class ScheduleError(ValueError):
@@ -188,12 +190,26 @@ def _req(d: dict[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
-def _int(v: Any, what: str, lo: int | None = None) -> int:
+def _int(v: Any, what: str, lo: int | None = None, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ScheduleError(f"{what} must be an integer, got {json.dumps(v)}")
+        raise ScheduleError(f"{what} must be an integer, got {json.dumps(v)[:40]}")
     if lo is not None and v < lo:
         raise ScheduleError(f"{what} must be >= {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise ScheduleError(f"{what} must be <= {hi}, got {show_value(v)}")
     return v
+
+
+def hyperperiod_slots(counts: Any) -> int:
+    """The lcm of the rotors' matching counts, or ScheduleError once it passes
+    MAX_HYPERPERIOD_SLOTS (coprime counts make it astronomically large)."""
+    n = 1
+    for c in counts:
+        n = math.lcm(n, c)
+        if n > MAX_HYPERPERIOD_SLOTS:
+            raise ScheduleError(f"the rotors' matching counts repeat together only after more than "
+                                f"{MAX_HYPERPERIOD_SLOTS} slots (their least common multiple): over the limit")
+    return n
 
 
 def from_json(data: Any) -> Schedule:
@@ -208,16 +224,16 @@ def from_json(data: Any) -> Schedule:
     kind = data.get("kind", "custom")
     if kind not in KINDS:
         raise ScheduleError(f"unknown kind {json.dumps(kind)} (one of {', '.join(KINDS)})")
-    racks = _int(_req(data, "racks", "schedule"), "racks", 2)
-    if racks > MAX_RACKS:
-        raise ScheduleError(f"racks must be <= {MAX_RACKS}, got {racks}")
-    slot_us = _int(_req(data, "slot_us", "schedule"), "slot_us", 1)
+    racks = _int(_req(data, "racks", "schedule"), "racks", 2, MAX_RACKS)
+    slot_us = _int(_req(data, "slot_us", "schedule"), "slot_us", 1, MAX_SLOT_US)
     reconfig_us = _int(_req(data, "reconfig_us", "schedule"), "reconfig_us", 0)
     if reconfig_us >= slot_us:
         raise ScheduleError(f"night must be shorter than the slot: reconfig_us={reconfig_us} >= slot_us={slot_us}")
     rotors_raw = _req(data, "rotors", "schedule")
     if not isinstance(rotors_raw, list) or not rotors_raw:
         raise ScheduleError("rotors must be a non-empty list")
+    if len(rotors_raw) > MAX_ROTORS:
+        raise ScheduleError(f"at most {MAX_ROTORS} rotors, got {len(rotors_raw)}")
     rotors = []
     seen = set()
     for ri, rr in enumerate(rotors_raw):
@@ -231,14 +247,19 @@ def from_json(data: Any) -> Schedule:
             raise ScheduleError(f"{where}: duplicate rotor name {name!r}")
         seen.add(name)
         where = f"rotor {name!r}"
-        offset = _int(rr.get("offset_us", 0), f"{where}: offset_us", 0)
+        offset = _int(rr.get("offset_us", 0), f"{where}: offset_us", 0, MAX_TIME_US)
         mats_raw = _req(rr, "matchings", where)
         if not isinstance(mats_raw, list) or not mats_raw:
             raise ScheduleError(f"{where}: matchings must be a non-empty list")
+        if len(mats_raw) > MAX_HYPERPERIOD_SLOTS:
+            raise ScheduleError(f"{where}: at most {MAX_HYPERPERIOD_SLOTS} matchings, got {len(mats_raw)}")
         mats = []
         for mi, m in enumerate(mats_raw):
             mats.append(_check_matching(m, racks, f"{where} matching {mi}"))
         rotors.append(Rotor(name=name, offset_us=offset, matchings=tuple(mats)))
+    slots = hyperperiod_slots(len(r.matchings) for r in rotors)
+    check_work(slots * len(rotors) * (racks ** 2 + SLOT_OVERHEAD), MAX_SLICE_WORK,
+               f"{racks} racks, {len(rotors)} rotors, a {slots}-slot hyperperiod", ScheduleError)
     sched = Schedule(racks=racks, slot_us=slot_us, reconfig_us=reconfig_us,
                      rotors=tuple(rotors), kind=kind, version=version)
     if kind == "opera":

@@ -204,6 +204,13 @@ def from_json(d: dict[str, Any], base: Path = Path(".")) -> Topology:
 
 def validate(t: Topology) -> None:
     s = t.schedule
+    for who, text in ([("rotor name", r.name) for r in t.rotors]
+                      + [(f"rack {k.id}: {what}", v) for k in t.racks
+                         for what, v in (("tor name", k.tor.name), ("prefix", k.prefix))]
+                      + [(f"rack {k.id}: host {what}", v) for k in t.racks for h in k.hosts
+                         for what, v in (("name", h.name), ("ip", h.ip), ("mac", h.mac))]):
+        if not isinstance(text, str) or not text:
+            raise TopologyError(f"{who} must be a non-empty string, got {json.dumps(text)[:40]}")
     lo, hi = MTU_RANGE
     for kind, mtu in (("host", t.host_mtu), ("fabric", t.fabric_mtu)):
         if type(mtu) is not int or not lo <= mtu <= hi:

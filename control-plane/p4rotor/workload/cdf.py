@@ -20,6 +20,8 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from ..inputs import MAX_FLOW_BYTES
+
 PROB_TOLERANCE = 1e-9  # the last probability may be 1 within this (printed decimals)
 
 # Workloads shipped in the checkout's topologies/workloads/ (each file names its source).
@@ -132,8 +134,8 @@ def check_points(points: list[tuple[float, float]], where: str,
     if not points:
         raise WorkloadError(f"{where}: no points (need lines of 'size_bytes cumulative_probability')")
     for i, (s, p) in enumerate(points):
-        if not (math.isfinite(s) and s >= 0):
-            raise WorkloadError(f"{at(i)}: size {s:g} must be a finite number >= 0 (bytes)")
+        if not (math.isfinite(s) and 0 <= s <= MAX_FLOW_BYTES):
+            raise WorkloadError(f"{at(i)}: size {s:g} must be a finite number >= 0 and <= {MAX_FLOW_BYTES:g} (bytes)")
         if not (math.isfinite(p) and 0 <= p <= 1 + PROB_TOLERANCE):
             raise WorkloadError(f"{at(i)}: cumulative probability {p:g} must lie in [0, 1]")
         if i:

@@ -12,6 +12,8 @@ import sys
 from typing import Any, Sequence
 
 from ..cliutil import die
+from ..inputs import (MALFORMED, MAX_FACTOR, MAX_FLOWS, MAX_HOSTS, MAX_MBPS, MAX_PACKET_BYTES, MAX_START_S, MAX_TIME_US,
+                      check_output, show_value)
 from . import cdf as C
 from . import flowlist as FL
 from . import generate as G
@@ -44,9 +46,16 @@ def _hosts_and_cycle(a: argparse.Namespace) -> tuple[list[G.Host], float | None]
     return G.grid_hosts(a.racks, 2 if a.hosts_per_rack is None else a.hosts_per_rack), None
 
 
-def _positive(v: float | None, flag: str) -> None:
+def _positive(v: float | None, flag: str, most: float) -> None:
     if v is not None and not (math.isfinite(v) and v > 0):
         raise C.WorkloadError(f"{flag} must be > 0, got {v:g}")
+    if v is not None and v > most:
+        raise C.WorkloadError(f"{flag} must be <= {most:g}, got {v:g}")
+
+
+def _count(v: int | None, flag: str, least: int, most: int) -> None:
+    if v is not None and not least <= v <= most:
+        raise C.WorkloadError(f"{flag} must be in {least}..{most}, got {show_value(v)}")
 
 
 def cmd_generate(a: argparse.Namespace) -> int:
@@ -54,15 +63,20 @@ def cmd_generate(a: argparse.Namespace) -> int:
         if not (0 < a.load < 1):
             raise C.WorkloadError(f"--load must be > 0 and < 1 (a fraction of each host's access rate), "
                                   f"got {a.load:g}")
-        for v, flag in ((a.access_mbps, "--access-mbps"), (a.dilation, "--dilation"),
-                        (a.real_access_gbps, "--real-access-gbps"), (a.cycle_us, "--cycle-us"),
-                        (a.real_cycle_us, "--real-cycle-us"), (a.duration, "--duration")):
-            _positive(v, flag)
+        for v, flag, most in ((a.access_mbps, "--access-mbps", MAX_MBPS), (a.dilation, "--dilation", MAX_FACTOR),
+                              (a.real_access_gbps, "--real-access-gbps", MAX_MBPS / 1000),
+                              (a.cycle_us, "--cycle-us", MAX_TIME_US), (a.real_cycle_us, "--real-cycle-us", MAX_TIME_US),
+                              (a.duration, "--duration", MAX_START_S)):
+            _positive(v, flag, most)
         if a.flows is not None and a.flows < 1:
             raise C.WorkloadError(f"--flows must be >= 1, got {a.flows}")
+        _count(a.flows, "--flows", 1, MAX_FLOWS)
         if a.mss < 1 or a.header_bytes < 0:
             raise C.WorkloadError("need --mss >= 1 and --header-bytes >= 0")
+        _count(a.mss, "--mss", 1, MAX_PACKET_BYTES)
+        _count(a.header_bytes, "--header-bytes", 0, MAX_PACKET_BYTES)
         FL.kind_of(a.output)  # a bad suffix before any work
+        check_output(a.output, C.WorkloadError)
         sizes = C.shipped(a.workload) if a.workload else C.load(a.cdf)
         hosts, topo_cycle = _hosts_and_cycle(a)
         access_bps = a.access_mbps * 1e6
@@ -154,17 +168,21 @@ def summary(flows: Sequence[G.Flow], meta: dict[str, Any], *, access_bps: float 
 
 def cmd_show(a: argparse.Namespace) -> int:
     try:
-        for v, flag in ((a.access_mbps, "--access-mbps"), (a.duration, "--duration")):
-            _positive(v, flag)
+        for v, flag, most in ((a.access_mbps, "--access-mbps", MAX_MBPS), (a.duration, "--duration", MAX_START_S)):
+            _positive(v, flag, most)
         if a.hosts is not None and a.hosts < 1:
             raise C.WorkloadError(f"--hosts must be >= 1, got {a.hosts}")
+        _count(a.hosts, "--hosts", 1, MAX_HOSTS)
         flows, meta = FL.read(a.file)
         if not flows:
             raise C.WorkloadError(f"{a.file}: no flows")
+        lines = summary(flows, meta, access_bps=a.access_mbps and a.access_mbps * 1e6, hosts=a.hosts,
+                        duration_s=a.duration)
     except C.WorkloadError as ex:
         die(str(ex))
-    print("\n".join(summary(flows, meta, access_bps=a.access_mbps and a.access_mbps * 1e6,
-                            hosts=a.hosts, duration_s=a.duration)))
+    except MALFORMED as ex:  # meta is free-form: a field of the wrong type
+        die(f"{a.file}: meta: malformed ({type(ex).__name__}: {str(ex)[:80]})")
+    print("\n".join(lines))
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..cliutil import die
+from ..inputs import MALFORMED, MAX_FLOWS, MAX_HOSTS_PER_RACK, int_flag, parse_json
 from . import cdf as C
 from . import flowlist as FL
 from .results import write_fct
@@ -22,7 +23,7 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     c.add_argument("b", metavar="B/fct.json")
     c.add_argument("--tolerance", type=float, default=0.25,
                    help="mean FCTs agree within this fraction (default 0.25)")
-    c.add_argument("--min-flows", type=int, default=10,
+    c.add_argument("--min-flows", type=int_flag(1, MAX_FLOWS), default=10,
                    help="buckets with fewer finished flows are shown, not judged (default 10)")
     c.set_defaults(fn=cmd_compare)
 
@@ -47,7 +48,8 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     st.add_argument("--write", action="store_true",
                     help="replace the modes' stability and bulk_bound in RUN/fct.json, and draw "
                          "RUN/bulk.png (bulk FCT over the bound, beside RotorLB alone)")
-    st.add_argument("--hosts-per-rack", type=int, default=2, help="a flow list alone: its fabric's (default 2)")
+    st.add_argument("--hosts-per-rack", type=int_flag(1, MAX_HOSTS_PER_RACK), default=2,
+                    help="a flow list alone: its fabric's (default 2)")
     st.add_argument("--rack-shared", action="store_true",
                     help="a flow list alone: the same question for racks whose hosts share their circuits "
                          "(one RotorLB per rack) instead of a plane per host")
@@ -74,16 +76,13 @@ def run_name(path: str) -> str:
 
 
 def _fct_json(path: str) -> dict:
-    import json
-
     try:
-        d = json.loads(C.read_text(path))
-    except json.JSONDecodeError as ex:
-        die(f"{path}: not JSON ({ex.msg}, line {ex.lineno})")
+        d = parse_json(C.read_text(path), path, C.WorkloadError, nonfinite=True)  # results hold Infinity
     except C.WorkloadError as ex:
         die(str(ex))
-    if not isinstance(d, dict) or not isinstance(d.get("modes"), dict):
-        die(f"{path}: not an fct.json (p4rotor experiment fct writes it)")
+    if (not isinstance(d, dict) or not isinstance(d.get("modes"), dict)
+            or not all(isinstance(m, dict) for m in d["modes"].values())):
+        die(f"{path}: not an fct.json (p4rotor experiment fct writes it: modes, each an object)")
     return d
 
 
@@ -128,12 +127,18 @@ def cmd_compare(a: argparse.Namespace) -> int:
     if a.min_flows < 1:
         die(f"--min-flows must be >= 1, got {a.min_flows}")
     ra, rb = _fct_json(a.a), _fct_json(a.b)
-    try:
+    try:  # every line before any is printed: a malformed field is one line, not half a table
         res = results.compare(ra, rb, a.tolerance, a.min_flows)
-    except (KeyError, TypeError) as ex:
-        die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {ex})")
-    print(f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
-          f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}")
+        lines = _compare_lines(res, a.tolerance)
+    except MALFORMED as ex:
+        die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {str(ex)[:80]})")
+    print("\n".join(lines))
+    return 0 if res["same"] else 1
+
+
+def _compare_lines(res: dict, tolerance: float) -> list[str]:
+    out = [f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
+           f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}"]
 
     def ms(x):
         return "-" if x is None else f"{x * 1e3:.1f}"
@@ -141,16 +146,16 @@ def cmd_compare(a: argparse.Namespace) -> int:
     for r in res["rows"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         mark = "" if r["judged"] else "  (not judged: few flows)"
-        print(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
-              f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
-              f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
-    print("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
+        out.append(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
+                   f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
+                   f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
+    out.append("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
     if res["same"]:
-        print(f"same within noise: every judged bucket's flow-by-flow median ratio within {a.tolerance:.0%} of 1, "
-              "the same flows finished")
-        return 0
-    print("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
-    return 1
+        out.append(f"same within noise: every judged bucket's flow-by-flow median ratio within {tolerance:.0%} of 1, "
+                   "the same flows finished")
+    else:
+        out.append("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
+    return out
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
@@ -210,8 +215,10 @@ def cmd_stability(a: argparse.Namespace) -> int:
     for name in ("fct.json", "flows.json"):
         if not (run / name).is_file():
             die(f"{run}: no {name} (a directory p4rotor experiment fct wrote)")
-    r = _judged_again(run, rejudge, (KeyError,),
-                      lambda ex: f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric")
+    r = _judged_again(run, rejudge, MALFORMED,
+                      lambda ex: f"{run}: not an fct.json / flows.json pair of one run: host {ex} not in the fabric"
+                      if isinstance(ex, KeyError) else
+                      f"{run}: not an fct.json / flows.json pair of one run ({type(ex).__name__}: {str(ex)[:80]})")
     from .checks import checks
 
     bound = {name: numbers for name, _, numbers in checks(r) if name.endswith("bulk within the low-load bound")}
@@ -275,11 +282,11 @@ def cmd_paths(a: argparse.Namespace) -> int:
 def cmd_table(a: argparse.Namespace) -> int:
     from . import results
 
-    runs = [(run_name(p), _with_sizes(_fct_json(p), p)) for p in a.results]
+    runs = [(run_name(p), _fct_json(p)) for p in a.results]
     try:
-        print("\n".join(results.table(runs)))
-        print("\nIssue #14's criteria, judged on these runs:\n")
-        print("\n".join(results.checks_table(runs)))
-    except (KeyError, TypeError) as ex:
-        die(f"not fct.json results ({type(ex).__name__}: {ex})")
+        runs = [(name, _with_sizes(r, p)) for (name, r), p in zip(runs, a.results)]
+        lines = results.table(runs) + ["", "Issue #14's criteria, judged on these runs:", ""] + results.checks_table(runs)
+    except MALFORMED as ex:
+        die(f"not fct.json results ({type(ex).__name__}: {str(ex)[:80]})")
+    print("\n".join(lines))
     return 0

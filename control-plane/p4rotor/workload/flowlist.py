@@ -16,6 +16,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..inputs import (MAX_FLOW_BYTES, MAX_FLOWS, MAX_MBPS, MAX_PACKET_BYTES, MAX_START_S, in_range,
+                      parse_json as _parse_json, write_output)
 from .cdf import WorkloadError, read_text
 from .generate import Flow
 
@@ -66,13 +68,12 @@ def dumps(path: str | Path, flows: Sequence[Flow], meta: dict[str, Any] | None =
 
 def write(path: str | Path, flows: Sequence[Flow], meta: dict[str, Any] | None = None) -> None:
     text = dumps(path, flows, meta)  # every error before the file is touched
-    try:
-        Path(path).write_text(text)
-    except OSError as ex:
-        raise WorkloadError(f"{path}: cannot write: {ex.strerror}") from None
+    write_output(path, text, WorkloadError)
 
 
 def _check(flows: list[Flow], where: list[str]) -> None:
+    if len(flows) > MAX_FLOWS:
+        raise WorkloadError(f"{where[-1].split(':')[0]}: {len(flows)} flows, at most {MAX_FLOWS}")
     seen: dict[int, str] = {}
     for f, w in zip(flows, where):
         if f.id in seen:
@@ -86,18 +87,20 @@ def _check(flows: list[Flow], where: list[str]) -> None:
             raise WorkloadError(f"{w}: src and dst are the same host {f.src!r}")
         if f.size < 1:
             raise WorkloadError(f"{w}: size must be >= 1 byte, got {f.size}")
-        if not (math.isfinite(f.start) and f.start >= 0):
-            raise WorkloadError(f"{w}: start must be a finite number of seconds >= 0, got {f.start}")
+        if f.size > MAX_FLOW_BYTES:
+            raise WorkloadError(f"{w}: size must be <= {MAX_FLOW_BYTES:g} bytes, got {f.size:.3g}")
+        if not (math.isfinite(f.start) and 0 <= f.start <= MAX_START_S):
+            raise WorkloadError(f"{w}: start must be a finite number of seconds in [0, {MAX_START_S:g}], got {f.start:.6g}")
 
 
 def _int(v: Any, what: str, w: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        if isinstance(v, str):
+        if isinstance(v, str) and len(v) <= 20:
             try:
                 return int(v)
             except ValueError:
                 pass
-        raise WorkloadError(f"{w}: {what} must be an integer, got {v!r}")
+        raise WorkloadError(f"{w}: {what} must be an integer, got {repr(v)[:40]}")
     return v
 
 
@@ -107,12 +110,12 @@ def _float(v: Any, what: str, w: str) -> float:
     try:
         return float(v)
     except (TypeError, ValueError):
-        raise WorkloadError(f"{w}: {what} must be a number, got {v!r}") from None
+        raise WorkloadError(f"{w}: {what} must be a number, got {repr(v)[:40]}") from None
 
 
 def _str(v: Any, what: str, w: str) -> str:
     if not isinstance(v, str):
-        raise WorkloadError(f"{w}: {what} must be a host name (a string), got {v!r}")
+        raise WorkloadError(f"{w}: {what} must be a host name (a string), got {repr(v)[:40]}")
     return v
 
 
@@ -136,10 +139,7 @@ def parse_csv(text: str, source: str) -> list[Flow]:
 
 
 def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as ex:
-        raise WorkloadError(f"{source}: bad JSON at line {ex.lineno} column {ex.colno}: {ex.msg}") from None
+    doc = _parse_json(text, source, WorkloadError)
     if isinstance(doc, list):
         doc = {"version": FORMAT_VERSION, "flows": doc}
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION or not isinstance(doc.get("flows"), list):
@@ -147,6 +147,7 @@ def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
     meta = doc.get("meta") or {}
     if not isinstance(meta, dict):
         raise WorkloadError(f"{source}: meta must be an object")
+    _check_meta(meta, source)
     flows, where = [], []
     for k, d in enumerate(doc["flows"]):
         w = f"{source}: flow {k}"
@@ -162,6 +163,22 @@ def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
         where.append(w)
     _check(flows, where)
     return flows, meta
+
+
+# meta's numbers that the readers compute with, and their ranges
+META_NUMBERS = {"access_bps": (0, MAX_MBPS * 1e6), "duration_s": (0, MAX_START_S), "mss": (1, MAX_PACKET_BYTES),
+                "header_bytes": (0, MAX_PACKET_BYTES), "load": (0, 1), "flows_per_s_per_host": (0, 1e12),
+                "mean_size_bytes": (0, MAX_FLOW_BYTES), "mean_wire_bytes": (0, 2 * MAX_FLOW_BYTES)}
+META_OBJECTS = ("hosts", "scaling", "size_percentiles_bytes")
+
+
+def _check_meta(meta: dict[str, Any], source: str) -> None:
+    for key, (lo, hi) in META_NUMBERS.items():
+        if meta.get(key) is not None:
+            in_range(meta[key], lo, hi, f"{source}: meta.{key}", WorkloadError)
+    for key in META_OBJECTS:
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise WorkloadError(f"{source}: meta.{key} must be an object")
 
 
 def read(path: str | Path) -> tuple[list[Flow], dict[str, Any]]:

@@ -24,11 +24,11 @@ import math
 import random
 from typing import Any, Sequence
 
+from ..inputs import MAX_FLOWS
 from .cdf import Cdf, WorkloadError
 from .scale import MSS, Scaling
 
 HEADER_BYTES = 14 + 20 + 20  # Ethernet + IPv4 + TCP, per packet
-MAX_FLOWS = 10_000_000
 
 
 @dataclasses.dataclass(frozen=True)

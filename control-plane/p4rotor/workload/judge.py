@@ -8,10 +8,10 @@ No fabric: the RotorLB model on the run's numbers (``plane.py``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .. import schedule as S
+from ..inputs import read_json
 from . import bound as B
 from . import cdf as C
 from . import fct as F
@@ -24,7 +24,7 @@ def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
     """The stability of an earlier run, judged again from its ``fct.json`` and ``flows.json``
     (``p4rotor workload stability``): the fct.json with every fabric mode's ``stable`` and
     ``stability`` replaced (not written)."""
-    r = json.loads((run / "fct.json").read_text())
+    r = read_json(run / "fct.json", C.WorkloadError, nonfinite=True)
     flows = flowlist.read(str(run / "flows.json"))[0]
     sched = S.generate_opera(8, 4, 1000, 100)
     args = (r.get("dilation", 100.0), r.get("hosts_per_rack", 1), r.get("agent_rate", rate),
