@@ -154,3 +154,17 @@ def test_replies_to_two_racks_connections_with_one_number_use_two_streams():
         return flows
 
     assert len(asyncio.run(main())) == 2
+
+
+def test_a_bulk_address_of_another_host_index_is_refused_and_counted():
+    async def main():
+        sa, sb, close = await _fabric()
+        try:
+            sa.resolve = lambda sock: ("10.200.1.2", SERVER_PORT)  # host 1 of rack 1; this agent is plane 0
+            r, w = await asyncio.open_connection("127.0.1.1", 9979)
+            assert await asyncio.wait_for(r.read(), 5) == b""
+            return sa.summary()
+        finally:
+            close()
+
+    assert asyncio.run(main())["other_plane"] == 1

@@ -299,7 +299,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                 if tun:
                     args += ["--tun", f"10.200.{k.id}.{n + 1}/16"]
                 if tcp_split:
-                    args.append("--tcp-split")
+                    args += ["--tcp-split", "--plane", str(n)]
                     redirect_tcp(emu.host(h.name))
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
                 agents.procs.append((h.name, emu.popen(h.name, args, stdout=log, stderr=log)))

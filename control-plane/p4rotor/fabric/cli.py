@@ -46,6 +46,9 @@ def add_parsers(sub) -> None:
                     help="start RotorLB host agents with TUN interfaces (bulk through them: docs/rotorlb.md)")
     pn.add_argument("--rotorlb-rate", type=float, default=300.0, metavar="FPS",
                     help="agents' data frames per second per rack uplink (default 300)")
+    pn.add_argument("--rotorlb-datapath", choices=["python", "c"], default="python",
+                    help="agents' data path: python (TUN interfaces), or c: rlbd with TCP to 10.200.R.N as split "
+                         "connections (make native; docs/rotorlb.md)")
     pn.add_argument("--script", help="run these Mininet CLI commands, then stop")
     pn.add_argument("--duration", type=float, help="run this many seconds without a CLI, then stop")
     pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
@@ -115,10 +118,14 @@ def cmd_run(a: argparse.Namespace) -> int:
             from .agents import start_agents
 
             guard = 0.05 * s.day_us
-            agents = start_agents(emu, topo, s, run_dir / "agents", rate=a.rotorlb_rate, guard_us=guard, tun=True)
+            if a.rotorlb_datapath == "c":
+                agents = start_agents(emu, topo, s, run_dir / "agents", rate=a.rotorlb_rate, guard_us=guard,
+                                      datapath="c", tcp_split=True, retransmit_us=3 * s.hyperperiod_us)
+            else:
+                agents = start_agents(emu, topo, s, run_dir / "agents", rate=a.rotorlb_rate, guard_us=guard, tun=True)
             print(f"[run] RotorLB agents in every host ({a.rotorlb_rate:g} frames/s per rack, guard {guard / 1000:g} "
-                  f"ms wall); host N of rack R is 10.200.R.(N+1) through them, e.g. h5x0 iperf3 -s -D, then "
-                  f"h0x0 iperf3 -c 10.200.5.1", file=sys.stderr)
+                  f"ms wall, {a.rotorlb_datapath} data path); host N of rack R is 10.200.R.(N+1) through them, e.g. "
+                  f"h5x0 iperf3 -s -D, then h0x0 iperf3 -c 10.200.5.1", file=sys.stderr)
         if a.script:
             from mininet.cli import CLI
 

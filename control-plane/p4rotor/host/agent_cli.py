@@ -69,6 +69,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tcp-split", action="store_true",
                    help="with --datapath c: TCP connections to other racks' 10.200.R.N end at this agent and "
                         "cross as RotorLB streams (host/stream.py; the harness redirects them here)")
+    p.add_argument("--plane", type=int, default=0,
+                   help="with --tcp-split: this host's index in its rack (its peers are the hosts of that index)")
     p.add_argument("--datapath", choices=("python", "c"), default="python",
                    help="who moves the frames: this process (python), or the compiled rlbd (c; host/fast_agent.py)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     kind, extra = Agent, {}
     if a.datapath == "c":
         from .fast_agent import FastAgent as kind
-        extra = {"tcp_split": a.tcp_split}
+        extra = {"tcp_split": a.tcp_split, "plane": a.plane}
     try:
         agent = kind(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                      flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,

@@ -42,11 +42,12 @@ class _Window:
 
 
 class FastAgent(Agent):
-    def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, tcp_split: bool = False, **kw):
+    def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, tcp_split: bool = False, plane: int = 0,
+                 **kw):
         self.dp: DataPath | None = None
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
         self.bind, self.lose_every = bind, lose_every
-        self.tcp_split = tcp_split
+        self.tcp_split, self.plane = tcp_split, plane
         self.splitter = None  # host/stream.py, with tcp_split
         super().__init__(*args, **kw)
         # rlbd resends and acknowledges; the base agent's helpers for it stay off.
@@ -200,7 +201,7 @@ class FastAgent(Agent):
         if self.tcp_split:  # the host's TCP connections to other racks' bulk addresses end here
             from .stream import Splitter
 
-            self.splitter = Splitter(self.dp, self.me, self.s.racks)
+            self.splitter = Splitter(self.dp, self.me, self.s.racks, plane=self.plane)
             self.dp.on_deliver = self.splitter.delivered
             await self.splitter.start(self.bind)
         self._stats_dir = tempfile.TemporaryDirectory(prefix="rlbd-")

@@ -52,10 +52,10 @@ def original_dst(sock: socket.socket) -> tuple[str, int]:
     return str(ipaddress.IPv4Address(ip)), port
 
 
-def bulk_rack(ip: str) -> int | None:
-    """The rack of a bulk address 10.200.R.N, else None."""
+def bulk_address(ip: str) -> tuple[int, int] | None:
+    """(rack R, host index N - 1) of a bulk address 10.200.R.N, else None."""
     a = ipaddress.IPv4Address(ip).packed
-    return a[2] if a[:2] == bytes([10, 200]) else None
+    return (a[2], a[3] - 1) if a[:2] == bytes([10, 200]) and a[3] >= 1 else None
 
 
 class Conn:
@@ -70,8 +70,10 @@ class Splitter:
     """One agent's split connections: ``start`` listens for the host's redirected connections;
     ``delivered`` takes what rlbd hands over (DataPath.on_deliver)."""
 
-    def __init__(self, dp: DataPath, me: int, racks: int, target_host: str = "127.0.0.1"):
-        self.dp, self.me, self.racks, self.target_host = dp, me, racks, target_host
+    def __init__(self, dp: DataPath, me: int, racks: int, target_host: str = "127.0.0.1", plane: int = 0):
+        """``plane``: this host's index in its rack; its agent's peers are the hosts of that index
+        (fabric/agents.py), so only 10.200.R.(plane + 1) is reachable through it."""
+        self.dp, self.me, self.racks, self.target_host, self.plane = dp, me, racks, target_host, plane
         self.conns: dict[tuple[int, int], Conn] = {}  # (rack, flow it arrives on) -> connection
         self.next_cid = 1
         self.counts = collections.Counter()
@@ -99,9 +101,14 @@ class Splitter:
             self.counts["not_redirected"] += 1
             writer.close()
             return
-        rack = bulk_rack(ip)
-        if rack is None or rack == self.me or not 0 <= rack < self.racks:
+        where = bulk_address(ip)
+        if where is None or where[0] == self.me or not 0 <= where[0] < self.racks:
             self.counts["unroutable"] += 1
+            writer.close()
+            return
+        rack, host = where
+        if host != self.plane:  # another host index: not a peer of this agent (refused, counted)
+            self.counts["other_plane"] += 1
             writer.close()
             return
         cid = self.next_cid
