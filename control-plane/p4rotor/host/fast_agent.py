@@ -134,31 +134,10 @@ class FastAgent(Agent):
         rq, direct = core.phase1(self.queues(), c.peer, cap)
         w.planned += self.dp.win_add(wid, RELAYED, c.peer, int(sum(ch.amount for ch in direct.relayed)))
         w.planned += self.dp.win_add(wid, DIRECT, c.peer, int(direct.local))
-        if not self.one_hop:
-            offer = core.make_offer(rq, self.me, c.peer, cap - direct.total)
-            key = (c.rotor, c.slot, c.peer)
-            demand = {d: int(v) for d, v in offer.demand.items() if int(v) > 0}
-            offering = bool(demand) and int(offer.capacity) > 0
-            if offering:  # host/agent.py: an offer that can be granted nothing is not sent
-                self._send(c.peer, wire.encode_offer(wire.Offer(c.rotor, c.slot, int(offer.capacity), demand)))
-            else:
-                self.quiet += 1
-            wait = max(0.001, min(0.05, (end - start) / 4e9))
-            peer_offer = await self._wait(("offer",) + key, wait)
-            if peer_offer is not None:
-                grant = core.accept(rq, self.me, [core.Offer(Fraction(peer_offer.spare),
-                                                              {d: Fraction(v) for d, v in peer_offer.demand.items()})],
-                                    Fraction(self.capacity))[0]
-                self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in grant.items()
-                                                                                    if int(v) > 0})))
-            acc = await self._wait(("accept",) + key, wait) if offering else None
-            if acc is None:
-                if offering:
-                    self.missed["accept"] += 1
-            else:
-                _, moved = core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})
-                for d, amount in sorted(moved.items()):
-                    w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
+        if not self.one_hop:  # host/agent.py: phase 2, then the granted first hops into the window
+            moved = await self.offer_accept(c, rq, cap - direct.total, start, end)
+            for d, amount in sorted(moved.items()):
+                w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
         sent, returned = await w.done
         del self._wins[wid]
         self.windows_done["sent"] += sent
