@@ -221,6 +221,39 @@ static void fq_push_front(fq_t *f, item_t it) {
     q->frames++, f->frames++;
 }
 
+/* ---- tables: open addressing on a nonzero u64 key, each entry's first field; grown at half full */
+typedef struct { char *v; size_t cap, n, elem; } table_t;
+
+static uint64_t entry_key(const table_t *t, size_t j) {
+    uint64_t k;
+    memcpy(&k, t->v + j * t->elem, sizeof k);
+    return k;
+}
+
+static size_t tab_slot(const table_t *t, uint64_t key) {
+    size_t j = (key * 0x9E3779B97F4A7C15ull) & (t->cap - 1);
+    while (entry_key(t, j) && entry_key(t, j) != key) j = (j + 1) & (t->cap - 1);
+    return j;
+}
+
+/* The entry for ``key`` (zeroed but for its key when new); pointers into the table last until
+ * the next tab_get. */
+static void *tab_get(table_t *t, uint64_t key, int *fresh) {
+    if (2 * (t->n + 1) > t->cap) {
+        table_t old = *t;
+        t->cap = t->cap ? t->cap * 2 : 256;
+        t->v = calloc(t->cap, t->elem);
+        if (!t->v) die("out of memory");
+        for (size_t i = 0; i < old.cap; i++)
+            if (entry_key(&old, i)) memcpy(t->v + tab_slot(t, entry_key(&old, i)) * t->elem, old.v + i * old.elem, t->elem);
+        free(old.v);
+    }
+    size_t j = tab_slot(t, key);
+    *fresh = !entry_key(t, j);
+    if (*fresh) memcpy(t->v + j * t->elem, &key, sizeof key), t->n++;
+    return t->v + j * t->elem;
+}
+
 /* ---- received flows: exactly once ---------------------------------------------------------- */
 typedef struct {
     uint64_t key;            /* origin << 32 | flow, +1 so 0 is empty */
@@ -235,29 +268,11 @@ typedef struct {
     uint64_t bytes_out, ended;
 } rxflow_t;
 
-static rxflow_t *rx_tab;
-static size_t rx_cap, rx_n;
+static table_t rx = {.elem = sizeof(rxflow_t)};
 
 static rxflow_t *rx_get(uint16_t origin, uint32_t flow) {
-    uint64_t key = ((uint64_t)origin << 32 | flow) + 1;
-    if (2 * (rx_n + 1) > rx_cap) {
-        size_t oc = rx_cap;
-        rxflow_t *old = rx_tab;
-        rx_cap = rx_cap ? rx_cap * 2 : 1024;
-        rx_tab = calloc(rx_cap, sizeof *rx_tab);
-        if (!rx_tab) die("out of memory");
-        for (size_t i = 0; i < oc; i++)
-            if (old[i].key) {
-                size_t j = (old[i].key * 0x9E3779B97F4A7C15ull) & (rx_cap - 1);
-                while (rx_tab[j].key) j = (j + 1) & (rx_cap - 1);
-                rx_tab[j] = old[i];
-            }
-        free(old);
-    }
-    size_t j = (key * 0x9E3779B97F4A7C15ull) & (rx_cap - 1);
-    while (rx_tab[j].key && rx_tab[j].key != key) j = (j + 1) & (rx_cap - 1);
-    if (!rx_tab[j].key) rx_tab[j].key = key, rx_n++;
-    return &rx_tab[j];
+    int fresh;
+    return tab_get(&rx, ((uint64_t)origin << 32 | flow) + 1, &fresh);
 }
 
 /* ---- state -------------------------------------------------------------------------------- */
@@ -299,29 +314,13 @@ typedef struct {
     uint8_t *acked; /* with retransmission: one bit per sequence number */
     size_t acked_bytes;
 } txflow_t;
-static txflow_t *tx_tab;
-static size_t tx_cap, tx_n;
+static table_t tx = {.elem = sizeof(txflow_t)};
 
 static txflow_t *tx_get(uint32_t flow) {
-    uint64_t key = (uint64_t)flow + 1;
-    if (2 * (tx_n + 1) > tx_cap) {
-        size_t oc = tx_cap;
-        txflow_t *old = tx_tab;
-        tx_cap = tx_cap ? tx_cap * 2 : 256;
-        tx_tab = calloc(tx_cap, sizeof *tx_tab);
-        if (!tx_tab) die("out of memory");
-        for (size_t i = 0; i < oc; i++)
-            if (old[i].key) {
-                size_t j = (old[i].key * 0x9E3779B97F4A7C15ull) & (tx_cap - 1);
-                while (tx_tab[j].key) j = (j + 1) & (tx_cap - 1);
-                tx_tab[j] = old[i];
-            }
-        free(old);
-    }
-    size_t j = (key * 0x9E3779B97F4A7C15ull) & (tx_cap - 1);
-    while (tx_tab[j].key && tx_tab[j].key != key) j = (j + 1) & (tx_cap - 1);
-    if (!tx_tab[j].key) tx_tab[j].key = key, tx_tab[j].flow = flow, tx_n++;
-    return &tx_tab[j];
+    int fresh;
+    txflow_t *t = tab_get(&tx, (uint64_t)flow + 1, &fresh);
+    if (fresh) t->flow = flow;
+    return t;
 }
 
 /* ---- retransmission (host/resend.py's, per frame): own frames in flight, the ACKs owed ----- */
@@ -572,36 +571,38 @@ static void stats_reply(uint32_t req, const char *path) {
         if (relay_delay[i]) jp("%s\"%d\":%lu", first ? "" : ",", i, relay_delay[i]), first = 0;
     jp("},\"flows_rx\":{");
     first = 1;
-    for (size_t i = 0; i < rx_cap; i++)
-        if (rx_tab[i].key) {
-            uint64_t k = rx_tab[i].key - 1;
-            jp("%s\"%lu:%lu\":[%lu,%lu]", first ? "" : ",", k >> 32, k & 0xffffffffu, rx_tab[i].frames,
-               rx_tab[i].last_ns);
+    for (size_t i = 0; i < rx.cap; i++)
+        if (entry_key(&rx, i)) {
+            rxflow_t *e = (rxflow_t *)rx.v + i;
+            uint64_t k = e->key - 1;
+            jp("%s\"%lu:%lu\":[%lu,%lu]", first ? "" : ",", k >> 32, k & 0xffffffffu, e->frames, e->last_ns);
             first = 0;
         }
     jp("},\"flows_rx_via\":{");
     first = 1;
-    for (size_t i = 0; i < rx_cap; i++)
-        if (rx_tab[i].key) {
-            uint64_t k = rx_tab[i].key - 1;
-            jp("%s\"%lu:%lu\":[%lu,%u,%lu,%lu]", first ? "" : ",", k >> 32, k & 0xffffffffu, rx_tab[i].relayed,
-               rx_tab[i].max_wait, rx_tab[i].first_ns, rx_tab[i].dups);
+    for (size_t i = 0; i < rx.cap; i++)
+        if (entry_key(&rx, i)) {
+            rxflow_t *e = (rxflow_t *)rx.v + i;
+            uint64_t k = e->key - 1;
+            jp("%s\"%lu:%lu\":[%lu,%u,%lu,%lu]", first ? "" : ",", k >> 32, k & 0xffffffffu, e->relayed,
+               e->max_wait, e->first_ns, e->dups);
             first = 0;
         }
     jp("},\"flows_tx\":{");
     first = 1;
-    for (size_t i = 0; i < tx_cap; i++)
-        if (tx_tab[i].key && tx_tab[i].sent) {
-            txflow_t *t = &tx_tab[i];
+    for (size_t i = 0; i < tx.cap; i++)
+        if (entry_key(&tx, i) && ((txflow_t *)tx.v)[i].sent) {
+            txflow_t *t = (txflow_t *)tx.v + i;
             jp("%s\"%u\":[%lu,%lu,%lu,%lu,%lu]", first ? "" : ",", t->flow, t->first, t->last, t->sent, t->resent,
                t->returned);
             first = 0;
         }
     jp("},\"accepted\":{");
     first = 1;
-    for (size_t i = 0; i < tx_cap; i++)
-        if (tx_tab[i].key && tx_tab[i].next_seq)
-            jp("%s\"%u\":%u", first ? "" : ",", tx_tab[i].flow, tx_tab[i].next_seq), first = 0;
+    for (size_t i = 0; i < tx.cap; i++) {
+        txflow_t *t = (txflow_t *)tx.v + i;
+        if (entry_key(&tx, i) && t->next_seq) jp("%s\"%u\":%u", first ? "" : ",", t->flow, t->next_seq), first = 0;
+    }
     jp("}}");
     /* written aside and renamed: whoever reads the file sees it whole */
     char tmp[4200];
