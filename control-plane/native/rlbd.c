@@ -515,6 +515,13 @@ static void jp(const char *fmt, ...) {
     }
 }
 
+/* The nonzero counts of ``v`` as JSON members "index": count. */
+static void jp_counts(const uint64_t *v, int n) {
+    int first = 1;
+    for (int i = 0; i < n; i++)
+        if (v[i]) jp("%s\"%d\":%lu", first ? "" : ",", i, v[i]), first = 0;
+}
+
 static uint64_t pct(const uint64_t *hist, double p) {
     uint64_t total = 0, acc = 0;
     for (int i = 0; i < PACE_BUCKETS; i++) total += hist[i];
@@ -554,21 +561,13 @@ static void stats_reply(uint32_t req, const char *path) {
     memset(by_origin, 0, sizeof by_origin);
     for (int d = 0; d < nracks; d++)
         for (size_t i = 0; i < relay_q[d].n; i++) by_origin[deq_at(&relay_q[d], i)->origin]++;
-    first = 1;
-    for (int o = 0; o < nracks; o++)
-        if (by_origin[o]) jp("%s\"%d\":%lu", first ? "" : ",", o, by_origin[o]), first = 0;
+    jp_counts(by_origin, nracks);
     jp("},\"delivered\":{");
-    first = 1;
-    for (int o = 0; o < nracks; o++)
-        if (delivered_from[o]) jp("%s\"%d\":%lu", first ? "" : ",", o, delivered_from[o]), first = 0;
+    jp_counts(delivered_from, nracks);
     jp("},\"delivered_in_window\":{");
-    first = 1;
-    for (int o = 0; o < nracks; o++)
-        if (in_window_from[o]) jp("%s\"%d\":%lu", first ? "" : ",", o, in_window_from[o]), first = 0;
+    jp_counts(in_window_from, nracks);
     jp("},\"relay_delay_slots\":{");
-    first = 1;
-    for (int i = 0; i < DELAY_BUCKETS; i++)
-        if (relay_delay[i]) jp("%s\"%d\":%lu", first ? "" : ",", i, relay_delay[i]), first = 0;
+    jp_counts(relay_delay, DELAY_BUCKETS);
     jp("},\"flows_rx\":{");
     first = 1;
     for (size_t i = 0; i < rx.cap; i++)

@@ -148,3 +148,15 @@ def fct_doc() -> dict:
                                                           [2, "bulk", "small", 0.011]],
             "classes": {"bulk": {"small": bucket}}}
     return {"workload": "websearch", "load": 0.1, "flows": 3, "modes": {"opera": mode, "rotornet": dict(mode)}}
+
+
+# ---- fixtures the fuzz modules share (imported there: pytest finds them by name) -------------------
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    return valid_files(tmp_path_factory.mktemp("valid"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _guard():
+    with memory_guard():
+        yield

@@ -10,23 +10,11 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from fuzz_cli import check, examples, fct_doc, memory_guard, valid_files
+from fuzz_cli import check, fct_doc, files, _guard  # noqa: F401 (fixtures, found by name)
 from p4rotor import inputs as I
 from p4rotor import schedule as S
 
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, Path]:
-    return valid_files(tmp_path_factory.mktemp("valid"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _guard():
-    with memory_guard():
-        yield
 
 
 # ---- the regression list: every failure of issue #56 -----------------------------------------------

@@ -11,25 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz_cli import SCALE, check, examples, memory_guard, valid_files
+from fuzz_cli import SCALE, check, examples, files, _guard  # noqa: F401 (fixtures, found by name)
 
 SETTINGS = dict(deadline=None, database=None, derandomize=SCALE <= 1, print_blob=True,
                 suppress_health_check=list(HealthCheck))
 
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, Path]:
-    return valid_files(tmp_path_factory.mktemp("valid"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _guard():
-    with memory_guard():
-        yield
 
 
 JUNK = ["", " ", "-", "x", "0x10", "1_0", "1e8", "1e999", "-1e999", "nan", "NaN", "inf", "-inf", "Infinity",
