@@ -74,3 +74,11 @@ def test_performance_doc_bench_block_is_generated_from_bench_json(tmp_path):
     copy.write_text(doc.read_text())
     update_doc(copy, json.loads((RESULTS / "bench.json").read_text()), "p4rotor bench")
     assert copy.read_text() == doc.read_text(), "docs/performance.md's bench block differs from results/bench.json"
+
+
+def test_rotorlb_tables_are_generated_from_their_runs():
+    from p4rotor.experiments.rotorlb import table_md
+
+    for table in sorted(RESULTS.glob("rotorlb*/table.md")):
+        res = json.loads((table.parent / "rotorlb.json").read_text())
+        assert table.read_text() == table_md(res), f"{table.relative_to(ROOT)}: not what rotorlb.json makes"

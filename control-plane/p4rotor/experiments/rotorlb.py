@@ -109,6 +109,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     res["target"], res["datapath"] = target, datapath
     res["windows"] = measured if windows == "measured" else None
     (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
+    (out / "table.md").write_text(table_md(res))
     res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
                        f"{iperf['model_capacity_mbps']:.2f} modelled")
     return res
@@ -246,6 +247,26 @@ def run_pairs(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: 
             "planned": sum(a["sent"].get("direct", 0) + a["sent"].get("relay_first", 0)
                            + a["sent"].get("relay_second", 0) for a in agents),
             "unsent_returned": sum(a["sent"].get("unsent_returned", 0) for a in agents)}
+
+
+def table_md(res: dict) -> str:
+    """The per-density table of a run's rotorlb.json (docs cite it; ``p4rotor experiment rotorlb``
+    writes it beside the JSON)."""
+    lines = [f"Made from rotorlb.json: target {res.get('target', 'bmv2')}, data path {res.get('datapath', 'python')}, "
+             f"{res['rate_fps']:g} frames/s per circuit, dilation {res['dilation']:g}, guard {res['guard_us_wall']:g} us "
+             f"wall; {res['lost']} frames lost, {res['duplicates']} delivered twice, {res['retransmitted']} resent; "
+             f"oldest relayed frame {res['oldest_relay_slots']} slots (bound {res['relay_bound_slots']}).", "",
+             "| heavy pairs | matrices | RotorLB / one-hop, emulated mean (min-max) | model | off the model | "
+             "one-hop / (pairs x window per cycle) |",
+             "|---|---|---|---|---|---|"]
+    counts: dict[int, int] = {}
+    for r in res["rows"]:
+        counts[r["density"]] = counts.get(r["density"], 0) + 1
+    for d in res["summary"]:
+        off = d["mean"] / d["model_mean"] - 1 if d["mean"] is not None and d["model_mean"] else None
+        lines.append(f"| {d['density']} | {counts.get(d['density'], 0)} | **{d['mean']:.2f}** ({d['min']:.2f}-{d['max']:.2f}) | "
+                     f"{d['model_mean']:.2f} | {'n/a' if off is None else f'{off:+.1%}'} | {d['one_hop_vs_expected']:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def agent_drops(run: dict) -> int:
