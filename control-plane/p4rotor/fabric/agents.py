@@ -170,9 +170,9 @@ def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
 def redirect_tcp(host) -> None:
     """In ``host``'s namespace: a route for the bulk addresses 10.200.0.0/16 (connect() needs one)
     and netfilter sending TCP to them to the agent's split-connection port (host/stream.py), once."""
-    from ..host.stream import PROXY_PORT
+    from ..rotorlb.wire import SPLIT_TCP_PORT
 
-    rule = f"OUTPUT -p tcp -d 10.200.0.0/16 -j REDIRECT --to-ports {PROXY_PORT}"
+    rule = f"OUTPUT -p tcp -d 10.200.0.0/16 -j REDIRECT --to-ports {SPLIT_TCP_PORT}"
     out = host.cmd("dev=$(ip -o -4 addr show scope global | awk '{print $2; exit}'); "
                    "ip route replace 10.200.0.0/16 dev $dev && "
                    f"{{ iptables -t nat -C {rule} 2>/dev/null || iptables -t nat -A {rule}; }} && echo redirected")

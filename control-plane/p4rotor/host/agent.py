@@ -38,6 +38,7 @@ from ..rotorlb import wire
 from ..rotorlb.wire import WINDOW_SLACK
 from .agent_stats import Diagnostics
 from .delivery import Delivery
+from .exchange import offer_accept
 from .flowqueue import FlowQueue
 from .gate import Circuit, circuits
 from .priority import BusyPriority
@@ -209,7 +210,7 @@ class Agent:
         more = win.more
         sender = asyncio.ensure_future(pace(win, self.rate, self.link, lambda buf: self._send_frame(c.peer, buf)))
         if not self.one_hop:
-            moved = await self.offer_accept(c, rq, cap - direct.total, start, end)
+            moved = await offer_accept(self, c, rq, cap - direct.total, start, end)
             for d, amount in sorted(moved.items()):
                 for _ in range(int(amount)):
                     flow, seq, payload = self.local[d].popleft()
@@ -230,42 +231,6 @@ class Agent:
                     self.flow_tx[m.flow][4] += 1
             self.sent["unsent_returned"] += 1
         self.priority.set(self.holds())  # idle again: give the CPU priority back
-
-    async def offer_accept(self, c: Circuit, rq: core.RackQueues, spare: Fraction, start: int,
-                           end: int) -> dict[int, Fraction]:
-        """Phase 2 with the agent at the other end of ``c``: OFFER this rack's ``spare`` capacity and
-        local demand, ACCEPT the peer's offer against ``rq``'s headroom, and on the peer's ACCEPT run
-        phase 3 on the queues as they are now; returns the frames to send as first hops, per final
-        rack (empty if nothing was granted)."""
-        offer = core.make_offer(rq, self.me, c.peer, spare)
-        key = (c.rotor, c.slot, c.peer)
-        # An offer with no whole frame to relay, or no spare capacity to send it in, can be
-        # granted nothing: it is not sent (nor an ACCEPT awaited).  Idle circuits then carry
-        # no RotorLB chatter: at 1 % load 16 agents' offers and accepts (~1 300/s through
-        # the fabric) were most of what the BMv2 switches carried.
-        demand = {d: int(v) for d, v in offer.demand.items() if int(v) > 0}
-        offering = bool(demand) and int(offer.capacity) > 0
-        if offering:
-            self._send(c.peer, wire.encode_offer(wire.Offer(c.rotor, c.slot, int(offer.capacity), demand)))
-        else:
-            self.quiet += 1
-        wait = max(0.001, min(0.05, (end - start) / 4e9))
-        peer_offer = await self._wait(("offer",) + key, wait)
-        if peer_offer is not None:  # else the peer had nothing to offer, or offered too late
-            # Headroom is a whole circuit per destination (RotorLB's one slot), shared or not.
-            grant = core.accept(rq, self.me, [core.Offer(Fraction(peer_offer.spare),
-                                                          {d: Fraction(v) for d, v in peer_offer.demand.items()})],
-                                Fraction(self.capacity))[0]
-            self._send(c.peer, wire.encode_accept(wire.Accept(c.rotor, c.slot, {d: int(v) for d, v in grant.items()
-                                                                                if int(v) > 0})))
-        acc = await self._wait(("accept",) + key, wait) if offering else None
-        if acc is None:
-            if offering:
-                self.missed["accept"] += 1
-            return {}
-        # Phase 3 on the queues as they are now: another rotor's circuit (Opera) may have sent
-        # some of this L since the snapshot (the core clips grants the same way).
-        return core.phase3(self.queues(), {d: Fraction(v) for d, v in acc.grant.items()})[1]
 
     def _room(self, w: tuple[int, int], end: int) -> int:
         """More frames window ``w`` can send before ``end``: the circuit at the agent's rate less

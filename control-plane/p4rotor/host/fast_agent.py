@@ -26,6 +26,7 @@ from ..rotorlb import core, wire
 from . import agent_stats as stats
 from .agent import PORT, Agent, _sleep_until
 from .datapath import DIRECT, RELAY_FIRST, RELAYED, DataPath
+from .exchange import offer_accept
 from .gate import Circuit
 from .resend import Resend
 
@@ -135,7 +136,7 @@ class FastAgent(Agent):
         w.planned += self.dp.win_add(wid, RELAYED, c.peer, int(sum(ch.amount for ch in direct.relayed)))
         w.planned += self.dp.win_add(wid, DIRECT, c.peer, int(direct.local))
         if not self.one_hop:  # host/agent.py: phase 2, then the granted first hops into the window
-            moved = await self.offer_accept(c, rq, cap - direct.total, start, end)
+            moved = await offer_accept(self, c, rq, cap - direct.total, start, end)
             for d, amount in sorted(moved.items()):
                 w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
         sent, returned = await w.done

@@ -33,9 +33,8 @@ import ipaddress
 import socket
 import struct
 
+from ..rotorlb.wire import SPLIT_TCP_PORT as PROXY_PORT
 from .datapath import DataPath
-
-PROXY_PORT = 9979
 FORWARD, REVERSE, KIND = 0xE0000000, 0xD0000000, 0xF0000000
 CID_BITS = 18  # connections per agent before ids repeat; the rack (up to 1024) above them
 OPEN = struct.Struct("!4s4sH")  # magic, IPv4 destination, port

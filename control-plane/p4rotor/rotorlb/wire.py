@@ -34,6 +34,11 @@ _ACK = struct.Struct("!II")           # flow, seq
 ACK_MAX = 160                         # entries per ACK message (1285 bytes)
 
 
+# Where a host's TCP connections to other racks' bulk addresses are redirected: its agent's split
+# connections (host/stream.py); the harness's netfilter rule (fabric/agents.py) sends them here.
+SPLIT_TCP_PORT = 9979
+
+
 class WireError(ValueError):
     pass
 
