@@ -56,7 +56,6 @@ class FastAgent(Agent):
         self.resend = Resend(0, False)
         self._wins: dict[int, _Window] = {}
         self._next_win = 0
-        self._state_cache: tuple[dict[int, int], list] | None = None
         self.windows_done = collections.Counter()
 
     # -- frames live in rlbd; the agent sees counts ------------------------------------------
