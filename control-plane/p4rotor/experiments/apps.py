@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import schedule as S
 from ..fabric.agents import FAR_NS, account, start_agents, start_lead_s
+from ..fabric.switch import HarnessError
 from ..plotting import pyplot
 from ..rotorlb import model as RM
 from ..rotorlb import wire
@@ -117,7 +118,8 @@ def _iperf(emu, host: dict[int, str], pairs, seconds: float, out: Path, name: st
     try:
         for i, (a, b) in enumerate(pairs):
             servers.append(emu.popen(host[b], ["iperf3", "-s", "-1", "-p", str(5201 + i), "-J"]))
-        time.sleep(0.5)
+        for i, (a, b) in enumerate(pairs):
+            _await_listening(emu, host[b], 5201 + i, servers[i])
         for i, (a, b) in enumerate(pairs):
             # connect-timeout: the SYN-ACK is the agent's, at once; the server's is a cycle away
             clients.append(emu.popen(host[a], ["iperf3", "-c", f"10.200.{b}.1", "-p", str(5201 + i), "-t", str(seconds),
@@ -154,6 +156,17 @@ def _iperf(emu, host: dict[int, str], pairs, seconds: float, out: Path, name: st
                 p.wait()
 
 
+def _await_listening(emu, name: str, port: int, proc, timeout_s: float = 30.0) -> None:
+    """Readiness by polling: a server in host ``name`` listens on ``port``.  A connection that
+    reaches the destination's agent before then is refused there (a fixed 1 s head start lost
+    curl's connection on a fresh machine)."""
+    deadline = time.monotonic() + timeout_s
+    while f":{port} " not in emu.host(name).cmd(f"ss -Hltn 'sport = :{port}'") + " ":
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise HarnessError(f"{name}: nothing listens on port {port} (server exited {proc.poll()})")
+        time.sleep(0.05)
+
+
 def _curl(emu, host: dict[int, str], a: int, b: int, mb: int, out: Path) -> dict:
     """``curl`` of an ``mb`` MB file that rack ``b`` serves over HTTP, from rack ``a``."""
     d = out / "curl"
@@ -163,7 +176,7 @@ def _curl(emu, host: dict[int, str], a: int, b: int, mb: int, out: Path) -> dict
         fh.truncate(mb * 1_000_000)
     server = emu.popen(host[b], ["python3", "-m", "http.server", "8080", "--directory", str(d)])
     try:
-        time.sleep(1.0)
+        _await_listening(emu, host[b], 8080, server)
         p = emu.popen(host[a], ["curl", "-s", "-o", "/dev/null", "-w", "%{size_download} %{time_total} %{http_code}",
                                 "--max-time", "900", f"http://10.200.{b}.1:8080/file.bin"])
         cout, _ = p.communicate(timeout=960)
