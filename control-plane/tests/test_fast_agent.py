@@ -15,11 +15,7 @@ import pytest
 from p4rotor.host import datapath, loopback
 from p4rotor.host.datapath import DIRECT, DataPath, DataPathError
 
-try:
-    datapath.binary()
-    HAVE_RLBD = True
-except DataPathError:
-    HAVE_RLBD = False
+HAVE_RLBD = datapath.missing() is None
 needs_rlbd = pytest.mark.skipif(not HAVE_RLBD, reason="rlbd not built (make native): the compiled data path")
 
 

@@ -10,14 +10,10 @@ import time
 import pytest
 
 from p4rotor.host import datapath
-from p4rotor.host.datapath import DIRECT, DataPath, DataPathError
+from p4rotor.host.datapath import DIRECT, DataPath
 from p4rotor.host.stream import Splitter
 
-try:
-    datapath.binary()
-    HAVE_RLBD = True
-except DataPathError:
-    HAVE_RLBD = False
+HAVE_RLBD = datapath.missing() is None
 pytestmark = pytest.mark.skipif(not HAVE_RLBD, reason="rlbd not built (make native): the compiled data path")
 
 SERVER_PORT = 9951

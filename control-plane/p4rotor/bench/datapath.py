@@ -9,7 +9,6 @@ their due time, and the CPU each frame costs -- ratios in one run, since absolut
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from ..host import datapath as D
 from ..host import loopback
 from ..rotorlb import wire
+from .kernel import process_cpu_s
 
 RATES_FPS = (10_000, 25_000, 50_000, 100_000, 150_000, 200_000)
 PAIR_RATES_FPS = (1000, 4000, 8000, 32_000)
@@ -25,18 +25,17 @@ SECONDS = 1.0    # one window this long per rate
 SPIN_NS = 60_000  # "a core of its own": awake up to 60 us before every frame
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (/proc/PID/stat)."""
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+def _receiver(port: int) -> D.DataPath:
+    """The rlbd both senders send to (rack 1 at 127.0.2.2), started."""
+    rx = D.DataPath(1, 2, FRAME, {0: ("127.0.2.1", port)}, bind="127.0.2.2", port=port, tos=0)
+    rx.start()
+    return rx
 
 
 def _pair(port: int, spin_ns: int = 0) -> tuple[D.DataPath, D.DataPath]:
     tx = D.DataPath(0, 2, FRAME, {1: ("127.0.2.2", port)}, bind="127.0.2.1", port=port, tos=0, spin_ns=spin_ns)
-    rx = D.DataPath(1, 2, FRAME, {0: ("127.0.2.1", port)}, bind="127.0.2.2", port=port, tos=0)
     tx.start()
-    rx.start()
-    return tx, rx
+    return tx, _receiver(port)
 
 
 def compiled_row(rate: int, spin_ns: int = 0, seconds: float = SECONDS, port: int = 9990) -> dict:
@@ -46,7 +45,7 @@ def compiled_row(rate: int, spin_ns: int = 0, seconds: float = SECONDS, port: in
         with tempfile.TemporaryDirectory(prefix="p4rotor-dp-") as d:
             n = int(rate * seconds)
             tx.add_local(1, 1, n)
-            cpu0 = _cpu_s(tx.proc.pid)
+            cpu0 = process_cpu_s(tx.proc.pid)
             tx.win_open(1, 0, 1, 0, time.time_ns() + int(seconds * 1e9), int(1e9 / rate))
             tx.win_add(1, D.DIRECT, 1, n)
             done: list = []
@@ -55,7 +54,7 @@ def compiled_row(rate: int, spin_ns: int = 0, seconds: float = SECONDS, port: in
             while not done and time.monotonic() < end:
                 time.sleep(0.02)
                 tx.pump()
-            cpu = _cpu_s(tx.proc.pid) - cpu0
+            cpu = process_cpu_s(tx.proc.pid) - cpu0
             time.sleep(0.1)
             s, r = tx.stats(Path(d) / "tx.json"), rx.stats(Path(d) / "rx.json")
     finally:
@@ -77,8 +76,7 @@ def python_row(rate: int, seconds: float = SECONDS, port: int = 9990) -> dict:
     from ..host.gate import Circuit
     from ..host.window import HostLink, Window, pace
 
-    _, rx = None, D.DataPath(1, 2, FRAME, {0: ("127.0.2.1", port)}, bind="127.0.2.2", port=port, tos=0)
-    rx.start()
+    rx = _receiver(port)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.2.1", 0))
     try:

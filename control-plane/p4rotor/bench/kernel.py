@@ -67,7 +67,8 @@ def rx_packets(ns: str, iface: str) -> int:
     return int(r.stdout)
 
 
-def _cpu_s(pid: int) -> float:
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (/proc/PID/stat)."""
     f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -93,7 +94,7 @@ def run_bmv2(build: Path, count: int, size: int) -> dict:
                              "--p4info", str(build / "rotor.p4info.txtpb"), "--p4blob", str(build / "rotor.json")]
         subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)  # installs the entities
         pid = sws[0].proc.pid
-        res = _measure(ns.name, far[(0, 1)], far[(0, 2)], count, rotor_frame(size), lambda: _cpu_s(pid))
+        res = _measure(ns.name, far[(0, 1)], far[(0, 2)], count, rotor_frame(size), lambda: process_cpu_s(pid))
     res["target"] = "bmv2"
     return res
 
@@ -423,7 +424,7 @@ def run_chain_bmv2(build: Path, count: int, size: int) -> dict:
                                       "--build-dir", str(build), "--grpc", grpc],
                        capture_output=True, text=True, check=True, timeout=300)
         pids = [p.proc.pid for p in procs]
-        res = _measure(ns.name, "h0", "h1", count, ipv4_frame(size), lambda: sum(_cpu_s(pid) for pid in pids))
+        res = _measure(ns.name, "h0", "h1", count, ipv4_frame(size), lambda: sum(process_cpu_s(pid) for pid in pids))
     finally:
         for p in procs:
             p.stop()

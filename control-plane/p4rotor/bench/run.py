@@ -409,13 +409,12 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
             _say(f"[bench]   {r['rate_fps']} frames/s: ratio {r['ratio_vs_one_hop']} (model 3.0), "
                  f"{r['cpu_ms_per_relayed_mb']} ms CPU per relayed MB, keeps up: {r['keeps_up']}")
     if "datapath" in only:
-        from ..host.datapath import DataPathError, binary
+        from ..host.datapath import missing
         from .datapath import run_datapath
 
-        try:
-            binary()
-        except DataPathError as ex:
-            _say(f"[bench] datapath: SKIPPED, {ex}")
+        why = missing()
+        if why:
+            _say(f"[bench] datapath: SKIPPED, {why}")
         else:
             _say("[bench] agents' data paths: one window at a target rate, Python pacer vs rlbd (loopback)")
             res["datapath"] = run_datapath(quick, say=_say)

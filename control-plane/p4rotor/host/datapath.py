@@ -50,6 +50,15 @@ def binary() -> Path:
     raise DataPathError("rlbd not found: run `make deps` (it builds build/rlbd) or set P4ROTOR_RLBD")
 
 
+def missing() -> str | None:
+    """Why rlbd cannot run here (tests skip, benchmarks leave it out, naming this), else None."""
+    try:
+        binary()
+    except DataPathError as ex:
+        return str(ex)
+    return None
+
+
 class DataPath:
     def __init__(self, rack: int, racks: int, frame: int, peers: dict[int, tuple[str, int]], *,
                  bind: str = "0.0.0.0", port: int, tos: int, measure: tuple[int, int] = (0, 0),
