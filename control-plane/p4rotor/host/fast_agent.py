@@ -56,7 +56,6 @@ class FastAgent(Agent):
         self.resend = Resend(0, False)
         self._wins: dict[int, _Window] = {}
         self._next_win = 0
-        self.windows_done = collections.Counter()
 
     # -- frames live in rlbd; the agent sees counts ------------------------------------------
     def _make(self, f: dict, n: int) -> None:
@@ -138,10 +137,8 @@ class FastAgent(Agent):
             moved = await offer_accept(self, c, rq, cap - direct.total, start, end)
             for d, amount in sorted(moved.items()):
                 w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
-        sent, returned = await w.done
+        await w.done  # rlbd counts what each window sent and returned (its stats)
         del self._wins[wid]
-        self.windows_done["sent"] += sent
-        self.windows_done["returned"] += returned
         self.priority.set(self.holds())
 
     def _window_done(self, wid: int, sent: int, returned: int) -> None:
