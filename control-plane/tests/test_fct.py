@@ -212,42 +212,6 @@ def test_htbs_staircase_never_beats_the_step_below():
         assert c.extra_s(n * SEGMENT) <= staircase(n) + 1e-12, n
 
 
-def test_alone_is_the_lower_envelope_of_every_fct_the_fabric_gave():
-    """The run's own flows are measurements of the fabric too: one faster than every alone sample
-    lowers the floor (and its size's alone), so no flow's slowdown is below 1; the account says
-    how many flows' alone the run lowered and by how much."""
-    import random
-
-    from p4rotor.experiments.fct.calibrate import SEGMENT
-
-    rng = random.Random(7)
-    cal = [(n * SEGMENT, 0.0031 + 0.0085 * ((n - 1) // 5) + rng.uniform(0, 0.003)) for n in (2, 5, 10, 20) for _ in range(4)]
-    run = [(n * SEGMENT, 0.0029 + 0.0085 * ((n - 1) // 5) + rng.uniform(0, 0.01)) for n in range(1, 25) for _ in range(20)]
-    floor, curve, info = F.alone_envelope(0.00305, cal, run, access_bps=5e6)
-    assert floor == min(f for _, f in run) < 0.00305 and info["floor_set_by"] == "run"
-    assert all(f / (floor + curve.extra_s(s)) >= 1 - 1e-9 for s, f in run)
-    assert all(f / (floor + curve.extra_s(s)) >= 1 - 1e-9 for s, f in cal)
-    assert info["run_flows_lowered"] > 0 and info["most_lowered_by"] > 1
-    # A run slower than the alone samples changes nothing.
-    slow = [(s, f + 1.0) for s, f in run]
-    floor2, curve2, info2 = F.alone_envelope(0.00305, cal, slow, access_bps=5e6)
-    assert floor2 == 0.00305 and info2["floor_set_by"] == "alone" and info2["run_flows_lowered"] == 0
-
-
-def test_a_flow_on_the_envelope_has_slowdown_exactly_one():
-    """A run flow that sets the envelope at its size is its own alone: floor + (FCT - floor) came
-    back one ulp above the FCT in the 2000-flow run (5 of 538 flows "below 1", 0.9999999999999998)."""
-    floor, fcts = 0.002214117, (0.029512923, 0.019673299, 0.020971724, 0.019814466)
-    done = [F.Done(Flow(i, "a", "b", 20_000 + i, 0.0), "low-latency", 0, round(f * 1e9), alone_s=floor,
-                   extra_s=f - floor) for i, f in enumerate(fcts)]
-    assert [d.slowdown(5e6) for d in done] == [1.0] * len(done)
-    per = F.summarize(done, 5e6, 1.0)["low-latency"]["<100KB"]
-    assert per["slowdown_below_1"] == 0 and per["slowdown_min"] == 1.0
-    # ... while a flow really faster than its alone is still below 1.
-    assert F.Done(Flow(9, "a", "b", 20_000, 0.0), "low-latency", 0, 19_000_000, alone_s=floor,
-                  extra_s=0.02 - floor).slowdown(5e6) == pytest.approx(0.95)
-
-
 def test_a_resent_syn_is_counted_by_tcp_info():
     """``tcp_info`` reads the kernel's own count: a listener whose accept queue is full drops a
     SYN, and the client's kernel sends it again after 1 s (no packet filter needed)."""
@@ -301,27 +265,3 @@ def test_a_paced_sender_sends_no_faster_than_its_pace(tmp_path):
     tx = json.loads((tmp_path / "tx.jsonl").read_text())
     assert tx["error"] is None and rx["bytes"] == 3_000_000
     assert (rx["done_ns"] - tx["issued_ns"]) / 1e9 >= 0.5
-
-
-def test_path_offsets_are_each_paths_fastest_over_the_floor():
-    assert F.path_offsets([("1-1", 0.0), ("2-2", 0.5e-3), ("2-2", 0.3e-3), (None, -1.0), ("3-3", -0.1)]) == \
-        pytest.approx({"1-1": 0.0, "2-2": 0.3e-3, "3-3": 0.0}, abs=2e-9)
-
-
-def test_path_alone_is_each_paths_5th_percentile_not_its_one_luckiest_sample():
-    """The fastest of hundreds is one draw from the noise's tail: 99 samples at 2-2.99 ms and one
-    lucky 0.5 ms give the path an alone of 2.04 ms (the 5th), not 0.5 ms."""
-    res = [("2-2", 2e-3 + i * 1e-5) for i in range(99)] + [("2-2", 0.5e-3), ("1-1", -1.0), (None, 0.0)]
-    assert F.path_alone(res) == pytest.approx({"2-2": 2.04e-3, "1-1": 0.0})
-    assert F.path_offsets(res)["2-2"] == pytest.approx(0.5e-3, abs=2e-9)
-
-
-def test_a_flow_faster_than_its_paths_alone_is_its_own_alone_and_counted():
-    """With the percentile, a few flows beat their path's alone: each is its own alone
-    (slowdown exactly 1, never below) and counted; slower flows and unjudged ones are untouched."""
-    fl = [F.Done(Flow(i, "a", "b", 100, 0.0), "low-latency", 0, int(t * 1e9), 0.0, 0.0)
-          for i, t in enumerate((0.001, 0.004, 0.008))] + [F.Done(Flow(9, "a", "b", 10**6, 0.0), "bulk", 0, None)]
-    out, lowered = F.with_path_alone(fl, 0.002, {"k": 0.002}, lambda d: "k", lambda d: d.cls == "low-latency")
-    assert lowered == 1
-    assert [d.slowdown(1e6) for d in out[:3]] == pytest.approx([1.0, 1.0, 2.0])
-    assert out[0].slowdown(1e6) >= 1 and out[3] == fl[3]

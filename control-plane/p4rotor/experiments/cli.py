@@ -46,6 +46,14 @@ def add_parser(sub) -> None:
     fct.add_argument("--flow-list", metavar="FILE",
                      help="replay this flow list (e.g. an earlier run's flows.json) instead of generating one; "
                           "compare the two runs with 'p4rotor workload compare'")
+    fct.add_argument("--calibration", metavar="FILE",
+                     help="a calibration.json measured earlier on this fabric and target (--calibrate-only): "
+                          "the ideal every slowdown divides by (default: the run calibrates its idle fabric first)")
+    fct.add_argument("--calibrate-only", action="store_true", default=None,
+                     help="measure the calibrated ideal on the idle fabric into OUTPUT/calibration.json and stop")
+    fct.add_argument("--replay", type=int, metavar="N",
+                     help="replay N of the run's flows (a random sample) one at a time on the idle fabric, "
+                          "for the slowdown against each flow alone (default 200; 0: none)")
     fct.add_argument("--modes", metavar="M,M",
                      help="which runs (default opera,rotornet,packet-switch): 2000 flows at 1%% take "
                           "about 35 min of arrivals per mode for Web Search, 2 h for Data Mining (the "
@@ -67,7 +75,7 @@ def add_parser(sub) -> None:
     rlb.add_argument("--matrices", type=int, dest="matrices_per_density",
                      help="matrices per density (default 3)")
     rlb.add_argument("--datapath", choices=["python", "c"],
-                     help="rotorlb: who moves the agents' frames: the Python agent (default) or the compiled "
+                     help="rotorlb, fct: who moves the agents' frames: the Python agent (default) or the compiled "
                           "rlbd (make native; docs/rotorlb.md)")
     rlb.add_argument("--windows", choices=["fixed", "measured"],
                      help="rotorlb: the agents' guard and fill as given (default) or measured on the fabric "
@@ -101,7 +109,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         kw["quick"] = True
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
-                "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows"):
+                "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
+                "calibration", "calibrate_only", "replay"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -116,7 +125,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("hosts_per_rack", "--hosts-per-rack"), ("fabric", "--fabric"), ("modes", "--modes"),
                       ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits"),
                       ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
-                      ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows")):
+                      ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows"),
+                      ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -55,15 +55,6 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                          "(one RotorLB per rack) instead of a plane per host")
     st.set_defaults(fn=cmd_stability)
 
-    pa = sw.add_parser("paths", help="an fct run's low-latency class judged again, each one-packet flow against the "
-                                     "5th percentile of the one-packet FCTs on the path it met (rack hops there and back in "
-                                     "the slice it began in), from the run's logs")
-    pa.add_argument("run", metavar="RUN", help="a directory p4rotor experiment fct wrote, with its logs")
-    pa.add_argument("--write", action="store_true",
-                    help="replace Opera's low-latency summary in RUN/fct.json, and add alone_by_path, "
-                         "low_latency_within_spread, low_latency_vs_fastest and low_latency_vs_floor")
-    pa.set_defaults(fn=cmd_paths)
-
 
 def run_name(path: str) -> str:
     """A result's run, as a table names it: the directory its fct.json is in
@@ -245,38 +236,6 @@ def _judged_again(run, judge, misfits: tuple, misfit) -> dict:
         die(str(ex))
     except misfits as ex:
         die(misfit(ex))
-
-
-def cmd_paths(a: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from . import fct as F
-    from .checks import checks
-    from .paths import repath
-
-    run = Path(a.run)
-    if not (run / "fct.json").is_file():
-        die(f"{run}: no fct.json (a directory p4rotor experiment fct wrote)")
-    r = _judged_again(run, repath, (KeyError, ValueError),
-                      lambda ex: f"{run}: its files do not fit together ({type(ex).__name__}: {ex})")
-    for mode, m in r["modes"].items():
-        for k, v in sorted((m.get("alone_by_path") or {}).items()):
-            print(f"{mode}: path {k}{' (rack hops there-back)' if mode == 'opera' else ''}: floor "
-                  f"+{v['offset_s'] * 1e3:.2f} ms (p{v['percentile']:g}; the fastest +{v['fastest_offset_s'] * 1e3:.2f} ms; "
-                  f"{v['alone_samples']} flows alone, {v['run_flows']} of the run's)")
-        if mode != "opera" and m.get("alone_by_path"):
-            print(f"{mode}: low-latency mean slowdown {F.class_mean(m['classes']['low-latency']):.2f} "
-                  f"({m['low_latency_within_spread']} flows faster than the p5 counted at 1; against the fastest: "
-                  f"{m['low_latency_vs_floor']:.2f})")
-    for name, ok, numbers in checks(r):
-        if name.startswith("opera: low-latency"):
-            print(f"{name}: {'pass' if ok else 'FAIL' if ok is False else 'not judged'}: {numbers}")
-    if a.write:
-        from .plots import paths_plot
-
-        write_fct(run, r)
-        print(f"wrote {run / 'fct.json'}" + (f", {run / 'paths.png'}" if paths_plot(r, run / "paths.png") else ""))
-    return 0
 
 
 def cmd_table(a: argparse.Namespace) -> int:

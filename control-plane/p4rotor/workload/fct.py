@@ -2,12 +2,13 @@
 
 Pure functions (the experiment collects the records; tests feed them directly).  The method is
 [Gao20 §5.4] (pHost): slowdown = FCT / the FCT the same flow would have alone, reported as mean
-and 99th percentile per size bucket.  "Alone" here is the floor of a one-packet flow's FCT
-measured alone on the same fabric (handshake and path latency: the fastest of every rack pair's
-samples, since every pair has a direct circuit in some slice) plus what the flow's size adds,
-measured alone too (:class:`AloneCurve`; without one, the flow's wire bytes -- payload + a header
-per packet, :func:`.generate.wire_bytes` -- at the shaped access rate).  Buckets are in *real-system* bytes (size / scaling
-factor): < 100 KB, 100 KB - 10 MB, > 10 MB, as Opera's evaluation ([McGuinness21 §2.6]) groups them.
+and 99th percentile per size bucket.  Two denominators, neither taken from the run being judged
+(workload/ideal.py): the *calibrated ideal* (``alone_s`` + ``extra_s``: the flow's path class's
+one-packet FCT on the idle fabric plus what its size adds, :class:`AloneCurve`) and, for a sample
+of flows, the flow's own FCT *replayed alone* (``replay_s``).  No clamp: flows faster than their
+denominator are counted (``slowdown_below_1``).  Buckets are in *real-system* bytes (size /
+scaling factor): < 100 KB, 100 KB - 10 MB, > 10 MB, as Opera's evaluation ([McGuinness21 §2.6])
+groups them.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Done:
     # segment that was not lost).  None: not a TCP flow, or not known (an older run).
     retrans: int | None = None
     dsack: int | None = None
+    # This flow's FCT when replayed alone on the idle fabric (workload/ideal.py); None: not sampled.
+    replay_s: float | None = None
 
     @property
     def lost(self) -> int | None:
@@ -69,15 +72,20 @@ class Done:
         return None if self.done_ns is None else (self.done_ns - self.start_ns) / 1e9
 
     def slowdown(self, access_bps: float) -> float | None:
+        """FCT over the calibrated ideal (``alone_s`` + ``extra_s``, workload/ideal.py), or, without
+        a size curve, over ``alone_s`` plus the wire bytes at the access rate.  Never clamped."""
         f = self.fct_s
         if f is None:
             return None
         if self.extra_s is not None:
-            alone = self.alone_s + self.extra_s
-            # A flow on the envelope is its own alone, but floor + (FCT - floor) may come back one
-            # ulp above its FCT (a slowdown of 0.9999999999999998 was judged "below 1").
-            return 1.0 if math.isclose(f, alone, rel_tol=1e-9) else f / alone
+            return f / (self.alone_s + self.extra_s)
         return f / ideal_fct_s(self.flow.size, access_bps, self.alone_s)
+
+    @property
+    def slowdown_alone(self) -> float | None:
+        """FCT over this flow's own FCT replayed alone (None: not replayed, or unfinished)."""
+        f = self.fct_s
+        return None if f is None or not self.replay_s else f / self.replay_s
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,91 +140,6 @@ class AloneCurve:
         return {"points": [[s, round(e, 6)] for s, e in self.points], "tail_mbps": self.tail_bps / 1e6}
 
 
-def alone_envelope(alone_floor_s: float, calibration: Sequence[tuple[int, float]],
-                   run: Sequence[tuple[int, float]], access_bps: float) -> tuple[float, AloneCurve, dict]:
-    """The "alone" FCT of [Gao20 §5.4] (the flow alone in the network: the best this fabric does
-    for its size) as the lower envelope of every FCT measured on the fabric: ``alone_floor_s`` (the
-    fastest one-packet flow alone), the ``calibration`` flows alone and the ``run``'s own flows of
-    the same transport ((size, FCT s) each).  Any measured FCT is an upper bound on the best the
-    fabric can do for that size, so a run flow faster than every alone sample lowers the
-    estimate: the alone samples are a few hundred, the run's flows thousands, and at 1 % load
-    they come from the same spread (the 790 two-segment flows' fastest took 2.9 ms where the
-    fastest of 896 one-packet samples alone took 3.05).  Lowering "alone" only raises slowdowns.
-
-    Returns (floor s, the size curve over it, what the run changed: how many of its flows' alone
-    it lowered and by how much at most)."""
-    run_floor = min((f for _, f in run), default=math.inf)
-    floor = min(alone_floor_s, run_floor)
-    cal = [(s, f - floor) for s, f in calibration]
-    curve = AloneCurve.from_samples(cal + [(s, f - floor) for s, f in run], access_bps)
-    cal_only = AloneCurve.from_samples([(s, f - alone_floor_s) for s, f in calibration], access_bps)
-    before = [alone_floor_s + cal_only.extra_s(s) for s, _ in run]
-    after = [floor + curve.extra_s(s) for s, _ in run]
-    lowered = [b / a for b, a in zip(before, after) if a < b - 1e-12]
-    info = {"floor_alone_s": alone_floor_s, "floor_run_s": None if run_floor == math.inf else run_floor,
-            "floor_s": floor, "floor_set_by": "run" if run_floor < alone_floor_s else "alone",
-            "calibration_samples": len(calibration), "run_samples": len(run),
-            "run_flows_lowered": len(lowered), "most_lowered_by": max(lowered, default=1.0),
-            "alone_only_curve": cal_only.to_json()}
-    return floor, curve, info
-
-
-def with_alone(done: list, floor_s: float, curve: AloneCurve) -> list:
-    """Every flow's alone FCT: the floor plus what its size adds (the envelope's curve)."""
-    return [dataclasses.replace(d, alone_s=floor_s, extra_s=curve.extra_s(d.flow.size)) for d in done]
-
-
-def path_offsets(residuals: Iterable[tuple[str | None, float]]) -> dict[str, float]:
-    """The alone FCT by path: [Gao20 §5.4]'s OPT(i) is flow i alone in the network, and alone in
-    Opera's a flow rides the low-latency path of the slice it starts in -- one rack hop or three
-    (docs/notes/alone-baseline.md).  ``residuals``: (path key, FCT less the floor
-    and what the size adds) for every TCP flow measured on the fabric, alone or in the run; per
-    key, the least of them (never below 0) is what that path adds to the floor.  A flow's alone
-    is then the floor + its path's offset + its size's extra: every flow's residual is at least
-    its path's offset, so no slowdown falls below 1 (a ns less: floor + offset, summed in floating
-    point, must not land a hair above the flow that set it).  A key of None (no path) is skipped."""
-    out: dict[str, float] = {}
-    for key, r in residuals:
-        if key is not None:
-            out[key] = min(out.get(key, math.inf), r)
-    return {k: max(0.0, v - 1e-9) for k, v in out.items()}
-
-
-# The share of a path's one-packet FCTs below its alone: the fastest of ~900 samples is one draw
-# from the tail of the kernel's and BMv2's scheduling noise, and moved the low-latency verdict
-# across 2 between runs whose one-packet FCTs were the same (docs/notes/alone-baseline.md).
-ALONE_PERCENTILE = 5.0
-
-
-def path_alone(residuals: Iterable[tuple[str | None, float]], q: float = ALONE_PERCENTILE) -> dict[str, float]:
-    """The alone FCT by path, as :func:`path_offsets` but robust to one lucky sample: per key,
-    the ``q``-th percentile (nearest rank) of the residuals (never below 0).  A flow faster than
-    its path's alone is within the spread of the flow alone; :func:`with_path_alone` makes it
-    its own alone (slowdown 1) and counts it.  A key of None is skipped."""
-    by: dict[str, list[float]] = {}
-    for key, r in residuals:
-        if key is not None:
-            by.setdefault(key, []).append(r)
-    return {k: max(0.0, percentile(v, q)) for k, v in by.items()}
-
-
-def with_path_alone(done: Sequence[Done], floor_s: float, offsets: dict[str, float], key_of,
-                    judged=lambda d: True) -> tuple[list[Done], int]:
-    """``done`` with each ``judged`` flow's alone the floor plus its path's offset (``key_of(d)``:
-    its path key; a key without an offset adds nothing); a finished flow faster than that is its
-    own alone (slowdown 1).  Returns the flows and how many were so lowered."""
-    out, lowered = [], 0
-    for d in done:
-        if judged(d):
-            alone = floor_s + offsets.get(key_of(d), 0.0)
-            extra = d.extra_s or 0.0
-            if d.fct_s is not None and d.fct_s < alone + extra:
-                alone, lowered = d.fct_s - extra, lowered + 1
-            d = dataclasses.replace(d, alone_s=alone)
-        out.append(d)
-    return out, lowered
-
-
 def ideal_fct_s(size: int, access_bps: float, base_s: float = 0.0, mss: int = MSS,
                 header: int = HEADER_BYTES) -> float:
     """The flow alone: ``base_s`` (a one-packet flow's FCT alone on the fabric, measured: the
@@ -247,7 +170,14 @@ def summarize(done: Sequence[Done], access_bps: float, factor: float) -> dict:
                          "slowdown_mean": _mean(slow), "slowdown_p50": percentile(slow, 50) if slow else None,
                          "slowdown_p99": percentile(slow, 99) if slow else None,
                          "slowdown_min": min(slow) if slow else None,
-                         "slowdown_below_1": sum(x < 1 for x in slow)}
+                         "slowdown_below_1": sum(x < 1 for x in slow),
+                         "slowdown_below_1_share": sum(x < 1 for x in slow) / len(slow) if slow else None}
+            rep = [d.slowdown_alone for d in fin if d.slowdown_alone is not None]
+            if rep:
+                m, hw = mean_ci(rep)
+                per[name].update({"replayed": len(rep), "slowdown_alone_mean": m, "slowdown_alone_ci95": hw,
+                                  "slowdown_alone_p99": percentile(rep, 99),
+                                  "slowdown_alone_below_1": sum(x < 1 for x in rep)})
             known = [d for d in ds if d.retrans is not None]
             if known:
                 per[name]["retransmitted"] = sum(d.retrans for d in known)
@@ -273,3 +203,14 @@ def per_flow(done: Sequence[Done], factor: float) -> list[list]:
     """[id, class, size bucket, FCT s or None, size in emulated bytes] per flow: what a replay is
     compared on, flow by flow (and what tells one-packet flows apart, checks.py)."""
     return [[d.flow.id, d.cls, bucket_of(d.flow.size, factor), d.fct_s, d.flow.size] for d in done]
+
+
+def mean_ci(xs: Sequence[float], z: float = 1.96) -> tuple[float, float] | None:
+    """The mean and the half-width of its normal-approximation 95 % confidence interval."""
+    if not xs:
+        return None
+    m = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return m, math.inf
+    var = sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    return m, z * math.sqrt(var / len(xs))

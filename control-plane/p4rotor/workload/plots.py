@@ -41,14 +41,11 @@ def bulk_plot(r: dict, path: Path) -> bool:
 
 
 def paths_plot(r: dict, path: Path) -> bool:
-    """Each mode's one-packet low-latency flows by the path they met (``alone_by_path``: Opera's
-    rack hops there and back, the packet switch's one switch): the spread of their FCTs alone
-    and in the run (percentiles), with the alone each was judged against (the pooled 5th
-    percentile) and the fastest beside it.  False: nothing to draw (no path classes, or runs
-    judged before the spreads were kept)."""
-    modes = {mode: {k: v for k, v in m["alone_by_path"].items() if "alone_s" in v}
-             for mode, m in r.get("modes", {}).items() if m.get("alone_by_path")}
-    modes = {mode: by for mode, by in modes.items() if by}
+    """Each mode's one-packet low-latency flows by the path class they met (``by_path``: Opera's
+    rack hops there and back, the packet switch's one switch): the run's FCT percentiles, with
+    the calibrated base each was divided by (thick) and the calibration's own median (dotted).
+    False: nothing to draw."""
+    modes = {mode: m["by_path"] for mode, m in r.get("modes", {}).items() if m.get("by_path")}
     if not modes:
         return False
     plt = pyplot()
@@ -57,26 +54,20 @@ def paths_plot(r: dict, path: Path) -> bool:
         m = r["modes"][mode]
         for i, (k, v) in enumerate(sorted(by.items())):
             color = f"C{i}"
-            for what, style in (("alone_fct_s", "--"), ("run_fct_s", "-")):
-                q = v.get(what)
-                if q:
-                    ax.plot([q[f"p{p}"] * 1e3 for p in QUANTILES], QUANTILES, style, color=color, marker=".",
-                            label=f"{k}: {'alone' if what == 'alone_fct_s' else 'in the run'} "
-                                  f"({v['alone_samples' if what == 'alone_fct_s' else 'run_flows']})")
-            ax.axvline(v["alone_s"] * 1e3, color=color, linewidth=2, alpha=0.5)
-            ax.axvline(v["fastest_s"] * 1e3, color=color, linewidth=1, linestyle=":")
+            q = v.get("run_fct_s")
+            if q:
+                ax.plot([q[f"p{p}"] * 1e3 for p in QUANTILES], QUANTILES, "-", color=color, marker=".",
+                        label=f"{k}: in the run ({v['run_flows']}; {v['run_below_base']} below the base)")
+            ax.axvline(v["base_s"] * 1e3, color=color, linewidth=2, alpha=0.5)
+            cal = v.get("calibration_fct_s") or {}
+            if cal.get("p50_s"):
+                ax.axvline(cal["p50_s"] * 1e3, color=color, linewidth=1, linestyle=":")
         mean = F.class_mean(m.get("classes", {}).get("low-latency", {}))
         ax.set(xlabel="one-packet FCT (ms)", ylabel="percentile", xscale="log",
-               title=f"{mode}: one-packet flows by path; thick = the alone judged against "
-                     f"(p{next(iter(by.values()))['percentile']:g}), dotted = the fastest\n"
+               title=f"{mode}: one-packet flows by path; thick = calibrated base, dotted = its idle median\n"
                      f"{r.get('workload')} {r.get('load')}; low-latency mean slowdown "
-                     f"{'-' if mean is None else f'{mean:.2f}'} (against the fastest: "
-                     f"{m.get('low_latency_vs_fastest') or float('nan'):.2f})")
+                     f"{'-' if mean is None else f'{mean:.2f}'}")
         ax.title.set_fontsize(9)
-        lo, hi = ax.get_xlim()
-        ticks = [t for t in (0.5, 0.7, 1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50, 100) if lo <= t <= hi]
-        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-        ax.minorticks_off()
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

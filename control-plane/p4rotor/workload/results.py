@@ -103,8 +103,9 @@ def checks_table(results: Sequence[tuple[str, dict]]) -> list[str]:
 
 
 # A run's own measurements of the fabric it ran on: kept per source when runs are merged, since
-# each mode's slowdowns were divided by its own run's alone FCTs.
-RUN_SCOPED = ("alone_curve", "alone_one_packet_s", "alone_envelope", "switches_realtime", "replayed_from")
+# each mode's slowdowns were divided by its own run's calibration.
+RUN_SCOPED = ("calibration", "calibration_file", "alone_curve", "alone_one_packet_s", "alone_envelope",
+              "switches_realtime", "replayed_from")
 
 
 def merge(runs: Sequence[tuple[str, dict]]) -> dict:

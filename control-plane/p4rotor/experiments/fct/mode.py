@@ -56,9 +56,9 @@ def bulk_whole(received: dict[str, int], frames_of: dict[int, int]) -> int:
 
 
 def run_mode(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: float, guard_us: float,
-         pace_bps: float = 0.0, shared: bool = False) -> dict:
+         pace_bps: float = 0.0, shared: bool = False, datapath: str = "python") -> dict:
     """One mode's run of the flow list: its flows' records (alone not yet known: the caller sets it
-    from every run's flows, workload/fct.py: ``with_alone``), pending bytes, the agents' accounting."""
+    from the calibration and the replay, experiments/fct/denominators.py), pending bytes, the agents' accounting."""
     out.mkdir(parents=True, exist_ok=True)
     payload = FRAME - wire.DATA_HEADER
     ip_rack = {h.ip: k.id for k in topo.racks for h in k.hosts}
@@ -108,7 +108,7 @@ def run_mode(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: floa
             per_rack = max(len(k.hosts) for k in topo.racks)
             agents = start_agents(emu, topo, ds, out / "agents", rate=rate * per_rack, guard_us=guard_us,
                                   flows=bulk, stop_ns=end, end_ns=end, retransmit_us=3 * ds.hyperperiod_us,
-                                  shared=shared, start_ns=agents_start, realtime=True)
+                                  shared=shared, start_ns=agents_start, realtime=True, datapath=datapath)
         n_ll = sum(map(len, ll.values()))
         frames_of = {fl["flow"]: fl["frames"] for fls in bulk.values() for fl in fls}
         whole_at = None  # wall s (from base) at which every flow was whole

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import time
 from pathlib import Path
 
 from ... import schedule as S
 from ...schedule import topology as TP
-from ...workload import fct as F
-from ...workload.paths import OneSwitch, alone_samples, judge_by_path
+from ...workload.paths import OneSwitch, by_path
 from ..runner import say
-from .calibrate import calibrate, measure_alone
+from .denominators import PACKET_SWITCH, judged, measure_calibration, measured, replay_alone, write_calibration
 from .hosts import shape_hosts
 from .mode import run_mode
 
@@ -50,36 +50,40 @@ def _common_prefix(nets) -> int:
 
 def run_packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
                    rate: float, guard_us: float, idle_poll: bool = True, switch_cpus: str | None = None,
-                   warm_ms: float | None = None, factor: float = 1.0):
-    """The same flow list, hosts and access rates on one switch, every flow over TCP: the
-    packet-switch FCTs and their own "alone" FCTs, measured (issue #14).  ``factor``: the
-    workload's scaling (real bytes per emulated byte), for the size buckets."""
+                   warm_ms: float | None = None, factor: float = 1.0, cal=None, fp: dict | None = None,
+                   calibrate_only: bool = False, replay: int = 0, seed: int = 1) -> dict:
+    """The same flow list, hosts and access rates on one switch, every flow over TCP (issue #14),
+    divided by the packet switch's own calibration (``cal``, or measured here on the idle switch
+    first) and a replayed sample of the flows alone.  ``factor``: the workload's scaling (real
+    bytes per emulated byte), for the size buckets.  Returns ``run`` (run_mode's, judged),
+    ``calibration`` and ``idle_poll``."""
     from ...fabric.mininet import Emulation
 
     pt = packet_switch_topology(topo, dilation)
     emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say, realtime=True,
                     idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms)
+    key_of = OneSwitch()
+    r = None
     try:
         emu.start()
         polled = emu.polling
         shape_hosts(emu, pt, access_bps)
         hosts = [h for h in pt.racks[0].hosts]
-        alone = measure_alone(emu, pt, out / "alone-packet-switch", hosts=hosts, pace_bps=access_bps)
-        calibration = calibrate(emu, pt, out / "calibrate-packet-switch", hosts=hosts, pace_bps=access_bps)
-        r = run_mode(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, pace_bps=access_bps)
-        r["warm"] = emu.stop_warmer()
+        if cal is None:
+            t0 = time.monotonic()
+            cal = measure_calibration(emu, pt, out, key_of, access_bps, fp, period_ns=None, hosts=hosts,
+                                      tag="-packet-switch")
+            write_calibration(out, PACKET_SWITCH, cal, measured(t0))
+        if not calibrate_only:
+            r = run_mode(emu, pt, pt.schedule, wl, math.inf, out / "packet-switch", rate, guard_us, pace_bps=access_bps)
+            rep = replay_alone(run_mode, emu, pt, pt.schedule, wl, math.inf, out / "packet-switch-alone", rate,
+                               guard_us, access_bps, cal, key_of, replay, seed)
+            r["warm"] = emu.stop_warmer()
     finally:
         emu.stop()
-    tcp = [(d.flow.size, d.fct_s) for d in r["done"] if d.fct_s is not None]
-    floor, curve, envelope = F.alone_envelope(min(alone.values()), calibration, tcp, access_bps)
-    r["done"] = F.with_alone(r["done"], floor, curve)
-    r["alone_envelope"] = envelope
-    # One-packet flows as on the fabric: against the 5th percentile of the one-packet FCTs
-    # through the switch (judge_by_path), so that the two are judged alike.
-    racks = {h.name: k.id for k in pt.racks for h in k.hosts}  # the hosts measure_alone used (one rack)
-    samples = alone_samples(out / "alone-packet-switch", racks, {h.ip: k.id for k in pt.racks for h in k.hosts})
-    r["done"], judged = judge_by_path(r["done"], floor, samples, OneSwitch(), r["done"], access_bps,
-                                      factor)
-    r.update(judged)
-    r["idle_poll"] = polled
-    return r, alone, curve, envelope
+    if r is not None:
+        r["done"] = judged(r["done"], cal, key_of.of, rep["alone"])
+        r["by_path"] = by_path(r["done"], cal, key_of)
+        r["replay"] = rep["info"]
+        r["idle_poll"] = polled
+    return {"run": r, "calibration": cal, "idle_poll": polled}

@@ -5,7 +5,6 @@ workload/plots.py).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -17,39 +16,32 @@ from ...workload.plots import bulk_plot, paths_plot
 from ...workload.results import write_fct
 from ...plotting import pyplot
 from ..runner import say
-from .calibrate import ALONE_ROUNDS, SEGMENT
+from .calibrate import SEGMENT
 
 
 def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
-            out: Path, alone: dict[tuple[str, str], float], hosts_per_rack: int = 1,
-            bound: dict | None = None, epsilon_us: float | None = None,
-            curve: F.AloneCurve | None = None, envelope: dict | None = None,
+            out: Path, hosts_per_rack: int = 1, bound: dict | None = None, epsilon_us: float | None = None,
+            calibrations: dict | None = None, calibration_file: str | None = None,
             share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
             guard_us: float | None = None, shared: bool = False, idle_poll: bool | None = None,
-            switch_cpus: str | None = None, warm_ms: float | None = None) -> dict:
+            switch_cpus: str | None = None, warm_ms: float | None = None, target: str = "bmv2",
+            datapath: str = "python") -> dict:
     """``idle_poll``: whether the fabric's idle CPUs polled (fabric/cpu.py; None: not run);
     ``switch_cpus``: the CPUs the switches ran on (None: anywhere); ``warm_ms``: the warmer's
-    period (fabric/warm.py; None: none).
-    ``curve``: what a flow's size adds to its alone FCT, measured (calibrate.py: ``calibrate``) and lowered by
-    the run's own flows (``envelope``: :func:`F.alone_envelope`'s account of it); ``judge``: a
-    mode's stability (:func:`stability_judge`)."""
+    period (fabric/warm.py; None: none).  ``calibrations``: per emulation ("fabric",
+    "packet-switch") the calibrated ideal every flow was divided by (workload/ideal.py), read
+    from ``calibration_file`` or measured by this run on its idle fabric; ``judge``: a mode's
+    stability (:func:`stability_judge`)."""
+    cals = calibrations or {}
     res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
-           "access_mbps": access_bps / 1e6, "alone_curve": curve.to_json() if curve else None, "dilation": dilation,
+           "access_mbps": access_bps / 1e6, "dilation": dilation, "target": target, "datapath": datapath,
            "agent_rate": agent_rate, "guard_us": guard_us, "shared_circuits": shared,
            "epsilon_us": epsilon_us, "scaling_factor": factor,
-           "alone_one_packet_s": {"floor": envelope["floor_s"] if envelope else min(alone.values()),
-                                  "floor_alone": min(alone.values()),
-                                  "per_pair_fastest_max": max(alone.values()),
-                                  "pairs": len(alone), "rounds": ALONE_ROUNDS},
-           "alone_envelope": envelope,
+           "calibration": {k: v.to_json() for k, v in cals.items()},
+           "calibration_file": calibration_file,
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(),
-           "cpu_idle_poll": idle_poll, "switch_cpus": switch_cpus, "warm_ms": warm_ms, "modes": {},
-           # The emulator's own spread (one-packet flows alone; calibrate.py: measure_alone): the slowdown a flow alone
-           # scores on average against the floor, per emulation.
-           "alone_spread": {name: json.loads((out / d / "spread.json").read_text())
-                            for name, d in (("fabric", "alone"), ("packet-switch", "alone-packet-switch"))
-                            if (out / d / "spread.json").exists()}}
+           "cpu_idle_poll": idle_poll, "switch_cpus": switch_cpus, "warm_ms": warm_ms, "modes": {}}
     lines = []
     for mode, r in runs.items():
         # Within RotorLB's capacity, and the fabric's queue no longer than the model's
@@ -73,16 +65,11 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
                               "start_lag": r.get("start_lag", {}), "receiver_wakeup": r.get("receiver_wakeup", {}),
-                              "alone_by_path": r.get("alone_by_path"),
-                              "low_latency_vs_floor": r.get("low_latency_vs_floor"),
-                              "low_latency_vs_fastest": r.get("low_latency_vs_fastest"),
-                              "low_latency_within_spread": r.get("low_latency_within_spread"),
+                              "by_path": r.get("by_path"), "replay": r.get("replay"),
                               "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
                               "agents_priority": r.get("agents_priority"),
-                              "agents_loops": r.get("agents_loops"),
-                              "alone_envelope": {k: v for k, v in (r.get("alone_envelope") or {}).items()
-                                                 if k != "alone_only_curve"}}
+                              "agents_loops": r.get("agents_loops")}
         if bound and any(d.cls == "bulk" for d in r["done"]):
             res["modes"][mode]["bulk_bound"] = B.bulk_bound_check(r["done"], **bound, share=share, shared=shared)
             res["modes"][mode]["bulk_bound"]["above"] = B.above_bound(r["done"], r.get("bulk_paths", {}), **bound)
@@ -93,8 +80,10 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
         for cls, per in summ.items():
             for b, v in per.items():
                 if v["slowdown_mean"] is not None:
+                    alone = (f"; alone {v['slowdown_alone_mean']:.1f} ±{v['slowdown_alone_ci95']:.1f} "
+                             f"({v['replayed']} replayed)" if v.get("replayed") else "")
                     parts.append(f"{cls} {b}: slowdown mean {v['slowdown_mean']:.1f} p99 {v['slowdown_p99']:.1f} "
-                                 f"({v['flows']} flows)")
+                                 f"({v['flows']} flows, {v['slowdown_below_1']} below 1{alone})")
         bb = res["modes"][mode].get("bulk_bound")
         if bb and bb["flows"]:
             pc = bb.get("pair_capacity")

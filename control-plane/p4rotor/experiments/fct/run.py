@@ -4,7 +4,7 @@ divided by the same flows alone (experiments/fct/__init__.py says how).
 
 from __future__ import annotations
 
-import json
+import time
 from pathlib import Path
 
 from ... import schedule as S
@@ -12,19 +12,20 @@ from ...fabric.agents import start_agents
 from ...schedule import routes as R
 from ...schedule import topology as TP
 from ...workload import cdf as C
-from ...workload import fct as F
 from ...workload import flowlist
 from ...workload.generate import generate, topology_hosts
-from ...workload.paths import PathKeys, alone_samples, judge_by_path
+from ...workload.ideal import REPLAY_SAMPLE
+from ...workload.paths import PathKeys, by_path
 from ...workload.plane import FRAME, HEADROOM, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
 from ..runner import launch, say
-from .calibrate import calibrate, measure_alone
+from .denominators import (FABRIC, PACKET_SWITCH, cutoff_of, fingerprint, judged, measure_calibration,
+                            measured, read_calibration, replay_alone, write_calibration)
 from .hosts import shape_hosts
 from .mode import run_mode
 from .options import (EPSILON_US, MODES, WARM_MAX_LOAD, parse_modes, replayed, share_choice, switch_cpu_choice,
                       warm_choice)
-from .packet_switch import run_packet_switch
+from .packet_switch import packet_switch_topology, run_packet_switch
 from .report import report, say_curve
 
 REAL_ACCESS_BPS = 10e9            # the real system the sizes are scaled to
@@ -35,7 +36,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         guard_us: float = 10000.0, quick: bool = False, baseline: bool = True,
         flow_list: str | None = None, hosts_per_rack: int = 2, modes: str | None = None,
         epsilon_us: float = EPSILON_US, share_circuits: str | bool | None = "auto", idle_poll: bool = True,
-        switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2") -> dict:
+        switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2",
+        datapath: str = "python", calibration: str | None = None, calibrate_only: bool = False,
+        replay: int = REPLAY_SAMPLE) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -53,8 +56,17 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     clock port keeps it warm (fabric/warm.py; "on": every 2 ms; "off": never; "auto", the
     default: on at a load of at most ``WARM_MAX_LOAD``, where the fabric is mostly idle and the
     agents lose nothing to it, off above, where the traffic keeps the switches warm and the
-    warmer's frames cost the agents CPU: docs/notes/cold-switches.md)."""
+    warmer's frames cost the agents CPU: docs/notes/cold-switches.md); ``datapath``: the agents'
+    per-frame work in Python or in the compiled rlbd ("c"; fast_agent.py); ``calibration``: a
+    calibration.json measured earlier on this fabric (``calibrate_only``: measure one into ``out``
+    and stop); without one the run calibrates its idle fabric first; ``replay``: this many of the
+    run's flows (a random sample, ``seed``) replayed one at a time after each mode's run, for the
+    slowdown against each flow alone (workload/ideal.py)."""
     chosen = parse_modes(modes)
+    if type(replay) is not int or not 0 <= replay <= 100_000:
+        raise C.WorkloadError(f"--replay must be a whole number of flows in 0..100000, got {replay!r}")
+    if datapath not in ("python", "c"):
+        raise C.WorkloadError(f"--datapath must be 'python' or 'c', got {datapath!r}")
     baseline = baseline and "packet-switch" in chosen
     if type(hosts_per_rack) is not int or not 1 <= hosts_per_rack <= 8:
         raise C.WorkloadError(f"--hosts-per-rack must be an integer in 1..8, got {hosts_per_rack!r}")
@@ -95,6 +107,15 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     else:
         wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
                       name=workload)
+    fp = fingerprint(FABRIC, target, topo, hosts_per_rack, dilation, epsilon_us, access_bps)
+    fp_ps = fingerprint(PACKET_SWITCH, target, packet_switch_topology(topo, dilation), hosts_per_rack, dilation,
+                        epsilon_us, access_bps)
+    cals: dict = {}
+    if calibration is not None:  # read and checked before anything is written or started
+        if any(m in chosen for m in MODES):
+            cals[FABRIC] = read_calibration(calibration, FABRIC, fp)
+        if baseline:
+            cals[PACKET_SWITCH] = read_calibration(calibration, PACKET_SWITCH, fp_ps)
     out.mkdir(parents=True, exist_ok=True)
     flowlist.write(out / "flows.json", wl.flows, wl.meta)
     warm = warm_choice(warm_switches, wl.meta.get("load"))
@@ -110,85 +131,62 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         how = "a rack's hosts share its circuits" if share_circuits else "a RotorLB plane per host"
         why = f"auto, load {wl.meta.get('load')}" if asked in (None, "auto") else asked
         say(f"[experiment] fct: {how} (--share-circuits {why})")
-    runs, alone, curve, envelope, polled = {}, None, None, None, None
+    runs, polled, replays = {}, None, {}
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
                            realtime=True, idle_poll=idle_poll, switch_cpus=pin, warm_ms=warm, target=target)
         polled = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
+        clock = R.PathClock(ds, R.compute(ds, epsilon_us=epsilon_us * dilation))
+        racks = {h.name: k.id for k in topo.racks for h in k.hosts}
+        key_of = PathKeys(clock, emu.t0_ns, racks)
         try:
             shape_hosts(emu, topo, access_bps)
-            # Alone, but with the run's machinery running: idle agents (no flows).  On a quiet
-            # machine the same one-packet flows took longer than in the loaded run (min 5.4 ms
-            # for a pair whose run flows took 3.5: slowdowns of 0.46): the idle vCPUs wake slowly.
-            per_rack = max(len(k.hosts) for k in topo.racks)
-            idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us, flows={},
-                                realtime=True)
-            try:
-                alone = measure_alone(emu, topo, out / "alone", period_ns=ds.hyperperiod_us * 1000, pace_bps=access_bps)
-                calibration = calibrate(emu, topo, out / "calibrate", period_ns=ds.hyperperiod_us * 1000,
-                                         pace_bps=access_bps)
-            finally:
-                idle.kill()
-            vals = sorted(alone.values())
-            sp = json.loads((out / "alone" / "spread.json").read_text())
-            say(f"[experiment] fct: a one-packet flow alone takes {vals[0] * 1e3:.1f} ms at the fastest "
-                f"(the fastest per rack pair: {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f} ms, {len(vals)} pairs; "
-                f"the median of {sp['samples']}: {sp['median_s'] * 1e3:.1f} ms, their mean "
-                f"{sp['mean_over_min']:.2f}x the fastest)")
-            say_curve("alone", F.AloneCurve.from_samples([(z, t - vals[0]) for z, t in calibration], access_bps),
-                       access_bps)
-            for mode in fabric_modes:
-                cut = MODES[mode]
-                c = (cutoff if cutoff is not None else default_cutoff) if cut is None else cut
+            if FABRIC not in cals:
+                # On the idle fabric, with the run's machinery running: idle agents (no flows).  On
+                # a quiet machine the same one-packet flows took longer than in a loaded run: the
+                # idle vCPUs wake slowly.
+                per_rack = max(len(k.hosts) for k in topo.racks)
+                idle = start_agents(emu, topo, ds, out / "alone-agents", rate=rate * per_rack, guard_us=guard_us,
+                                    flows={}, realtime=True, datapath=datapath)
+                try:
+                    t0 = time.monotonic()
+                    cals[FABRIC] = measure_calibration(emu, topo, out, key_of, access_bps, fp,
+                                                       period_ns=ds.hyperperiod_us * 1000)
+                    write_calibration(out, FABRIC, cals[FABRIC], measured(t0))
+                finally:
+                    idle.kill()
+            say_curve("alone", cals[FABRIC].curve, access_bps)
+            for mode in ([] if calibrate_only else fabric_modes):
+                c = cutoff_of(MODES[mode], cutoff, default_cutoff)
                 runs[mode] = run_mode(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps,
-                                  shared=share_circuits)
+                                      shared=share_circuits, datapath=datapath)
+                replays[mode] = replay_alone(run_mode, emu, topo, ds, wl, c, out / f"{mode}-alone", rate, guard_us,
+                                             access_bps, cals[FABRIC], None, replay, seed, shared=share_circuits,
+                                             datapath=datapath)
             warmed = emu.stop_warmer()  # what it sent and got back, over every fabric mode
             for r in runs.values():
                 r["warm"] = warmed
-            t0_ns = emu.t0_ns  # the schedule's slot 0 in wall time: which path a flow met when
         finally:
             emu.stop()
-        # Alone = the lower envelope of every FCT the fabric gave a TCP flow, alone or in a run
-        # (workload/fct.py: alone_envelope); every fabric mode divides by the same one.
-        tcp = [(d.flow.size, d.fct_s) for r in runs.values() for d in r["done"]
-               if d.cls == "low-latency" and d.fct_s is not None]
-        floor, curve, envelope = F.alone_envelope(min(alone.values()), calibration, tcp, access_bps)
-        for r in runs.values():
-            r["done"] = F.with_alone(r["done"], floor, curve)
-            r["alone_envelope"] = envelope
-        # ... and by path: a flow alone rides the low-latency path of the slice it starts in
-        # (1-3 rack hops at 8 x 4), and a 3-hop flow alone is not as fast as a direct one.
-        clock = R.PathClock(ds, R.compute(ds, epsilon_us=epsilon_us * dilation))
-        racks = {h.name: k.id for k in topo.racks for h in k.hosts}
-        key_of = PathKeys(clock, t0_ns, racks)
-        samples = alone_samples(out / "alone", racks, {h.ip: k.id for k in topo.racks for h in k.hosts})
-        pooled = [d for r in runs.values() for d in r["done"]]
-        for r in runs.values():
-            r["done"], judged = judge_by_path(r["done"], floor, samples, key_of, pooled, access_bps, scaling.factor)
-            r.update(judged)
-        by_path = next(iter(runs.values()))["alone_by_path"] if runs else {}
-        if by_path:
-            say("[experiment] fct: alone by path (rack hops there-back at the flow's start): " + ", ".join(
-                f"{k}: floor +{v['offset_s'] * 1e3:.2f} ms (p{v['percentile']:g}; fastest +"
-                f"{v['fastest_offset_s'] * 1e3:.2f}; {v['alone_samples']} alone, {v['run_flows']} run flows)"
-                for k, v in sorted(by_path.items())))
-        if envelope["run_flows_lowered"]:
-            say(f"[experiment] fct: the run's own flows lowered {envelope['run_flows_lowered']} flows' alone "
-                f"(by {envelope['most_lowered_by']:.2f}x at most; floor {floor * 1e3:.2f} ms, set by the "
-                f"{envelope['floor_set_by']})")
+        for mode, r in runs.items():
+            r["done"] = judged(r["done"], cals[FABRIC], key_of.of, replays[mode]["alone"])
+            r["by_path"] = by_path(r["done"], cals[FABRIC], key_of)
+            r["replay"] = replays[mode]["info"]
     if baseline:
-        runs["packet-switch"], alone_ps, curve_ps, env_ps = run_packet_switch(build, topo, dilation, wl, out,
-                                                                           access_bps, rate, guard_us, idle_poll,
-                                                                           switch_cpus=pin, warm_ms=warm,
-                                                                           factor=scaling.factor)
-        polled = polled if fabric_modes else runs["packet-switch"].get("idle_poll")
-        curve = curve or curve_ps
-        envelope = envelope or env_ps
-        say(f"[experiment] fct: packet switch: a one-packet flow alone takes "
-            f"{min(alone_ps.values()) * 1e3:.1f}-{max(alone_ps.values()) * 1e3:.1f} ms")
-        alone = alone if alone is not None else alone_ps
+        ps = run_packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us, idle_poll,
+                               switch_cpus=pin, warm_ms=warm, factor=scaling.factor, cal=cals.get(PACKET_SWITCH),
+                               fp=fp_ps, calibrate_only=calibrate_only, replay=replay, seed=seed)
+        cals[PACKET_SWITCH] = ps["calibration"]
+        if not calibrate_only:
+            runs["packet-switch"] = ps["run"]
+        polled = polled if fabric_modes else ps.get("idle_poll")
+    if calibrate_only:
+        say(f"[experiment] fct: calibration written to {out / 'calibration.json'} "
+            f"({', '.join(sorted(cals))}); use it with --calibration")
+        return {"calibration": {k: v.to_json() for k, v in cals.items()},
+                "verdict": f"fct calibration of {', '.join(sorted(cals))} written to {out / 'calibration.json'}"}
     # Issue #14's bound on bulk at low load: bytes at the agents' rate (the access rate less the
     # headroom) while a host may send (the day less the agents' guard at both ends), plus
     # matchings + 1 slots of waiting for a circuit (a rotor's cycle of matchings, one more slot).
@@ -205,8 +203,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # ... and apart for the flows alone at their racks (no other bulk flow from their source
     # rack or to their destination rack at the same time): the bound is one flow's, alone.
     bound["rack_of"] = {h.name: k.id for k in topo.racks for h in k.hosts}
-    return report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, alone, hosts_per_rack,
-                   bound, epsilon_us=epsilon_us, curve=curve, envelope=envelope, share=share,
+    return report(runs, wl, access_bps, scaling.factor, default_cutoff, dilation, out, hosts_per_rack,
+                   bound, epsilon_us=epsilon_us, calibrations=cals, calibration_file=calibration, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
                    agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=polled,
-                   switch_cpus=pin, warm_ms=warm)
+                   switch_cpus=pin, warm_ms=warm, target=target, datapath=datapath)
+

@@ -1,0 +1,124 @@
+"""The FCT denominators (workload/ideal.py): the calibrated ideal and the flow replayed alone, neither
+taken from the run being judged, never clamped."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from p4rotor.cli import main
+from p4rotor.workload import fct as F
+from p4rotor.workload import ideal as I
+from p4rotor.workload.cdf import WorkloadError
+from p4rotor.workload.generate import Flow
+
+FP = {"emulation": "fabric", "target": "ebpf", "racks": 8, "hosts_per_rack": 2, "rotors": 4, "slot_us": 100000,
+      "night_us": 10000, "dilation": 100.0, "epsilon_us": 150.0, "access_bps": 5.77e6}
+
+
+def _cal() -> I.Calibration:
+    one = [("1-1", 0.7e-3 + i * 1e-5) for i in range(200)] + [("3-3", 1.0e-3 + i * 1e-5) for i in range(100)]
+    sized = [(n * 1448, 0.7e-3 + (n - 1) * 2e-3) for n in (2, 5, 10, 20) for _ in range(2)]
+    return I.calibration_from(one, sized, 5.77e6, FP)
+
+
+def _run(cal: I.Calibration, stretch: float = 1.0) -> list[F.Done]:
+    out = []
+    for i in range(60):
+        size = (1, 1000, 5 * 1448, 40 * 1448, 10**6)[i % 5]
+        fct = stretch * (1.5e-3 + 0.003 * (i % 7) + size / 5.77e6 * 8)
+        out.append(F.Done(Flow(i, "a", "b", size, 0.0), "low-latency" if size < 10**6 else "bulk", 0, int(fct * 1e9)))
+    return out
+
+
+def _key(d: F.Done) -> str:
+    return "1-1" if d.flow.id % 2 else "3-3"
+
+
+def test_each_path_class_gets_the_first_percentile_of_its_own_idle_samples():
+    cal = _cal()
+    assert cal.base_s["1-1"] == pytest.approx(0.7e-3 + 2e-5, abs=1e-5)
+    assert cal.base_s["3-3"] == pytest.approx(1.0e-3 + 1e-5, abs=1e-5)
+    assert cal.floor_s == pytest.approx(0.7e-3)
+    # A class the calibration never met gets its slowest base: never a lower ideal than measured.
+    assert cal.base("2-2") == cal.base_s["3-3"] and cal.base(None) == cal.base_s["3-3"]
+    assert cal.samples == {"1-1": 200, "3-3": 100}
+
+
+def test_a_run_three_times_slower_triples_every_slowdown_under_both_denominators():
+    """No denominator depends on the run: stretch every FCT 3x and every slowdown is 3x."""
+    cal = _cal()
+    alone = {i: 1e-3 * (1 + i % 4) for i in range(0, 60, 3)}
+    a = I.with_replay(I.with_ideal(_run(cal), cal, _key), alone)
+    b = I.with_replay(I.with_ideal(_run(cal, 3.0), cal, _key), alone)
+    for x, y in zip(a, b):
+        assert y.slowdown(5.77e6) == pytest.approx(3 * x.slowdown(5.77e6), rel=1e-6)
+        if x.slowdown_alone is not None:
+            assert y.slowdown_alone == pytest.approx(3 * x.slowdown_alone, rel=1e-6)
+    sa, sb = F.summarize(a, 5.77e6, 1.0), F.summarize(b, 5.77e6, 1.0)
+    for cls, per in sa.items():
+        for name, v in per.items():
+            assert sb[cls][name]["slowdown_mean"] == pytest.approx(3 * v["slowdown_mean"], rel=1e-6)
+            if v.get("replayed"):
+                assert sb[cls][name]["slowdown_alone_mean"] == pytest.approx(3 * v["slowdown_alone_mean"], rel=1e-6)
+
+
+def test_a_flow_faster_than_its_ideal_is_below_one_and_counted_never_clamped():
+    cal = _cal()
+    d = F.Done(Flow(1, "a", "b", 100, 0.0), "low-latency", 0, int(0.5e-3 * 1e9))
+    (j,) = I.with_ideal([d], cal, lambda _: "1-1")
+    assert j.slowdown(5.77e6) == pytest.approx(0.5e-3 / cal.base_s["1-1"]) and j.slowdown(5.77e6) < 1
+    per = F.summarize([j], 5.77e6, 1.0)["low-latency"]["<100KB"]
+    assert per["slowdown_below_1"] == 1 and per["slowdown_below_1_share"] == 1.0
+
+
+def test_the_replayed_means_come_with_a_confidence_interval():
+    m, hw = F.mean_ci([1.0, 2.0, 3.0, 4.0])
+    assert m == 2.5 and hw == pytest.approx(1.96 * math.sqrt(5 / 3 / 4))
+    assert F.mean_ci([]) is None and F.mean_ci([2.0]) == (2.0, math.inf)
+
+
+def test_the_replay_spaces_the_sample_and_finds_flows_that_were_not_alone():
+    flows = [Flow(i, "a", "b", 1000, 50.0 * i) for i in range(10)]
+    chosen = I.replay_sample(flows, 4, seed=3)
+    assert len(chosen) == 4 and [f.id for f in chosen] == sorted(f.id for f in chosen)
+    assert chosen == I.replay_sample(flows, 4, seed=3) and I.replay_sample(flows, 99, 1) == flows
+    plan = I.replay_plan(chosen, lambda f: 0.5, gap_s=0.1)
+    assert [f.start for f in plan] == pytest.approx([0.0, 0.6, 1.2, 1.8])
+    done = [F.Done(f, "low-latency", int(f.start * 1e9), int((f.start + 0.3) * 1e9)) for f in plan]
+    assert I.overlapped(done) == set()
+    late = dataclasses.replace(done[1], done_ns=int(1.5e9))  # still running when the third began
+    assert I.overlapped([done[0], late, done[2], done[3]]) == {plan[1].id, plan[2].id}
+
+
+def test_a_calibration_round_trips_and_refuses_another_fabric():
+    cal = _cal()
+    back = I.Calibration.from_json(json.loads(json.dumps(cal.to_json())), "x")
+    assert back.base_s == pytest.approx(cal.base_s, abs=1e-7) and back.fingerprint == FP
+    back.check(dict(FP), "x")
+    with pytest.raises(WorkloadError, match="dilation"):
+        back.check(dict(FP, dilation=10.0), "cal.json")
+    with pytest.raises(WorkloadError, match="not a calibration"):
+        I.Calibration.from_json({"base_s": {}}, "cal.json")
+    bad = dict(cal.to_json(), floor_s=-1)
+    with pytest.raises(WorkloadError, match="positive"):
+        I.Calibration.from_json(bad, "cal.json")
+
+
+def test_experiment_fct_refuses_a_calibration_of_another_fabric_before_anything_starts(tmp_path, capsys):
+    cal = tmp_path / "calibration.json"
+    cal.write_text(json.dumps({"fabric": dict(_cal().to_json())}))
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as ex:
+        main(["experiment", "fct", "--calibration", str(cal), "--modes", "opera", "--output", str(out)])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "calibrated with" in err[0], err
+    assert not out.exists(), "refused before anything was written"
+    cal.write_text("{}")
+    with pytest.raises(SystemExit) as ex:
+        main(["experiment", "fct", "--calibration", str(cal), "--modes", "opera", "--output", str(out)])
+    assert ex.value.code == 2 and "no 'fabric' calibration" in capsys.readouterr().err
