@@ -81,15 +81,25 @@ def test_fabric_that_keeps_up_is_stable():
     model = ST.tracking([], SCHED, fl, 0, PLANE, 30, 0)["model_curve"]
     st = _judge(fl, [(t, b * 1.1) for t, b in model], 30)
     assert st["stable"] and st["tracking"]["keeps_up"] and st["tracking"]["ratio"] == pytest.approx(1.1, rel=0.2)
-    assert st["why"].startswith("within RotorLB's capacity")
+    assert st["why"].startswith("measured stable") and "model: within RotorLB's capacity" in st["why"]
 
 
-def test_fabric_that_falls_behind_is_unstable():
+def test_a_queue_high_but_flat_is_stable_by_measurement_and_the_model_disagreement_is_shown():
     fl = _flows(8, 30)
     pending = [(k * 0.1, 50e6) for k in range(300)]  # 50 MB queued throughout: far above the model
     st = _judge(fl, pending, 30)
-    assert not st["stable"] and st["capacity"]["stable"] and not st["tracking"]["keeps_up"]
-    assert st["why"].startswith("the fabric falls behind RotorLB")
+    assert st["stable"] and st["measured"]["stable"] and not st["model_stable"]
+    assert st["capacity"]["stable"] and not st["tracking"]["keeps_up"]
+    assert "model (disagrees): the fabric falls behind RotorLB" in st["why"]
+
+
+def test_a_measured_queue_that_grows_past_the_bound_is_unstable():
+    fl = _flows(8, 30)
+    arrived = sum(f.size for f in fl if 3 <= f.start <= 30)
+    pending = [(k * 0.1, 0.2 * arrived * k / 300) for k in range(300)]  # rises by ~20 % of what arrived
+    st = _judge(fl, pending, 30)
+    assert not st["stable"] and st["measured"]["share"] == pytest.approx(0.2 * 27 / 30, rel=0.1)
+    assert st["why"].startswith("measured UNSTABLE")
 
 
 def test_no_bulk_flows_is_stable():
@@ -114,7 +124,7 @@ def test_cli_judges_again_and_writes(tmp_path, capsys):
     before = (run / "fct.json").read_text()
     assert main(["workload", "stability", str(run)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("opera: stable: within RotorLB's capacity")
+    assert out.startswith("opera: stable: measured stable")
     assert (run / "fct.json").read_text() == before  # judged, not written
     assert main(["workload", "stability", str(run), "--write"]) == 0
     m = json.loads((run / "fct.json").read_text())["modes"]["opera"]

@@ -23,6 +23,8 @@ def add_parser(sub) -> None:
     fct.add_argument("--flows", type=int, help="flows per point (default 2000; --quick: 150)")
     fct.add_argument("--cutoff", type=float, metavar="BYTES",
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
+    fct.add_argument("--cutoff-real", type=float, metavar="BYTES",
+                     help="the class cutoff in real-system bytes (Opera's: 15e6), scaled as the flow sizes are")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
     fct.add_argument("--hosts-per-rack", type=int, help="hosts in each of the 8 racks, each with an agent (default 2)")
     fct.add_argument("--share-circuits", nargs="?", const="on", metavar="on|off|auto",
@@ -110,7 +112,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
-                "calibration", "calibrate_only", "replay"):
+                "calibration", "calibrate_only", "replay", "cutoff_real"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -126,7 +128,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("epsilon_us", "--epsilon-us"), ("share_circuits", "--share-circuits"),
                       ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
                       ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows"),
-                      ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay")):
+                      ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay"),
+                      ("cutoff_real", "--cutoff-real")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

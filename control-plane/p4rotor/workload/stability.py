@@ -18,8 +18,11 @@ though every flow finished and the queue emptied 228 s after the last arrival.  
    the model: frames in flight, a relay's wait for its second hop).  Every 2000-flow run so far:
    0.96-1.20x.
 
-Stable = within capacity and keeping up.  The least-squares trend (:func:`trend`) is still
-reported: it is what the curve does over this run, not a verdict.
+The verdict is the measurement's (:func:`measured_growth`): **unstable when the measured pending
+bytes rise, over the arrivals after their first tenth, by more than** ``MEASURED_GROWTH_MAX`` **of
+the bulk bytes that arrived meanwhile** (the least-squares trend's rise, so one late large flow
+moves it by its share of the window only).  Questions 1 and 2 -- the model's -- are shown beside
+it, not instead of it; where they disagree the line says so.
 
 Pure functions on values: the experiment (``experiments/fct``) says which host is in which
 rack and plane and how many bytes a slot unit is.
@@ -38,6 +41,8 @@ from ..schedule import Schedule
 REPEATS = 6        # repetitions of the flow list the capacity check runs
 GROWTH_MAX = 0.01  # past capacity: a copy's mean queue grows by more than this share of its bytes
 TRACK_MAX = 1.5    # keeping up: measured mean pending <= this x the model's (+ slack)
+MEASURED_GROWTH_MAX = 0.05  # unstable: the measured queue rises by more than this share of the bulk bytes arrived
+FILL_SHARE = 0.1   # the first tenth of the arrivals fills an empty fabric: not judged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,23 +184,47 @@ def trend(samples: Iterable[tuple[float, float]]) -> dict:
             "rising": rise > max(mb, 1.0) and rise > 0}
 
 
+def measured_growth(measured: Sequence[tuple[float, float]], flows: Sequence, cutoff: float,
+                    arrivals_s: float) -> dict:
+    """The measured verdict: the least-squares rise of the pending bytes (wall s from the first
+    arrival, bytes) over the arrivals after their first ``FILL_SHARE``, as a share of the bulk
+    bytes that arrived in that window.  ``stable`` None: nothing to judge (no samples or bytes)."""
+    lo = FILL_SHARE * arrivals_s
+    tr = trend([(t, b) for t, b in measured if lo <= t <= arrivals_s])
+    arrived = sum(f.size for f in flows if f.size >= cutoff and lo <= f.start <= arrivals_s)
+    if tr.get("slope_bytes_per_s") is None or arrived <= 0:
+        return {"stable": None, "arrived_bytes": arrived, "samples": tr["samples"], "bound": MEASURED_GROWTH_MAX,
+                "why": "too few pending samples or bulk bytes to judge the measured queue"}
+    share = tr["rise_bytes"] / arrived
+    return {"stable": share <= MEASURED_GROWTH_MAX, "rise_bytes": tr["rise_bytes"], "arrived_bytes": arrived,
+            "share": share, "bound": MEASURED_GROWTH_MAX, "samples": tr["samples"],
+            "why": (f"the measured queue rose {share:.1%} of the {arrived / 1e6:.1f} MB of bulk that arrived "
+                    f"after the first {FILL_SHARE:.0%} of the arrivals (unstable above {MEASURED_GROWTH_MAX:.0%})")}
+
+
 def judge(measured: Sequence[tuple[float, float]], s: Schedule, flows: Sequence, cutoff: float, plane: Plane,
           arrivals_s: float, slack_bytes: float, repeats: int = REPEATS) -> dict:
-    """Both questions and the verdict: ``stable``, and ``why`` in one line."""
+    """The measured verdict and, beside it, the model's two questions: ``stable``, and ``why`` in
+    one line."""
     over = [(t, b) for t, b in measured if t <= arrivals_s]
     tr = trend(over)
     if not any(f.size >= cutoff for f in flows):
         return {"stable": True, "why": "no bulk flows: nothing queued at the agents", "trend": tr,
                 **{k: tr.get(k) for k in ("mean_bytes", "slope_bytes_per_s", "rise_bytes")}}
+    meas = measured_growth(measured, flows, cutoff, arrivals_s)
     cap = capacity(s, flows, cutoff, plane, repeats)
     trk = tracking(measured, s, flows, cutoff, plane, arrivals_s, slack_bytes)
-    stable = cap["stable"] and trk["keeps_up"]
-    if not cap["stable"]:
-        why = "past RotorLB's capacity: " + cap["why"]
-    elif not trk["keeps_up"]:
-        why = "the fabric falls behind RotorLB: " + trk["why"]
-    else:
-        why = "within RotorLB's capacity: " + cap["why"] + "; the fabric keeps up: " + trk["why"]
-    return {"stable": stable, "why": why, "capacity": cap, "tracking": trk, "trend": tr,
+    model_stable = cap["stable"] and trk["keeps_up"]
+    model = ("past RotorLB's capacity: " + cap["why"] if not cap["stable"] else
+             "the fabric falls behind RotorLB: " + trk["why"] if not trk["keeps_up"] else
+             "within RotorLB's capacity: " + cap["why"] + "; the fabric keeps up: " + trk["why"])
+    # The measurement decides; with nothing measured to judge, the model's verdict stands and says so.
+    stable = meas["stable"] if meas["stable"] is not None else model_stable
+    head = ("measured " + ("stable" if meas["stable"] else "UNSTABLE") + ": " + meas["why"]
+            if meas["stable"] is not None else "model only (" + meas["why"] + ")")
+    differ = meas["stable"] is not None and meas["stable"] != model_stable
+    why = head + f"; model{' (disagrees)' if differ else ''}: " + model
+    return {"stable": stable, "why": why, "measured": meas, "model_stable": model_stable,
+            "capacity": cap, "tracking": trk, "trend": tr,
             # the keys results before this check had (table and checks read them)
             **{k: tr.get(k) for k in ("mean_bytes", "slope_bytes_per_s", "rise_bytes")}}

@@ -4,6 +4,7 @@ divided by the same flows alone (experiments/fct/__init__.py says how).
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         epsilon_us: float = EPSILON_US, share_circuits: str | bool | None = "auto", idle_poll: bool = True,
         switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2",
         datapath: str = "python", calibration: str | None = None, calibrate_only: bool = False,
-        replay: int = REPLAY_SAMPLE) -> dict:
+        replay: int = REPLAY_SAMPLE, cutoff_real: float | None = None) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -61,7 +62,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     calibration.json measured earlier on this fabric (``calibrate_only``: measure one into ``out``
     and stop); without one the run calibrates its idle fabric first; ``replay``: this many of the
     run's flows (a random sample, ``seed``) replayed one at a time after each mode's run, for the
-    slowdown against each flow alone (workload/ideal.py)."""
+    slowdown against each flow alone (workload/ideal.py); ``cutoff_real``: the class cutoff in
+    real-system bytes (Opera's 15 MB), scaled by the run's factor (instead of ``cutoff``)."""
     chosen = parse_modes(modes)
     if type(replay) is not int or not 0 <= replay <= 100_000:
         raise C.WorkloadError(f"--replay must be a whole number of flows in 0..100000, got {replay!r}")
@@ -100,6 +102,13 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.
     if cutoff is not None and not cutoff >= 0:
         raise C.WorkloadError(f"--cutoff must be >= 0 bytes (or inf), got {cutoff:g}")
+    if cutoff_real is not None:
+        # Opera's cutoff is in the real system's bytes (15 MB, [McGuinness21 §2.6]): scaled as the sizes are.
+        if cutoff is not None:
+            raise C.WorkloadError("--cutoff and --cutoff-real: give one (emulated or real-system bytes)")
+        if not (math.isfinite(cutoff_real) and cutoff_real >= 0):
+            raise C.WorkloadError(f"--cutoff-real must be >= 0 real-system bytes, got {cutoff_real:g}")
+        cutoff = cutoff_real * scaling.factor
     topo = TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack)
     hosts = topology_hosts(topo)
     if flow_list is not None:
