@@ -180,19 +180,27 @@ bench-scale: build
 	  $(VENV)/bin/p4rotor bench --only scale --scale-sizes 108x6 --scale-kind opera --scale-target ebpf; \
 	 else echo "!! p4c-ebpf not found: the eBPF 108x6 row SKIPPED (docs/toolchain.md)"; fi
 
-# Opera's evaluation points ([McGuinness21 §2.6] / issue #14): Web Search 1/5/10 %, Data Mining
-# 1/10/25/40 %, 2000 flows each, every point in results/fct/WORKLOAD-LOAD/; then one table (and
-# issue #14's criteria judged on it).  A point already there is kept (delete its directory to re-run
-# it): the sweep resumes where it stopped.  A point may name its runs, WORKLOAD:LOAD:MODES (e.g.
-# websearch:0.01:opera,packet-switch): a 1 % point takes ~85 min of arrivals per mode.
-FCT_POINTS ?= websearch:0.1 websearch:0.05 datamining:0.1 datamining:0.25 datamining:0.4 websearch:0.01 datamining:0.01
-FCT_ARGS   ?= --flows 2000
-fct-sweep: build
-	@set -e; for p in $(FCT_POINTS); do w=$$(echo $$p | cut -d: -f1); l=$$(echo $$p | cut -d: -f2); \
+# Opera's evaluation points ([McGuinness21 §2.6]): Web Search 1/5/10 %, Data Mining 1/10/25/40 %,
+# every point in results/fct/WORKLOAD-LOAD/ with its run.json (command, commit, target, wall time,
+# calibration), then one generated table.  On the fastest fabric (eBPF switches, rlbd agents),
+# sizes scaled by 0.51 (FCT_DILATION x the access rate FCT_RATE gives, against 10 Gb/s), Opera's
+# 15 MB cutoff in real-system bytes.  The fabric is calibrated once (results/fct/calibration-TARGET)
+# and every point divides by it.  A point already there is kept (delete its directory to re-run
+# it): the sweep resumes where it stopped.  A point may name its runs, WORKLOAD:LOAD:MODES.
+# docs/fct.md says what each point costs.
+FCT_TARGET   ?= ebpf
+FCT_POINTS   ?= websearch:0.1 websearch:0.05 datamining:0.4 datamining:0.25 datamining:0.1 websearch:0.01 datamining:0.01
+FCT_FABRIC   ?= --target $(FCT_TARGET) --datapath c --dilation 20 --rate 4400 --guard-us 1000
+FCT_ARGS     ?= --flows 10000 --cutoff-real 15e6
+FCT_CAL      ?= results/fct/calibration-$(FCT_TARGET)
+fct-sweep: build build-ebpf native
+	@set -e; if [ ! -f $(FCT_CAL)/calibration.json ]; then echo "== $(FCT_CAL)"; \
+	  $(VENV)/bin/p4rotor experiment fct --calibrate-only $(FCT_FABRIC) --output $(FCT_CAL); fi; \
+	for p in $(FCT_POINTS); do w=$$(echo $$p | cut -d: -f1); l=$$(echo $$p | cut -d: -f2); \
 	  m=$$(echo $$p | cut -s -d: -f3); d=results/fct/$$w-$$l; \
 	  if [ -f $$d/fct.json ]; then echo "== $$d: done already"; continue; fi; \
 	  echo "== $$d"; $(VENV)/bin/p4rotor experiment fct --workload $$w --load $$l $${m:+--modes $$m} \
-	    $(FCT_ARGS) --output $$d; done
+	    $(FCT_FABRIC) $(FCT_ARGS) --calibration $(FCT_CAL)/calibration.json --output $$d; done
 	$(VENV)/bin/p4rotor workload table results/fct/*/fct.json > results/fct/table.md
 	@echo "wrote results/fct/table.md"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from .. import schedule as S
@@ -137,6 +138,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     from ..rotorlb.model import ModelError
     from ..workload.cdf import WorkloadError
 
+    t0 = time.monotonic()
     try:
         res = run(build, out, **kw)
     except HarnessError as ex:
@@ -144,5 +146,28 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     except (WorkloadError, ModelError, FaultPlanError) as ex:
         die(str(ex))
     print(res["verdict"])
+    if out.is_dir():
+        write_run_json(out, a, time.monotonic() - t0)
     print(f"results in {out}/", file=sys.stderr)
     return 0
+
+
+def write_run_json(out: Path, a: argparse.Namespace, wall_s: float) -> None:
+    """``out``/run.json: how this folder was made (the command, the code's commit, the target,
+    the wall time and, for fct, the calibration it divided by) -- what every results folder
+    keeps (docs/experiments.md).  ``results_commit`` stays None until the folder is committed."""
+    import json
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=Path(__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    m, sec = divmod(round(wall_s), 60)
+    (out / "run.json").write_text(json.dumps({
+        "command": "p4rotor " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["experiment"]
+        else f"p4rotor experiment {a.name} --output {out}",
+        "code_commit": commit, "results_commit": None, "target": a.target or "bmv2",
+        "wall_time": f"{m} min {sec} s", "wall_s": round(wall_s, 1),
+        "calibration": getattr(a, "calibration", None)}, indent=1) + "\n")

@@ -51,17 +51,17 @@ def _common_prefix(nets) -> int:
 def run_packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: Path, access_bps: float,
                    rate: float, guard_us: float, idle_poll: bool = True, switch_cpus: str | None = None,
                    warm_ms: float | None = None, factor: float = 1.0, cal=None, fp: dict | None = None,
-                   calibrate_only: bool = False, replay: int = 0, seed: int = 1) -> dict:
+                   calibrate_only: bool = False, replay: int = 0, seed: int = 1, target: str = "bmv2") -> dict:
     """The same flow list, hosts and access rates on one switch, every flow over TCP (issue #14),
     divided by the packet switch's own calibration (``cal``, or measured here on the idle switch
     first) and a replayed sample of the flows alone.  ``factor``: the workload's scaling (real
-    bytes per emulated byte), for the size buckets.  Returns ``run`` (run_mode's, judged),
+    bytes per emulated byte), for the size buckets; ``target``: the switch's (as the fabric's).  Returns ``run`` (run_mode's, judged),
     ``calibration`` and ``idle_poll``."""
     from ...fabric.mininet import Emulation
 
     pt = packet_switch_topology(topo, dilation)
     emu = Emulation(pt, build, out / "run-packet-switch", mode="clock", say=say, realtime=True,
-                    idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms)
+                    idle_poll=idle_poll, switch_cpus=switch_cpus, warm_ms=warm_ms, target=target)
     key_of = OneSwitch()
     r = None
     try:

@@ -186,7 +186,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     if baseline:
         ps = run_packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us, idle_poll,
                                switch_cpus=pin, warm_ms=warm, factor=scaling.factor, cal=cals.get(PACKET_SWITCH),
-                               fp=fp_ps, calibrate_only=calibrate_only, replay=replay, seed=seed)
+                               fp=fp_ps, calibrate_only=calibrate_only, replay=replay, seed=seed, target=target)
         cals[PACKET_SWITCH] = ps["calibration"]
         if not calibrate_only:
             runs["packet-switch"] = ps["run"]
