@@ -19,6 +19,7 @@ from ..fabric.agents import account, cycle_start_ns, start_agents, start_lead_s
 from ..fabric.switch import HarnessError, stop_process_group
 from ..rotorlb import model as RM
 from ..plotting import pyplot
+from .apps import capacity_mbps
 from .runner import launch, say
 
 DENSITIES = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56)
@@ -97,7 +98,7 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
                 f"{runs['rotorlb']['duplicates'] + runs['one-hop']['duplicates']}")
         # The Python agents (TUN): the given guard, not one measured for rlbd.
         iperf = _iperf(emu, topo, ds, out / "iperf3", rate, given_guard, seconds=8 if quick else 20)
-        iperf["model_capacity_mbps"] = _pair_capacity_mbps(sched, ds, rate, given_guard)
+        iperf["model_capacity_mbps"] = capacity_mbps(sched, ds, [(0, 5)], rate, given_guard)
         say(f"[experiment] rotorlb: iperf3 rack 0 -> rack 5 over the agents' TUN interfaces: "
             f"{iperf.get('goodput_mbps', 0):.2f} Mbit/s (model capacity for the pair "
             f"{iperf['model_capacity_mbps']:.2f})")
@@ -144,17 +145,6 @@ def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
     rate = best * BACK_OFF
     say(f"[experiment] rotorlb: highest rate held {best:g} -> sweep at {rate:g} frames/s per circuit")
     return {"tried": tried, "highest_passing_fps": best, "back_off": BACK_OFF, "rate_fps": rate}
-
-
-def _pair_capacity_mbps(sched: S.Schedule, ds: S.Schedule, rate: float, guard_us: float) -> float:
-    """What RotorLB gives one saturated pair, in the TUN's payload bytes: the model's throughput
-    (uplink slots per slot) x the frames a window carries x the TUN MTU, per wall second."""
-    from ..rotorlb import wire
-
-    m = RM.evaluate(sched, [(0, 5)])
-    frames = int(rate * (ds.day_us - 2 * guard_us) / 1e6 * 0.9)
-    payload = 1400 - wire.DATA_HEADER
-    return m.rotorlb.delivered_per_slot * frames * payload * 8 / (ds.slot_us / 1e6) / 1e6
 
 
 def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, seconds: float) -> dict:
