@@ -298,7 +298,8 @@ static uint64_t c_direct, c_relay_first, c_relay_second, c_returned, c_sent_fram
 static uint64_t c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl;
 static uint64_t c_late_add;
 static uint64_t c_stream_bytes_in, c_stream_bytes_out, c_pend_full;
-static uint64_t spin_max; /* --spin-ns: stay awake this long before a frame is due (0: a quarter gap) */
+static uint64_t spin_max = UINT64_MAX; /* --spin-ns: stay awake this long before a frame is due
+                                       * (0: never; not given: a quarter gap, at most SPIN_NS) */
 static uint64_t c_windows, c_window_late, c_bad_seq, c_bad_ack, c_injected_loss, lose_every, lose_count;
 static uint64_t delivered_from[MAX_RACKS], in_window_from[MAX_RACKS], accepted_total;
 static uint64_t relay_delay[DELAY_BUCKETS];
@@ -1030,7 +1031,7 @@ int main(int argc, char **argv) {
                 wake = due;
                 /* awake for at most a quarter of a frame time: eight agents on two cores cannot all
                  * spin (at 12 000 frames/s each, windows sent half their frames) */
-                spin_ns = spin_max ? spin_max : w->gap_ns / 4 < SPIN_NS ? w->gap_ns / 4 : SPIN_NS;
+                spin_ns = spin_max != UINT64_MAX ? spin_max : w->gap_ns / 4 < SPIN_NS ? w->gap_ns / 4 : SPIN_NS;
             }
             if (w->end_ns < wake) wake = w->end_ns;
         }

@@ -230,7 +230,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  measure: tuple[int, int] = (0, 0), host_index: int | None = None,
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
                  shared: bool = False, realtime: bool = False, rt_always: bool = True,
-                 datapath: str = "python", fill: float | None = None, tcp_split: bool = False) -> Agents:
+                 datapath: str = "python", fill: float | None = None, tcp_split: bool = False,
+                 spin_ns: int | None | str = "auto") -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -246,7 +247,11 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     moves the agents' frames (host/agent_cli.py ``--datapath``: python, or c: the compiled rlbd);
     ``fill``: the share of each window's time frames are planned for (None: the agents' default);
     ``tcp_split`` (datapath c): each host's TCP connections to 10.200.R.N end at its agent and cross
-    as RotorLB streams (host/stream.py; :func:`redirect_tcp`)."""
+    as RotorLB streams (host/stream.py; :func:`redirect_tcp`); ``spin_ns`` (datapath c): how long
+    rlbd stays awake before each frame is due (host/agent_cli.py ``--spin-ns``); "auto": never when
+    there are more agents than CPUs -- at 4 400 frames/s per circuit 16 agents spinning a quarter
+    of each frame time kept both of 2 cores busy, and the Python agents' slot loops stalled for
+    seconds (websearch 10 %, 2000 flows: 8 500 windows missed per agent) -- else rlbd's default."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.shm")]:
@@ -263,8 +268,10 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     # met the bound instead of 90 of 90 (docs/notes/priorities.md).
     rt_args = (["--rt-priority", str(AGENT_RT_PRIORITY)] + (["--rt-always"] if rt_always else [])
                if prefix[:1] == ["chrt"] else [])
+    n_agents = sum(1 for k in topo.racks for n in range(len(k.hosts)) if host_index in (None, n))
+    if spin_ns == "auto":
+        spin_ns = 0 if n_agents > (os.cpu_count() or 1) else None
     if start_ns is None:
-        n_agents = sum(1 for k in topo.racks for n in range(len(k.hosts)) if host_index in (None, n))
         start_ns = time.time_ns() + int(start_lead_s(n_agents) * 1e9)
     try:
         for n in range(hosts):
@@ -287,6 +294,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     args.append("--one-hop")
                 if datapath != "python":
                     args += ["--datapath", datapath]
+                    if spin_ns is not None:
+                        args += ["--spin-ns", str(spin_ns)]
                 if fill is not None:
                     args += ["--fill", repr(fill)]
                 if retransmit_us:

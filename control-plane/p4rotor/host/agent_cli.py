@@ -71,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
                         "cross as RotorLB streams (host/stream.py; the harness redirects them here)")
     p.add_argument("--plane", type=int, default=0,
                    help="with --tcp-split: this host's index in its rack (its peers are the hosts of that index)")
+    p.add_argument("--spin-ns", type=int, metavar="NS",
+                   help="with --datapath c: rlbd stays awake this long before each frame is due "
+                        "(default: a quarter of a frame time; 0: never)")
     p.add_argument("--datapath", choices=("python", "c"), default="python",
                    help="who moves the frames: this process (python), or the compiled rlbd (c; host/fast_agent.py)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
@@ -89,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     peers = {int(k): v for k, v in json.loads(a.peers).items()}
     ms = tuple(int(x) for x in a.measure.split(","))
     flows = json.loads(Path(a.flows[1:]).read_text() if a.flows.startswith("@") else a.flows)
+    if a.spin_ns is not None and not 0 <= a.spin_ns <= 10_000_000:
+        print(f"error: --spin-ns {a.spin_ns}: must be in 0..10000000", file=sys.stderr)
+        return 2
     if not 0 < a.fill <= 1:
         print(f"error: --fill {a.fill}: must be in (0, 1]", file=sys.stderr)
         return 2
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     kind, extra = Agent, {}
     if a.datapath == "c":
         from .fast_agent import FastAgent as kind
-        extra = {"tcp_split": a.tcp_split, "plane": a.plane}
+        extra = {"tcp_split": a.tcp_split, "plane": a.plane, "spin_ns": a.spin_ns}
     try:
         agent = kind(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                      flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,

@@ -44,10 +44,11 @@ class _Window:
 
 class FastAgent(Agent):
     def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, tcp_split: bool = False, plane: int = 0,
+                 spin_ns: int | None = None,
                  **kw):
         self.dp: DataPath | None = None
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
-        self.bind, self.lose_every = bind, lose_every
+        self.bind, self.lose_every, self.spin_ns = bind, lose_every, spin_ns
         self.tcp_split, self.plane = tcp_split, plane
         self.splitter = None  # host/stream.py, with tcp_split
         super().__init__(*args, **kw)
@@ -165,7 +166,7 @@ class FastAgent(Agent):
         self.dp = DataPath(self.me, self.s.racks, self.frame, {r: (ip, DATA_PORT) for r, ip in self.peers.items()}, bind=self.bind,
                            port=DATA_PORT, tos=dp.DSCP_DIRECT_ONLY << 2, measure=self.rx.measure,
                            retransmit_ns=self.retransmit_ns, ack_direct=self.ack_direct,
-                           ll_tos=dp.DSCP_LOW_LATENCY << 2, lose_every=self.lose_every)
+                           ll_tos=dp.DSCP_LOW_LATENCY << 2, lose_every=self.lose_every, spin_ns=self.spin_ns)
         self.dp.on_window_done = self._window_done
         await loop.run_in_executor(None, self.dp.start)
         loop.add_reader(self.dp.fileno(), self.dp.pump)
