@@ -183,15 +183,17 @@ bench-scale: build
 # Opera's evaluation points ([McGuinness21 §2.6]): Web Search 1/5/10 %, Data Mining 1/10/25/40 %,
 # every point in results/fct/WORKLOAD-LOAD/ with its run.json (command, commit, target, wall time,
 # calibration), then one generated table.  On the fastest fabric (eBPF switches, rlbd agents),
-# sizes scaled by 0.51 (FCT_DILATION x the access rate FCT_RATE gives, against 10 Gb/s), Opera's
-# 15 MB cutoff in real-system bytes.  The fabric is calibrated once (results/fct/calibration-TARGET)
+# sizes scaled by 0.51 (dilation 100 x the 50.7 Mb/s access rate 880 frames/s per circuit gives,
+# against 10 Gb/s), Opera's 15 MB cutoff in real-system bytes, 100 flows replayed alone per mode.
+# Dilation 20 and 50 were tried: the 16 Python agents' slot loops could not keep up on 2 cores
+# (docs/fct.md, "At Opera's sizes").  The fabric is calibrated once (results/fct/calibration-TARGET)
 # and every point divides by it.  A point already there is kept (delete its directory to re-run
 # it): the sweep resumes where it stopped.  A point may name its runs, WORKLOAD:LOAD:MODES.
 # docs/fct.md says what each point costs.
 FCT_TARGET   ?= ebpf
 FCT_POINTS   ?= websearch:0.1 websearch:0.05 datamining:0.4 datamining:0.25 datamining:0.1 websearch:0.01 datamining:0.01
-FCT_FABRIC   ?= --target $(FCT_TARGET) --datapath c --dilation 20 --rate 4400 --guard-us 1000
-FCT_ARGS     ?= --flows 10000 --cutoff-real 15e6
+FCT_FABRIC   ?= --target $(FCT_TARGET) --datapath c --dilation 100 --rate 880 --guard-us 2000
+FCT_ARGS     ?= --flows 10000 --cutoff-real 15e6 --replay 100
 FCT_CAL      ?= results/fct/calibration-$(FCT_TARGET)
 fct-sweep: build build-ebpf native
 	@set -e; if [ ! -f $(FCT_CAL)/calibration.json ]; then echo "== $(FCT_CAL)"; \
