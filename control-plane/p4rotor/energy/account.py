@@ -42,7 +42,7 @@ def frames(act: Activity, p: Port) -> list[tuple[float, float]]:
     out = []
     us_per_byte = 8e6 / act.rate_bps
     for k in sorted(p.bins):
-        n_f, n_b = p.bins[k]
+        n_f, n_b, _ = p.bins[k]
         if n_b <= 0:
             continue
         a, b = window(act, p, k)
@@ -56,8 +56,19 @@ def frames(act: Activity, p: Port) -> list[tuple[float, float]]:
 
 
 def busy(act: Activity, p: Port) -> list[tuple[float, float]]:
-    """What the predictive policy keeps awake: every slot window the port sends in."""
-    return [window(act, p, k) for k in sorted(p.bins) if p.bins[k][1] > 0]
+    """What the predictive policy keeps awake, per slot the port sends in: the whole window if it
+    carries a low-latency frame (its time is not known ahead); else, bulk only, the slot's bytes
+    sent back to back from the window's start (RotorLB grants them at OFFER time), after which
+    the rest of the window is known empty."""
+    out = []
+    us_per_byte = 8e6 / act.rate_bps
+    for k in sorted(p.bins):
+        _, n_b, ll_b = p.bins[k]
+        if n_b <= 0:
+            continue
+        a, b = window(act, p, k)
+        out.append((a, b) if ll_b > 0 else (a, a + n_b * us_per_byte))
+    return out
 
 
 def _joint(states: list[State]) -> State:

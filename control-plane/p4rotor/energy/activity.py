@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import schedule as S
-from ..inputs import MALFORMED, read_json
+from ..inputs import MALFORMED, MAX_TIME_US, check_work, read_json
 from ..p4.constants import TCLASS_LOW_LATENCY
 from ..schedule import routes as R
 from ..schedule.windows import SliceClock
@@ -38,6 +38,10 @@ from .model import EnergyError
 ACK_BYTES = 66          # a TCP ACK with timestamps on the wire
 SEGMENTS_PER_ACK = 2    # delayed ACKs
 FABRIC_MODES = ("opera", "rotornet")  # modes whose flows crossed the rotor fabric
+# Work limits (inputs.check_work): the committed runs walk ~3e5 slots of flow life and hold ~2e6
+# frames (Data Mining 1 %: 2 h of arrivals); ten times more is a minute or two of accounting.
+MAX_SLOTS_WALKED = 2 * 10 ** 7
+MAX_FRAMES = 3 * 10 ** 7
 
 
 @dataclasses.dataclass
@@ -48,12 +52,16 @@ class Port:
     channel: int
     cls: str
     rotor: int | None
-    bins: dict[int, list[float]] = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
+    # slot -> [frames, bytes, bytes of low-latency frames]: bulk is granted per slot (RotorLB's
+    # OFFER/ACCEPT), so its amount is known before the slot; a low-latency frame's time is not
+    bins: dict[int, list[float]] = dataclasses.field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0, 0.0]))
 
-    def add(self, k: int, frames: float, nbytes: float) -> None:
+    def add(self, k: int, frames: float, nbytes: float, low_latency: bool = False) -> None:
         b = self.bins[k]
         b[0] += frames
         b[1] += nbytes
+        if low_latency:
+            b[2] += nbytes
 
 
 @dataclasses.dataclass
@@ -106,16 +114,16 @@ class _Spreader:
         off = 0 if r is None else self.s.rotors[r].offset_us
         return int((t - off) // self.s.slot_us)
 
-    def host_links(self, src: str, dst: str, t: float, frames: float, nbytes: float) -> None:
+    def host_links(self, src: str, dst: str, t: float, frames: float, nbytes: float, ll: bool) -> None:
         k = self._slot(None, t)
-        self.act.port(f"{src}~tor{self.hosts[src]}", 0, "host-link", None).add(k, frames, nbytes)
-        self.act.port(f"{dst}~tor{self.hosts[dst]}", 1, "host-link", None).add(k, frames, nbytes)
+        self.act.port(f"{src}~tor{self.hosts[src]}", 0, "host-link", None).add(k, frames, nbytes, ll)
+        self.act.port(f"{dst}~tor{self.hosts[dst]}", 1, "host-link", None).add(k, frames, nbytes, ll)
 
-    def hop(self, a: int, b: int, r: int, t: float, frames: float, nbytes: float) -> None:
+    def hop(self, a: int, b: int, r: int, t: float, frames: float, nbytes: float, ll: bool) -> None:
         name = self.s.rotors[r].name
         k = self._slot(r, t)
-        self.act.port(f"tor{a}~{name}", 0, "tor-uplink", r).add(k, frames, nbytes)
-        self.act.port(f"tor{b}~{name}", 1, "rotor-port", r).add(k, frames, nbytes)
+        self.act.port(f"tor{a}~{name}", 0, "tor-uplink", r).add(k, frames, nbytes, ll)
+        self.act.port(f"tor{b}~{name}", 1, "rotor-port", r).add(k, frames, nbytes, ll)
 
     def low_latency(self, a: int, b: int, t0: float, t1: float, frames: float, nbytes: float) -> None:
         """Spread evenly over [t0, t1], on each slice's low-latency path from a to b."""
@@ -136,7 +144,7 @@ class _Spreader:
                 if h is None:
                     self.unrouted_bytes += nbytes * f
                     break
-                self.hop(cur, h.next_rack, h.rotor, mid, frames * f, nbytes * f)
+                self.hop(cur, h.next_rack, h.rotor, mid, frames * f, nbytes * f, True)
                 cur, seen = h.next_rack, seen + 1
 
     def direct_days(self, a: int, b: int, t0: float, t1: float) -> list[tuple[int, float]]:
@@ -167,7 +175,7 @@ class _Spreader:
             self.unrouted_bytes += nbytes
             return []
         for r, mid in days:
-            self.hop(a, b, r, mid, frames / len(days), nbytes / len(days))
+            self.hop(a, b, r, mid, frames / len(days), nbytes / len(days), False)
         return [mid for _, mid in days]
 
 
@@ -207,6 +215,7 @@ def _reconstruct(doc: dict, fl: dict, mode: str, where: str) -> Activity:
         raise EnergyError(f"{where}/flows.json: access_bps must be > 0")
     m = doc["modes"][mode]
     flows = {int(f["id"]): f for f in fl["flows"]}
+    _check_work(m["per_flow"], flows, mss, dil, s, where)
     act = Activity(s, 0.0, rate, {}, f"reconstructed from {where} ({mode}): flow records and the schedule")
     fabric_ports(act, hosts)
     sp = _Spreader(act, hosts, float(doc.get("epsilon_us", 0.0)))
@@ -229,19 +238,19 @@ def _reconstruct(doc: dict, fl: dict, mode: str, where: str) -> Activity:
         wire = size + segs * hdr
         counted += 1
         if cls == "low-latency":
-            _spread_hosts(sp, src, dst, t0, t1, segs, wire)
+            _spread_hosts(sp, src, dst, t0, t1, segs, wire, True)
             if a != b:
                 sp.low_latency(a, b, t0, t1, segs, wire)
             acks = math.ceil(segs / SEGMENTS_PER_ACK)
-            _spread_hosts(sp, dst, src, t0, t1, acks, acks * ACK_BYTES)
+            _spread_hosts(sp, dst, src, t0, t1, acks, acks * ACK_BYTES, True)
             if a != b:
                 sp.low_latency(b, a, t0, t1, acks, acks * ACK_BYTES)
         elif a != b:
             mids = sp.bulk(a, b, t0, t1, segs, wire)
             for t in mids:
-                sp.host_links(src, dst, t, segs / len(mids), wire / len(mids))
+                sp.host_links(src, dst, t, segs / len(mids), wire / len(mids), False)
         else:
-            _spread_hosts(sp, src, dst, t0, t1, segs, wire)
+            _spread_hosts(sp, src, dst, t0, t1, segs, wire, False)
     act.horizon_us = math.ceil(horizon / s.slot_us + 1) * s.slot_us
     act.notes = {"flows": counted, "unfinished": unfinished, "unrouted_bytes": round(sp.unrouted_bytes),
                  "dilation": dil, "mode": mode, "rate_bps": rate,
@@ -249,18 +258,36 @@ def _reconstruct(doc: dict, fl: dict, mode: str, where: str) -> Activity:
     return act
 
 
-def _spread_hosts(sp: _Spreader, src: str, dst: str, t0: float, t1: float, frames: float, nbytes: float) -> None:
+def _check_work(per_flow: list, flows: dict, mss: int, dil: float, s: S.Schedule, where: str) -> None:
+    """Refuse before the loops a run whose flows would take too long to spread or place: the
+    slots their lives span (each is walked) and the frames they hold (each is placed)."""
+    slots = frames = 0.0
+    for fid, _cls, _bucket, fct, size, *_ in per_flow:
+        if fct is None:
+            continue
+        f = flows[int(fid)]
+        end = (float(f["start"]) + float(fct)) * 1e6 / dil
+        if not math.isfinite(end) or end > MAX_TIME_US:
+            raise EnergyError(f"{where}: flow {fid} ends at {end:.3g} us of schedule time (at most {MAX_TIME_US:g})")
+        slots += float(fct) * 1e6 / dil / s.slot_us + 1
+        frames += float(size) / mss
+    check_work(slots, MAX_SLOTS_WALKED, f"{where}: the flows' lives in slots", EnergyError)
+    check_work(frames, MAX_FRAMES, f"{where}: the flows' frames", EnergyError)
+
+
+def _spread_hosts(sp: _Spreader, src: str, dst: str, t0: float, t1: float, frames: float, nbytes: float,
+                  ll: bool) -> None:
     """Host links: evenly over [t0, t1], per schedule-length bin."""
     slot = sp.s.slot_us
     if t1 <= t0:
-        sp.host_links(src, dst, t0, frames, nbytes)
+        sp.host_links(src, dst, t0, frames, nbytes, ll)
         return
     k = int(t0 // slot)
     while k * slot < t1:
         a, b = max(t0, k * slot), min(t1, (k + 1) * slot)
         f = (b - a) / (t1 - t0)
         if f > 0:
-            sp.host_links(src, dst, a, frames * f, nbytes * f)
+            sp.host_links(src, dst, a, frames * f, nbytes * f, ll)
         k += 1
 
 
