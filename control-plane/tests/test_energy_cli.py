@@ -12,6 +12,7 @@ from fuzz_cli import check, energy_fct_doc, energy_flows_doc, _guard  # noqa: F4
 from p4rotor.energy import account as AC
 from p4rotor.energy import activity as A
 from p4rotor.energy import model as M
+from p4rotor.energy import rotorlb_run as RL
 from p4rotor.energy.report import BEGIN, END, markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,3 +106,27 @@ def test_docs_table_is_generated_from_results():
     block = text[text.index(BEGIN) + len(BEGIN) + 1:text.index(END)]
     assert block == markdown(doc["points"], doc["model"]), "docs/energy.md's table differs from results/energy"
     assert (res.parent / "table.md").read_text() == block
+
+
+def test_the_experiments_energy_lines(tmp_path):
+    from p4rotor.energy.report import summary_for
+
+    lines = summary_for(_run(tmp_path / "run"))
+    assert [ln.split(";")[0] for ln in lines] == ["energy (opera", "energy (rotornet"]
+    assert "predictive saves" in lines[0]
+    assert summary_for(tmp_path / "nothing")[0].startswith("energy: not accounted")
+
+
+def test_a_rotorlb_run_is_accounted_from_its_plan():
+    run = ROOT / "results" / "rotorlb"
+    if not (run / "rotorlb.json").exists():
+        pytest.skip("no results/rotorlb")
+    act = RL.from_run(run)
+    res = AC.account(act, M.load())
+    # the frames delivered in the measured windows, as the run counted them (each crosses >= 1 uplink)
+    doc = json.loads((run / "rotorlb.json").read_text())
+    H = 7 * doc["schedule"]["slot_us"] * doc["dilation"] / 1e6 * doc["cycles"]
+    delivered = sum(r["rotorlb"]["throughput_fps"] * H for r in doc["rows"])
+    down = sum(b[0] for p in act.ports.values() if p.cls == "rotor-port" for b in p.bins.values())
+    assert down >= delivered * 0.999
+    assert res["policies"]["predictive"]["saving"] >= res["policies"]["trs"]["saving"]

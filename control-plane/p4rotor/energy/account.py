@@ -40,7 +40,7 @@ def dark(act: Activity, p: Port) -> Dark | None:
 def frames(act: Activity, p: Port) -> list[tuple[float, float]]:
     """(arrival, duration) us of the port's frames, evenly spaced in each slot's window."""
     out = []
-    us_per_byte = 8e6 / act.rate_bps
+    us_per_byte = 8e6 / act.rate_bps[p.cls]
     for k in sorted(p.bins):
         n_f, n_b, _ = p.bins[k]
         if n_b <= 0:
@@ -61,7 +61,7 @@ def busy(act: Activity, p: Port) -> list[tuple[float, float]]:
     sent back to back from the window's start (RotorLB grants them at OFFER time), after which
     the rest of the window is known empty."""
     out = []
-    us_per_byte = 8e6 / act.rate_bps
+    us_per_byte = 8e6 / act.rate_bps[p.cls]
     for k in sorted(p.bins):
         _, n_b, ll_b = p.bins[k]
         if n_b <= 0:

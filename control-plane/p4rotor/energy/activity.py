@@ -69,7 +69,7 @@ class Activity:
     """Per-port per-slot counts over [0, horizon_us) of schedule time."""
     schedule: S.Schedule
     horizon_us: float
-    rate_bps: float                  # every link's rate (schedule time)
+    rate_bps: dict[str, float]       # each port class's link rate (schedule time)
     ports: dict[tuple[str, int], Port]
     source: str                      # "reconstructed from ..." or "measured ..."
     notes: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -216,7 +216,9 @@ def _reconstruct(doc: dict, fl: dict, mode: str, where: str) -> Activity:
     m = doc["modes"][mode]
     flows = {int(f["id"]): f for f in fl["flows"]}
     _check_work(m["per_flow"], flows, mss, dil, s, where)
-    act = Activity(s, 0.0, rate, {}, f"reconstructed from {where} ({mode}): flow records and the schedule")
+    # Every link at the access rate: a host's link, and a circuit, carry what one host sends.
+    act = Activity(s, 0.0, {"host-link": rate, "tor-uplink": rate, "rotor-port": rate}, {},
+                   f"reconstructed from {where} ({mode}): flow records and the schedule")
     fabric_ports(act, hosts)
     sp = _Spreader(act, hosts, float(doc.get("epsilon_us", 0.0)))
     horizon, unfinished, counted = 0.0, 0, 0

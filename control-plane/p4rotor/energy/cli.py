@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..cliutil import die
-from ..inputs import check_output, write_output
+from ..inputs import check_output, read_json, write_output
 from . import activity as A
 from . import model as M
+from . import rotorlb_run as RL
 from .account import account
 from .report import markdown, plot, summary_line, update_doc
 
@@ -44,27 +45,31 @@ def _modes(text: str | None) -> tuple[str, ...] | None:
 
 
 def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """One entry per (run, mode): what :func:`account.account` gives, with the run's name and load."""
+    """One entry per (run, mode): what :func:`account.account` gives, with the run's name and load.
+    An fct run: each fabric mode it holds (or ``modes``); a rotorlb run: RotorLB's rows."""
     out = []
     for run in runs:
+        if (run / "rotorlb.json").is_file() and not (run / "fct.json").is_file():
+            res = account(RL.from_run(run), model)
+            res.update(run=str(run), mode="rotorlb", workload="rotorlb matrices", load=None)
+            out.append(res)
+            continue
         if not (run / "fct.json").is_file():
             kind = next((p.stem for p in sorted(run.glob("*.json")) if p.stem != "run"), None) if run.is_dir() else None
-            raise M.EnergyError(f"{run}: no fct.json" + (f" ({kind}.json holds no per-flow or per-port activity "
-                                                        "to account)" if kind else " (not an experiment's results)"))
+            raise M.EnergyError(f"{run}: no fct.json or rotorlb.json" + (
+                f" ({kind}.json holds no per-flow or per-port activity to account)" if kind
+                else " (not an experiment's results)"))
         have = A.modes(run)
         for mode in (modes or have):
             if mode not in have:
                 raise M.EnergyError(f"{run}: no {mode!r} mode in fct.json (it has: {', '.join(have) or 'none'})")
-            act = A.from_fct_run(run, mode)
-            res = account(act, model)
+            res = account(A.from_fct_run(run, mode), model)
             res.update(run=str(run), mode=mode, **_point(run))
             out.append(res)
     return out
 
 
 def _point(run: Path) -> dict[str, Any]:
-    from ..inputs import read_json
-
     doc = read_json(run / "fct.json", M.EnergyError, nonfinite=True)
     return {"workload": doc.get("workload"), "load": doc.get("load")}
 

@@ -68,7 +68,11 @@ def markdown(rows: Sequence[dict], model: str) -> str:
 
 
 def _how(r: dict) -> str:
-    return "reconstructed from the runs' flow records" if r["source"].startswith("reconstructed") else r["source"]
+    if r["mode"] == "rotorlb" and r["source"].startswith("reconstructed"):
+        return "RotorLB's per-slot plan scaled to the frames delivered (rotorlb runs)"
+    if r["source"].startswith("reconstructed"):
+        return "reconstructed from the runs' flow records (fct runs)"
+    return r["source"]
 
 
 def update_doc(doc: Path, table: str) -> None:
@@ -135,12 +139,14 @@ def plot(rows: Sequence[dict], png: Path) -> None:
 
 def summary_for(run: Path) -> list[str]:
     """The energy lines of an experiment's output directory (the fct and rotorlb experiments
-    print them at the end of their report); a run it cannot account says why, in one line."""
+    print them after their verdict); a run it cannot account says why, in one line, and never
+    fails the experiment whose results are already written."""
+    from ..inputs import MALFORMED
     from . import model as M
     from .cli import evaluate
 
     try:
-        return [summary_line(r) for r in evaluate([Path(run)], M.load())]
-    except EnergyError as ex:
-        return [f"energy: not accounted ({ex})"]
-
+        rows = evaluate([Path(run)], M.load())
+    except (EnergyError, *MALFORMED) as ex:
+        return [f"energy: not accounted ({str(ex)[:200]})"]
+    return [summary_line(r) for r in rows] or ["energy: no fabric mode in this run to account"]
