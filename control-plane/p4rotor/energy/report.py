@@ -88,13 +88,15 @@ def update_doc(doc: Path, table: str) -> None:
 
 
 def plot(rows: Sequence[dict], png: Path) -> None:
-    """Left: time in each state per port class and policy (the first run mode given); right:
-    saving against always on vs offered load, per policy and mode."""
+    """Left: time in each state per port class and policy, for the busiest FCT run mode (the
+    busiest of all if there is none); right: saving against always on vs offered load, per
+    policy and mode."""
     from ..plotting import pyplot
 
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
-    r0 = rows[0]
+    fct = [r for r in rows if isinstance(r.get("load"), (int, float))] or list(rows)
+    r0 = max(fct, key=lambda r: r["utilisation"]["host-link"] or 0)
     colors = {"L0": "#c0392b", "L0s": "#f39c12", "L1": "#2e86c1", "off": "#7f8c8d"}
     labels, x = [], 0
     for pol in ("always-on", "tos", "trs", "predictive"):
