@@ -142,9 +142,12 @@ def valid_files(d: Path) -> dict[str, Path]:
     (run / "flows.json").write_text(json.dumps(energy_flows_doc()))
     model = d / "power.json"
     model.write_text((ROOT / "topologies" / "energy" / "lpi.json").read_text())
+    lb = d / "energy-rotorlb"  # ... or a rotorlb run's rotorlb.json
+    lb.mkdir(exist_ok=True)
+    (lb / "rotorlb.json").write_text(json.dumps(energy_rotorlb_doc()))
     return {"schedule": sp, "rotornet": rn, "topology": tp, "plan": plan, "flows": flows, "csv": csv,
             "matrices": matrices, "cdf": cdf, "fct": fct, "energy_run": run, "energy_fct": run / "fct.json",
-            "energy_flows": run / "flows.json", "power": model}
+            "energy_flows": run / "flows.json", "power": model, "energy_rotorlb": lb / "rotorlb.json"}
 
 
 def energy_flows_doc() -> dict:
@@ -154,6 +157,15 @@ def energy_flows_doc() -> dict:
             "meta": {"access_bps": 5.768e6, "mss": 1460, "header_bytes": 54, "hosts": hosts},
             "flows": [{"id": i, "src": f"h{i % 8}x0", "dst": f"h{(i + 3) % 8}x1", "size": 1460 * (1 + 20 * i),
                        "start": 0.05 * i} for i in range(6)]}
+
+
+def energy_rotorlb_doc() -> dict:
+    """A rotorlb.json with what `p4rotor energy` reads: the schedule, dilation, cycles, per matrix
+    the pairs and RotorLB's delivered rate and slot capacity."""
+    rows = [{"density": 1, "pairs": [[1, 2]], "rotorlb": {"throughput_fps": 100.0, "capacity_frames": 20}},
+            {"density": 3, "pairs": [[0, 1], [2, 3], [3, 0]], "rotorlb": {"throughput_fps": 300.0, "capacity_frames": 20}}]
+    return {"schedule": json.loads(S.generate_rotornet(4, 1, 1000, 100).dumps()), "dilation": 200.0, "cycles": 2,
+            "rows": rows}
 
 
 def energy_fct_doc() -> dict:

@@ -130,3 +130,16 @@ def test_a_rotorlb_run_is_accounted_from_its_plan():
     down = sum(b[0] for p in act.ports.values() if p.cls == "rotor-port" for b in p.bins.values())
     assert down >= delivered * 0.999
     assert res["policies"]["predictive"]["saving"] >= res["policies"]["trs"]["saving"]
+
+
+def test_a_small_rotorlb_run(tmp_path):
+    from fuzz_cli import energy_rotorlb_doc
+
+    d = tmp_path / "lb"
+    d.mkdir()
+    (d / "rotorlb.json").write_text(json.dumps(energy_rotorlb_doc()))
+    code, err = check(["energy", str(d)], refused=False)
+    bad = energy_rotorlb_doc()
+    bad["rows"][0]["pairs"] = [[1, 1]]
+    (d / "rotorlb.json").write_text(json.dumps(bad))
+    check(["energy", str(d)], refused=True)
