@@ -10,6 +10,7 @@ import sys
 from .bench import cli as bench_cli
 from .cliutil import OneLineParser
 from .control import cli as control_cli
+from .energy import cli as energy_cli
 from .experiments import cli as experiments_cli
 from .fabric import cli as fabric_cli
 from .faults import cli as faults_cli
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     faults_cli.add_parser(sub)         # faults generate/check/monitor
     rotorlb_cli.add_model_parser(sub)  # model rotorlb
     workload_cli.add_parser(sub)       # workload generate/show
+    energy_cli.add_parser(sub)         # energy RUN...
     return p
 
 

@@ -136,8 +136,44 @@ def valid_files(d: Path) -> dict[str, Path]:
     cdf.write_text("# size prob\n1460 0\n1460 0.5\n14600 0.9\n146000 1\n")
     fct = d / "fct.json"
     fct.write_text(json.dumps(fct_doc()))
+    run = d / "energy-run"  # what `p4rotor energy` reads: an fct run's fct.json and flows.json
+    run.mkdir(exist_ok=True)
+    (run / "fct.json").write_text(json.dumps(energy_fct_doc()))
+    (run / "flows.json").write_text(json.dumps(energy_flows_doc()))
+    model = d / "power.json"
+    model.write_text((ROOT / "topologies" / "energy" / "lpi.json").read_text())
+    lb = d / "energy-rotorlb"  # ... or a rotorlb run's rotorlb.json
+    lb.mkdir(exist_ok=True)
+    (lb / "rotorlb.json").write_text(json.dumps(energy_rotorlb_doc()))
     return {"schedule": sp, "rotornet": rn, "topology": tp, "plan": plan, "flows": flows, "csv": csv,
-            "matrices": matrices, "cdf": cdf, "fct": fct}
+            "matrices": matrices, "cdf": cdf, "fct": fct, "energy_run": run, "energy_fct": run / "fct.json",
+            "energy_flows": run / "flows.json", "power": model, "energy_rotorlb": lb / "rotorlb.json"}
+
+
+def energy_flows_doc() -> dict:
+    """A flow list on the FCT experiment's fabric (8 racks x 2 hosts), 6 flows."""
+    hosts = {f"h{r}x{i}": {"rack": r} for r in range(8) for i in range(2)}
+    return {"version": 1, "columns": ["id", "src", "dst", "size", "start"],
+            "meta": {"access_bps": 5.768e6, "mss": 1460, "header_bytes": 54, "hosts": hosts},
+            "flows": [{"id": i, "src": f"h{i % 8}x0", "dst": f"h{(i + 3) % 8}x1", "size": 1460 * (1 + 20 * i),
+                       "start": 0.05 * i} for i in range(6)]}
+
+
+def energy_rotorlb_doc() -> dict:
+    """A rotorlb.json with what `p4rotor energy` reads: the schedule, dilation, cycles, per matrix
+    the pairs and RotorLB's delivered rate and slot capacity."""
+    rows = [{"density": 1, "pairs": [[1, 2]], "rotorlb": {"throughput_fps": 100.0, "capacity_frames": 20}},
+            {"density": 3, "pairs": [[0, 1], [2, 3], [3, 0]], "rotorlb": {"throughput_fps": 300.0, "capacity_frames": 20}}]
+    return {"schedule": json.loads(S.generate_rotornet(4, 1, 1000, 100).dumps()), "dilation": 200.0, "cycles": 2,
+            "rows": rows}
+
+
+def energy_fct_doc() -> dict:
+    """An fct.json with what `p4rotor energy` reads: dilation, epsilon, per-flow [id, class, bucket, FCT, size]."""
+    per = [[i, "low-latency" if i % 2 else "bulk", "<100KB", 0.01 + 0.2 * i, 1460 * (1 + 20 * i)] for i in range(6)]
+    mode = {"per_flow": per, "alone_envelope": {"floor_s": 0.0017}}
+    return {"workload": "websearch", "load": 0.1, "dilation": 100.0, "epsilon_us": 150.0,
+            "modes": {"opera": mode, "rotornet": dict(mode)}}
 
 
 def fct_doc() -> dict:

@@ -148,18 +148,34 @@ def _commands(kind: str, f: str, v: dict[str, Path], out: str) -> list[list[str]
         "cdf": [gen[:2] + ["--cdf", f] + gen[2:]],
         "fct": [["workload", "compare", f, str(v["fct"])], ["workload", "compare", f, f],
                 ["workload", "table", f, str(v["fct"])]],
+        "power": [["energy", str(v["energy_run"]), "--model", f, "--modes", "opera"]],
+        # the run's files are written into a run directory under their own names (_fuzz)
+        "energy_fct": [["energy", str(Path(f).parent), "--modes", "opera"]],
+        "energy_flows": [["energy", str(Path(f).parent), "--modes", "rotornet"]],
+        "energy_rotorlb": [["energy", str(Path(f).parent)]],
     }[kind]
 
 
 # (file kind, its strategy, cases in the default run)
 KINDS = [("schedule", mutated_json, 1500), ("rotornet", mutated_json, 400), ("topology", mutated_json, 800),
          ("plan", mutated_json, 800), ("flows", mutated_json, 1000), ("csv", mutated_lines, 600),
-         ("matrices", mutated_json, 500), ("cdf", mutated_lines, 500), ("fct", mutated_json, 800)]
+         ("matrices", mutated_json, 500), ("cdf", mutated_lines, 500), ("fct", mutated_json, 800),
+         ("power", mutated_json, 300), ("energy_fct", mutated_json, 200), ("energy_flows", mutated_json, 200),
+         ("energy_rotorlb", mutated_json, 200)]
 
 
 def _fuzz(kind: str, content: bytes, which: int, files: dict[str, Path], d: Path) -> None:
     suffix = {"csv": ".csv", "cdf": ".cdf"}.get(kind, ".json")
     f = d / f"fuzz-{kind}{suffix}"
+    if kind in ("energy_fct", "energy_flows"):  # a run directory: the mutated file beside a valid one
+        run = d / "run"
+        run.mkdir(exist_ok=True)
+        for name in ("fct", "flows"):
+            (run / f"{name}.json").write_bytes(files[f"energy_{name}"].read_bytes())
+        f = run / f"{kind.split('_')[1]}.json"
+    elif kind == "energy_rotorlb":  # a rotorlb run: its rotorlb.json alone
+        (d / "lb").mkdir(exist_ok=True)
+        f = d / "lb" / "rotorlb.json"
     f.write_bytes(content)
     out = d / "out.json"
     cmds = _commands(kind, str(f), files, str(out))
@@ -196,7 +212,8 @@ def test_fuzz_stability_flow_list(files, tmp_path, data):
 
 
 @settings(max_examples=examples(150), **SETTINGS)
-@given(doc=weird, kind=st.sampled_from(["schedule", "topology", "plan", "flows", "matrices", "fct"]))
+@given(doc=weird, kind=st.sampled_from(["schedule", "topology", "plan", "flows", "matrices", "fct", "power",
+                                        "energy_fct", "energy_rotorlb"]))
 def test_fuzz_any_json_document(files, tmp_path, doc, kind):
     """Any JSON document at all (not a mutation of a valid one) in place of each kind of file."""
     _fuzz(kind, _dumps(doc).encode(), 0, files, tmp_path)

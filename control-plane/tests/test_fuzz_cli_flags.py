@@ -76,10 +76,13 @@ COMMANDS = [
       "--start-us": small_int(-1, 10 ** 13), "--end-us": small_int(-1, 10 ** 13)}, ["-o", "{out}"]),
     ("faults-monitor", ["faults", "monitor", "--topology", "{topology}", "--plan", "{plan}"],
      {"--threshold": small_float(-0.5, 1.5)}, ["-o", "{out}"]),
+    ("energy", ["energy", "{energy_run}"],
+     {"--modes": st.sampled_from(["opera", "rotornet", "opera,rotornet", "packet-switch", ",", "opera,x"]),
+      "--model": st.sampled_from(["{power}", "/nonexistent.json", "/dev/null", "/"])}, []),
 ]
 CASES = {"model": 700, "model-file": 200, "schedule-generate": 300, "workload-generate": 700,
          "workload-generate-duration": 200, "workload-show": 300, "workload-compare": 200,
-         "faults-generate": 300, "faults-monitor": 200}
+         "faults-generate": 300, "faults-monitor": 200, "energy": 60}
 FLAG_CASES = sum(CASES.values()) + 60 + 100
 
 
@@ -97,7 +100,7 @@ def flag_values(draw, flags: dict):
 
 def _fill(args: list[str], files: dict[str, Path], out: Path) -> list[str]:
     names = {**{k: str(v) for k, v in files.items()}, "out": str(out)}
-    return [names[a[1:-1]] if a.startswith("{") and a.endswith("}") else a for a in args]
+    return [names.get(a[1:-1], a) if a.startswith("{") and a.endswith("}") else a for a in args]
 
 
 def _make(name: str, head: list[str], flags: dict, tail: list[str]):
@@ -105,7 +108,7 @@ def _make(name: str, head: list[str], flags: dict, tail: list[str]):
     @given(values=flag_values(flags), to_dir=st.booleans())
     def test(files, tmp_path, values, to_dir):
         out = tmp_path / ("no-such-dir/out.json" if to_dir and tail else "out.json")
-        argv = _fill(head, files, out) + values + _fill(tail, files, out)
+        argv = _fill(head, files, out) + _fill(values, files, out) + _fill(tail, files, out)
         try:
             check(argv, (out,) if tail else ())
         finally:

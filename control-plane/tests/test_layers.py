@@ -12,17 +12,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "p4rotor"
 
 # The data flow, bottom up: a schedule is made (schedule), RotorLB decides amounts on it (rotorlb),
-# workloads are drawn for it (workload), the controller writes it into switches (control), the
-# emulated fabric runs those switches (fabric) and the hosts on it (host), faults are injected
-# into that fabric (faults), experiments run all of it (experiments), benchmarks measure it
-# (bench), and the command line drives everything (cli).  Rank 0 holds the leaves every layer
-# may use: input parsing, CLI helpers, statistics, and the P4 program's constants.  A package
-# imports only packages of lower rank, and itself.
+# workloads are drawn for it (workload), a run's energy is accounted on the schedule (energy),
+# the controller writes it into switches (control), the emulated fabric runs those switches
+# (fabric) and the hosts on it (host), faults are injected into that fabric (faults),
+# experiments run all of it (experiments), benchmarks measure it (bench), and the command line
+# drives everything (cli).  Rank 0 holds the leaves every layer may use: input parsing, CLI
+# helpers, statistics, and the P4 program's constants.  A package imports only packages of
+# lower rank, and itself.
 RANKS = {
     "inputs": 0, "cliutil": 0, "stats": 0, "plotting": 0, "p4": 0,
     "schedule": 1,
     "rotorlb": 2,
     "workload": 3,
+    "energy": 3.5,  # accounts runs: reads schedules and workloads; experiments print its line
     "control": 4,
     "fabric": 5,
     "host": 6,

@@ -146,6 +146,9 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     except (WorkloadError, ModelError, FaultPlanError) as ex:
         die(str(ex))
     print(res["verdict"])
+    if a.name in ("fct", "rotorlb") and out.is_dir():  # the run's energy per port state (docs/energy.md)
+        from ..energy.report import summary_for
+        print("\n".join(summary_for(out)))
     if out.is_dir():
         write_run_json(out, a, time.monotonic() - t0)
     print(f"results in {out}/", file=sys.stderr)
