@@ -229,8 +229,9 @@ def cmd_compare(a: argparse.Namespace) -> int:
     m, sec = divmod(round(wall), 60)
     run = {"command": command, "code_commit": _commit(), "results_commit": None,
            "wall_time": f"{m} min {sec} s", "wall_s": round(wall, 1),
-           "notes": "times are wall-clock per decision on this machine (shared, 2 cores): compare them "
-                    "with each other, not across machines"}
+           "notes": "time_s: this process's CPU time per decision (other work on the machine does not "
+                    "count; compare the two deciders with each other, not across machines); wall_time: the "
+                    "whole command"}
     try:
         write_output(files["optimiser.json"], C.dumps(doc), FaultPlanError, "--output")
         write_output(files["table.md"], C.table(doc), FaultPlanError, "--output")
