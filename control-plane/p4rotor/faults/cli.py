@@ -71,7 +71,7 @@ def _limits(p) -> None:
     p.add_argument("--max-links", type=int_flag(0, 10 ** 4), default=MAX_LINKS,
                    help="links in danger searched at most; more: the fast checker's choice (default %(default)s)")
     p.add_argument("--max-work", type=int_flag(0, 10 ** 8), default=MAX_WORK,
-                   help="search steps at most (~0.5 us each); then the best found (default %(default)s)")
+                   help="search steps at most (0.2-1 us each); then the best found (default %(default)s)")
 
 
 def _topology(path: str):
@@ -244,7 +244,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 
 def _commit() -> str | None:
-    """The code's git commit, "+dirty" when the work tree differs from it; None outside git."""
+    """The code's git commit, "+dirty" when the package's files differ from it; None outside git."""
     import subprocess
     from pathlib import Path
 
@@ -252,8 +252,8 @@ def _commit() -> str | None:
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
                               cwd=here).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=5, cwd=here).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(here.parent)],
+                               capture_output=True, text=True, timeout=5, cwd=here).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return (head + ("+dirty" if dirty else "")) or None
