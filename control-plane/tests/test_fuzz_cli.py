@@ -107,6 +107,10 @@ REGRESSIONS = [
     ("-o missing dir, faults generate", {}, ["faults", "generate", "--topology", "{topology}", "-o", "{missing}/p.json"]),
     ("-o missing dir, faults monitor", {}, ["faults", "monitor", "--topology", "{topology}", "--plan", "{plan}",
                                             "--threshold", "0.001", "-o", "{missing}/s.json"]),
+    ("-o missing dir, faults optimise", {}, ["faults", "optimise", "--topology", "{topology}", "--plan", "{plan}",
+                                             "--threshold", "0.001", "-o", "{missing}/s.json"]),
+    ("--output missing dir, faults compare-corropt", {}, ["faults", "compare-corropt", "--topology", "{topology}",
+                                                          "--output", "{missing}"]),
     ("-o missing dir, model", {}, ["model", "rotorlb", "--racks", "4", "--density", "2", "-o", "{missing}/m.json"]),
     ("-o missing dir, workload generate", {}, ["workload", "generate", "--workload", "websearch", "--load", "0.1",
                                                "--racks", "4", "--access-mbps", "10", "--flows", "20",
@@ -182,6 +186,7 @@ def test_regression_refused_in_one_line(what, inputs, argv, files, tmp_path):
     ["faults", "check", "{plan}", "--topology", "{topology}"],
     ["faults", "monitor", "--topology", "{topology}", "--plan", "{plan}", "--threshold", "0.001"],
     ["faults", "generate", "--topology", "{topology}", "-o", "{out.json}"],
+    ["faults", "optimise", "--topology", "{topology}", "--plan", "{plan}", "--threshold", "0.001", "-o", "{out.json}"],
     ["workload", "generate", "--cdf", "{cdf}", "--load", "0.1", "--racks", "4", "--access-mbps", "10",
      "--flows", "20", "-o", "{out.json}"],
 ], ids=lambda a: " ".join(a[:2]))

@@ -138,9 +138,12 @@ def _commands(kind: str, f: str, v: dict[str, Path], out: str) -> list[list[str]
         "rotornet": [*sched, model],
         "topology": [["faults", "check", str(v["plan"]), "--topology", f],
                      ["faults", "generate", "--topology", f, "-o", out],
-                     ["faults", "monitor", "--topology", f, "--plan", str(v["plan"]), "--threshold", "0.001", "-o", out]],
+                     ["faults", "monitor", "--topology", f, "--plan", str(v["plan"]), "--threshold", "0.001", "-o", out],
+                     ["faults", "optimise", "--topology", f, "--plan", str(v["plan"]), "--threshold", "0.001", "-o", out],
+                     ["faults", "compare-corropt", "--topology", f, "--sets", "1", "--output", _dir(out)]],
         "plan": [["faults", "check", f, "--topology", str(v["topology"])],
-                 ["faults", "monitor", "--topology", str(v["topology"]), "--plan", f, "--threshold", "0.001"]],
+                 ["faults", "monitor", "--topology", str(v["topology"]), "--plan", f, "--threshold", "0.001"],
+                 ["faults", "optimise", "--topology", str(v["topology"]), "--plan", f, "--threshold", "0.001"]],
         "flows": [["workload", "show", f]],
         "csv": [["workload", "show", f]],
         "matrices": [["model", "rotorlb", "--racks", "4", "--matrices", f, "--warmup-cycles", "1",
@@ -164,7 +167,14 @@ KINDS = [("schedule", mutated_json, 1500), ("rotornet", mutated_json, 400), ("to
          ("energy_rotorlb", mutated_json, 200)]
 
 
+def _dir(out: str) -> str:
+    """``faults compare-corropt --output``: a directory (made by ``_fuzz``) beside ``out``."""
+    return str(Path(out).with_suffix(".d"))
+
+
 def _fuzz(kind: str, content: bytes, which: int, files: dict[str, Path], d: Path) -> None:
+    import shutil
+
     suffix = {"csv": ".csv", "cdf": ".cdf"}.get(kind, ".json")
     f = d / f"fuzz-{kind}{suffix}"
     if kind in ("energy_fct", "energy_flows"):  # a run directory: the mutated file beside a valid one
@@ -180,15 +190,20 @@ def _fuzz(kind: str, content: bytes, which: int, files: dict[str, Path], d: Path
     out = d / "out.json"
     cmds = _commands(kind, str(f), files, str(out))
     argv = cmds[which % len(cmds)]
+    outs: tuple[Path, ...] = (out,) if str(out) in argv else ()
+    if _dir(str(out)) in argv:
+        Path(_dir(str(out))).mkdir()
+        outs = tuple(Path(_dir(str(out))) / n for n in ("optimiser.json", "table.md", "run.json"))
     try:
-        check(argv, (out,) if str(out) in argv else ())
+        check(argv, outs)
     finally:
         out.unlink(missing_ok=True)
+        shutil.rmtree(_dir(str(out)), ignore_errors=True)
 
 
 def _make(kind: str, strategy, n: int):
     @settings(max_examples=examples(n), **SETTINGS)
-    @given(data=st.data(), which=st.integers(0, 2))
+    @given(data=st.data(), which=st.integers(0, 4))
     def test(files, tmp_path, data, which):
         content = data.draw(strategy(files[kind].read_text()), label=f"{kind} file")
         _fuzz(kind, content, which, files, tmp_path)

@@ -79,11 +79,14 @@ COMMANDS = [
     ("energy", ["energy", "{energy_run}"],
      {"--modes": st.sampled_from(["opera", "rotornet", "opera,rotornet", "packet-switch", ",", "opera,x"]),
       "--model": st.sampled_from(["{power}", "/nonexistent.json", "/dev/null", "/"])}, []),
+    ("faults-optimise", ["faults", "optimise", "--topology", "{topology}", "--plan", "{plan}"],
+     {"--threshold": small_float(-0.5, 1.5), "--max-links": small_int(-1, 3), "--max-work": small_int(-1, 100)},
+     ["-o", "{out}"]),
 ]
 CASES = {"model": 700, "model-file": 200, "schedule-generate": 300, "workload-generate": 700,
          "workload-generate-duration": 200, "workload-show": 300, "workload-compare": 200,
-         "faults-generate": 300, "faults-monitor": 200, "energy": 60}
-FLAG_CASES = sum(CASES.values()) + 60 + 100
+         "faults-generate": 300, "faults-monitor": 200, "energy": 60, "faults-optimise": 200}
+FLAG_CASES = sum(CASES.values()) + 60 + 100 + 100
 
 
 @st.composite
@@ -130,12 +133,32 @@ def test_fuzz_stability_flags(files, hosts_per_rack):
 
 
 @settings(max_examples=examples(100), **SETTINGS)
+@given(values=flag_values({"--fraction": small_float(-0.5, 1.5), "--sets": small_int(-1, 2),
+                           "--seed": small_int(-10 ** 20, 10 ** 20), "--threshold": small_float(-0.5, 1.5),
+                           "--max-links": small_int(-1, 3), "--max-work": small_int(-1, 100)}),
+       to_dir=st.booleans())
+def test_fuzz_compare_corropt_flags(files, tmp_path, values, to_dir):
+    """``faults compare-corropt``: its --output is a directory, where it writes three files."""
+    import shutil
+
+    d = tmp_path / ("no-such-dir" if to_dir else "cmp")
+    if not to_dir:
+        d.mkdir()
+    try:
+        check(["faults", "compare-corropt", "--topology", str(files["topology"]), *values, "--output", str(d)],
+              tuple(d / n for n in ("optimiser.json", "table.md", "run.json")))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@settings(max_examples=examples(100), **SETTINGS)
 @given(argv=st.lists(st.one_of(junk(), st.sampled_from(["-o", "--slices", "--plot", "--racks", "--flows",
                                                            "--count", "--density", "--", "-v"])), max_size=5),
        cmd=st.sampled_from([["schedule", "check"], ["schedule", "show"], ["model", "rotorlb"],
                             ["workload", "show"], ["workload", "generate"], ["workload", "compare"],
                             ["workload", "table"], ["workload", "stability"], ["faults", "check"],
-                            ["faults", "monitor"], ["faults", "generate"]]))
+                            ["faults", "monitor"], ["faults", "generate"], ["faults", "optimise"],
+                            ["faults", "compare-corropt"]]))
 def test_fuzz_argument_soup(tmp_path, cmd, argv):
     """Junk arguments in any order: argparse's refusals are one line too."""
     import os

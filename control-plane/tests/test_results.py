@@ -82,3 +82,13 @@ def test_rotorlb_tables_are_generated_from_their_runs():
     for table in sorted(RESULTS.glob("rotorlb*/table.md")):
         res = json.loads((table.parent / "rotorlb.json").read_text())
         assert table.read_text() == table_md(res), f"{table.relative_to(ROOT)}: not what rotorlb.json makes"
+
+
+def test_corropt_optimiser_table_is_generated_from_its_run_and_shown_in_the_docs():
+    from p4rotor.faults.corropt_compare import table
+
+    d = RESULTS / "faults-corropt" / "optimiser"
+    doc = json.loads((d / "optimiser.json").read_text())
+    assert (d / "table.md").read_text() == table(doc), f"{d / 'table.md'}: not what optimiser.json makes"
+    assert table(doc) in (ROOT / "docs" / "faults.md").read_text(), "docs/faults.md does not show the generated table"
+    assert all(g["summary"][f"{w}_violations_total"] == 0 for g in doc["groups"] for w in ("checker", "optimiser"))

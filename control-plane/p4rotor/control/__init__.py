@@ -6,7 +6,8 @@ Tofino and eBPF: time units, ports, device config), ``nikss``/``nikss_switch`` (
 entities as nikss-ctl commands on a NIKSS pipeline, standing for P4Runtime), ``timebase`` (common time, offsets, slot
 boundaries), ``clockport`` (time probes on the data path), ``skew`` (injected clock skew and
 the periodic re-sync's decision), ``loss_monitor`` (the live CorrOpt monitor's estimates and
-decisions), ``fast_checker`` (which lossy links can go), ``fault_plan`` (fault plans as data),
+decisions), ``fast_checker`` (which lossy links can go), ``corropt_optimizer`` (CorrOpt's
+optimizer: which set of them to disable), ``fault_plan`` (fault plans as data),
 ``one_switch`` (the one-switch fabric's), ``roles`` (what each switch gets), ``fabric_roles``
 (every switch of a topology), ``status`` (the status file other processes read), ``errors``.
 

@@ -18,16 +18,17 @@ since each one is its pair's only path in the slices where it is live.
 ``decide`` is the fast checker run over links in descending rate order (ties: rotor name, then
 rack): a link is disabled if the constraint holds with it and every link disabled before it
 removed, otherwise kept.  Like the fast checker, the result is maximal (no kept link could be
-disabled on top of the disabled ones) but greedy, not CorrOpt's optimizer: a high-rate link is
-never traded for two lower-rate ones.  Links at or below the threshold are not decided on and are
-not listed.
+disabled on top of the disabled ones) but greedy: a high-rate link is never traded for two
+lower-rate ones; ``corropt_optimizer`` is CorrOpt's optimizer, which does.  Links at or below the
+threshold are not decided on and are not listed.  ``Connectivity`` is the constraint check both
+use.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Iterator, Mapping
 
 import networkx as nx
 
@@ -127,6 +128,83 @@ def _worst_connected_diameter(s: Schedule) -> int | None:
     return max(ds) if ds else None
 
 
+@dataclasses.dataclass(frozen=True)
+class Break:
+    """One slice's component that a set of disabled links splits: the constraint they violate."""
+    slice_index: int
+    component: frozenset[int]               # racks connected in this slice of the original schedule
+    pieces: tuple[tuple[int, ...], ...]     # what it splits into (sorted)
+    links: frozenset[Link]                  # the disabled links that removed circuits inside it:
+                                            # any set holding these breaks it too
+
+
+class Connectivity:
+    """The capacity constraint (module docstring) of one schedule, checked without building a
+    masked schedule: per slice, the original components and the live circuits, each circuit with
+    the two links whose disabling removes it (its two ends on its rotor)."""
+
+    def __init__(self, schedule: Schedule):
+        self.schedule = schedule
+        self.slices = schedule.slices()
+        self.base: list[dict[int, frozenset[int]]] = []  # per slice: rack -> original component
+        self.circuits: list[list[tuple[int, int, Link, Link]]] = []  # per slice: (i, j, link i, link j)
+        self._touches: dict[Link, list[int]] = {}
+        for si, sl in enumerate(self.slices):
+            comp = {}
+            for c in _components(schedule.slice_graph(sl)):
+                for v in c:
+                    comp[v] = c
+            self.base.append(comp)
+            cs = []
+            for r, m in zip(schedule.rotors, sl.live):
+                if m is None:
+                    continue
+                for i, j in enumerate(r.matchings[m]):
+                    if j is not None and j != i:  # slice_graph's edges, one entry per direction
+                        cs.append((i, j, (r.name, i), (r.name, j)))
+                        for link in ((r.name, i), (r.name, j)):
+                            t = self._touches.setdefault(link, [])
+                            if not t or t[-1] != si:
+                                t.append(si)
+            self.circuits.append(cs)
+
+    def touches(self, link: Link) -> list[int]:
+        """The slices (in time order) in which ``link`` carries a live circuit: the only ones its
+        disabling can change."""
+        return self._touches.get(link, [])
+
+    def breaks(self, disabled: Collection[Link], slices: Iterable[int] | None = None) -> Iterator[Break]:
+        """Every component of the given slices (default: all, time order) that ``disabled``
+        splits, slice by slice; nothing: the constraint holds there."""
+        n = self.schedule.racks
+        for si in (range(len(self.slices)) if slices is None else slices):
+            parent = list(range(n))
+
+            def find(x: int) -> int:
+                while parent[x] != x:
+                    parent[x] = parent[parent[x]]
+                    x = parent[x]
+                return x
+
+            removed: dict[frozenset[int], set[Link]] = {}
+            for i, j, a, b in self.circuits[si]:
+                gone = [x for x in (a, b) if x in disabled]
+                if gone:
+                    removed.setdefault(self.base[si][i], set()).update(gone)
+                else:
+                    parent[find(i)] = find(j)
+            for whole in sorted(removed, key=min):
+                pieces: dict[int, list[int]] = {}
+                for v in sorted(whole):
+                    pieces.setdefault(find(v), []).append(v)
+                if len(pieces) > 1:
+                    yield Break(si, whole, tuple(sorted(tuple(p) for p in pieces.values())),
+                                frozenset(removed[whole]))
+
+    def first_break(self, disabled: Collection[Link], slices: Iterable[int] | None = None) -> Break | None:
+        return next(self.breaks(disabled, slices), None)
+
+
 def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float,
            disabled: Iterable[Link] = ()) -> list[Decision]:
     """The fast checker over every link whose rate is above ``threshold`` (module docstring).
@@ -137,6 +215,33 @@ def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float,
     connectivity.  ``masked_schedule(schedule, [d.link for d in decisions if d.action ==
     "disable"])`` is the schedule to run.
     """
+    order, off = candidates(schedule, rates, threshold, disabled)
+    conn = Connectivity(schedule)
+    before = _worst_connected_diameter(schedule)
+    disabled = list(off)
+    out = []
+    for link in order:
+        rate = float(rates[link])
+        # Only the slices in which this link carries a circuit change; the others kept their
+        # components when the earlier links were disabled.
+        b = conn.first_break(set(disabled) | {link}, conn.touches(link))
+        if b is not None:
+            out.append(Decision(*link, rate, "keep", slice_index=b.slice_index,
+                                slice_start_us=conn.slices[b.slice_index].start_us,
+                                component=tuple(sorted(b.component)), split=b.pieces))
+            continue
+        disabled.append(link)
+        trial = masked_schedule(schedule, disabled)
+        out.append(Decision(*link, rate, "disable", worst_diameter=_worst_connected_diameter(trial),
+                            worst_diameter_before=before))
+    return out
+
+
+def candidates(schedule: Schedule, rates: Mapping[Link, float], threshold: float,
+               disabled: Iterable[Link] = ()) -> tuple[list[Link], list[Link]]:
+    """(the links to decide on: above ``threshold``, not already off, in the fast checker's order
+    -- rate descending, then rotor name, then rack --, the links already off), every input
+    checked (``MonitorError``, one line)."""
     if type(threshold) not in (int, float) or not 0 < threshold < 1:
         raise MonitorError(f"the threshold must be a number in (0, 1), got {threshold!r}")
     links = _check_links(schedule, rates)
@@ -147,47 +252,7 @@ def decide(schedule: Schedule, rates: Mapping[Link, float], threshold: float,
     off = _check_links(schedule, disabled)
     order = sorted((link for link in links if rates[link] > threshold and link not in off),
                    key=lambda x: (-rates[x], x))
-    slices = schedule.slices()
-    # Per slice, the rack -> component map of the original schedule: what must be kept.
-    base = []
-    for sl in slices:
-        comp = {}
-        for c in _components(schedule.slice_graph(sl)):
-            for v in c:
-                comp[v] = c
-        base.append(comp)
-    before = _worst_connected_diameter(schedule)
-    rotor_index = {r.name: k for k, r in enumerate(schedule.rotors)}
-    disabled = list(off)
-    out = []
-    for rotor, rack in order:
-        trial = masked_schedule(schedule, disabled + [(rotor, rack)])
-        k = rotor_index[rotor]
-        r = schedule.rotors[k]
-        broken = None
-        for si, sl in enumerate(slices):
-            m = sl.live[k]
-            # Only slices in which this link carries a circuit change; the others kept their
-            # components when the earlier links were disabled.
-            if m is None or not any(j is not None and (i == rack or j == rack) and i != j
-                                    for i, j in enumerate(r.matchings[m])):
-                continue
-            comps = _components(trial.slice_graph(sl))
-            if len(comps) == len(set(base[si].values())):
-                continue
-            whole = base[si][rack]
-            pieces = sorted(tuple(sorted(c)) for c in comps if c <= whole)
-            broken = Decision(rotor, rack, float(rates[(rotor, rack)]), "keep", slice_index=si,
-                              slice_start_us=sl.start_us, component=tuple(sorted(whole)),
-                              split=tuple(pieces))
-            break
-        if broken is not None:
-            out.append(broken)
-            continue
-        disabled.append((rotor, rack))
-        out.append(Decision(rotor, rack, float(rates[(rotor, rack)]), "disable",
-                            worst_diameter=_worst_connected_diameter(trial), worst_diameter_before=before))
-    return out
+    return order, off
 
 
 def disabled_links(decisions: Iterable[Decision]) -> list[Link]:

@@ -201,7 +201,7 @@ def corropt_report(st: dict, fp, topo: TP.Topology, threshold: float, origin_ns:
     the threshold too, must split a slice with them gone; every lossy link above the threshold
     the probes crossed must be decided, and none at or below it.  The fast checker on the
     configured rates all at once (rate order) is reported beside it."""
-    from ..faults.cli import plan_rates
+    from ..faults.corropt import plan_rates
     from ..control import fast_checker as M
 
     sched = topo.schedule

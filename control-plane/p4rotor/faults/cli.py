@@ -1,5 +1,6 @@
-"""``p4rotor faults generate`` ([Zhuo19]'s corruption rates on the rotor links), ``faults check`` and
-``faults monitor`` (which lossy links to disable, [Zhuo19 §3.4.1]'s fast checker)."""
+"""``p4rotor faults generate`` ([Zhuo19]'s corruption rates on the rotor links), ``faults check``,
+``faults monitor`` and ``faults optimise`` (which lossy links to disable: [Zhuo19 §3.4.1]'s fast
+checker, its optimizer) and ``faults compare-corropt`` (the two on generated fault sets)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 
 from ..cliutil import die, loss_rate
 from ..inputs import MAX_TIME_US, check_output, float_flag, int_flag, write_output
+
+MAX_SETS = 1000  # fault sets per topology and share in compare-corropt
 
 
 def add_parser(sub) -> None:
@@ -36,6 +39,39 @@ def add_parser(sub) -> None:
                    help="loss rate in (0, 1) above which a link is a candidate to disable")
     m.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
     m.set_defaults(fn=cmd_monitor)
+    o = sf.add_parser("optimise", help="choose the rotor links lossier than a threshold to disable so that the "
+                                       "kept ones lose least while every slice keeps its connectivity "
+                                       "(CorrOpt's optimizer); one line per link")
+    o.add_argument("--topology", required=True)
+    o.add_argument("--plan", required=True, help="fault plan: its loss faults are the measured rates "
+                                                 "(a link's rate: the max over its loss faults)")
+    o.add_argument("--threshold", required=True, type=loss_rate,
+                   help="loss rate in (0, 1) above which a link is a candidate to disable")
+    _limits(o)
+    o.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
+    o.set_defaults(fn=cmd_optimise)
+    c = sf.add_parser("compare-corropt", help="CorrOpt's optimizer vs its fast checker alone on fault sets "
+                                              "drawn from [Zhuo19 Table 3.1]: JSON, a markdown table, run.json")
+    c.add_argument("--topology", required=True, action="append", help="a topology (repeat for more)")
+    c.add_argument("--fraction", action="append", type=float_flag(0, 1, above=True),
+                   help="share of rotor links with corruption (repeat for more; default 0.1)")
+    c.add_argument("--sets", type=int_flag(1, MAX_SETS), default=20, help="fault sets per topology and share")
+    c.add_argument("--seed", type=int_flag(-2 ** 63, 2 ** 63 - 1), default=1,
+                   help="set i uses seed SEED + i (default 1)")
+    c.add_argument("--threshold", type=loss_rate, default=1e-8,
+                   help="candidates: links above this rate (default 1e-8: every rate Table 3.1 draws)")
+    _limits(c)
+    c.add_argument("--output", required=True, help="an existing directory: optimiser.json, table.md, run.json")
+    c.set_defaults(fn=cmd_compare)
+
+
+def _limits(p) -> None:
+    from ..control.corropt_optimizer import MAX_LINKS, MAX_WORK
+
+    p.add_argument("--max-links", type=int_flag(0, 10 ** 4), default=MAX_LINKS,
+                   help="links in danger searched at most; more: the fast checker's choice (default %(default)s)")
+    p.add_argument("--max-work", type=int_flag(0, 10 ** 8), default=MAX_WORK,
+                   help="search steps at most (0.2-1 us each); then the best found (default %(default)s)")
 
 
 def _topology(path: str):
@@ -87,19 +123,8 @@ def cmd_check(a: argparse.Namespace) -> int:
     return 0
 
 
-def plan_rates(plan, topo) -> dict[tuple[str, int], float]:
-    """{(rotor, rack): rate} from a plan's loss faults: the max over each link's faults, whatever
-    their direction, matching or time window (the plan read as one measurement)."""
-    racks = {r.name: {port: rack for rack, port in r.ports.items()} for r in topo.rotors}
-    rates: dict[tuple[str, int], float] = {}
-    for f in plan.faults:
-        if f.kind == "loss":
-            link = (f.rotor, racks[f.rotor][f.port])
-            rates[link] = max(rates.get(link, 0.0), f.rate)
-    return rates
-
-
 def cmd_monitor(a: argparse.Namespace) -> int:
+    from .corropt import plan_rates
     from ..control import fast_checker as monitor
     from ..control.fault_plan import FaultPlanError, load
 
@@ -129,3 +154,106 @@ def cmd_monitor(a: argparse.Namespace) -> int:
             die(str(ex))
         print(f"wrote {a.output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
     return 0
+
+
+def cmd_optimise(a: argparse.Namespace) -> int:
+    from .corropt import plan_rates
+    from ..control import corropt_optimizer as O
+    from ..control import fast_checker as M
+    from ..control.fault_plan import FaultPlanError, load
+
+    threshold = a.threshold
+    try:
+        check_output(a.output, FaultPlanError)
+    except FaultPlanError as ex:
+        die(str(ex))
+    topo = _topology(a.topology)
+    try:
+        plan = load(a.plan, topo)
+    except FaultPlanError as ex:
+        die(str(ex))
+    rates = plan_rates(plan, topo)
+    ports = {r.name: r.ports for r in topo.rotors}
+    res = O.optimise(topo.schedule, rates, threshold, max_links=a.max_links, max_work=a.max_work)
+    for c in res.choices:
+        print(f"{c.action:<7} {c.rotor} rack {c.rack} (port {ports[c.rotor][c.rack]}) rate {c.rate:.3g}: {c.reason()}")
+    greedy = M.decide(topo.schedule, rates, threshold)
+    off = res.disabled
+    below = sum(1 for x in rates.values() if x <= threshold)
+    print(f"{len(rates)} lossy links, {len(res.choices)} above {threshold:g}: {len(off)} disabled, "
+          f"{len(res.kept)} kept, penalty kept {res.penalty_kept:.3g} (the fast checker alone: "
+          f"{len(M.disabled_links(greedy))} disabled, "
+          f"{O.penalty(rates, [d.link for d in greedy if d.action == 'keep']):.3g}); {res.reason} "
+          f"({res.nodes} sets, {res.checks} checks, {res.cache_hits} cache hits); "
+          f"{below} at or below the threshold untouched")
+    if a.output:
+        try:
+            write_output(a.output, M.masked_schedule(topo.schedule, off).dumps(), FaultPlanError)
+        except FaultPlanError as ex:
+            die(str(ex))
+        print(f"wrote {a.output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    import json
+    import time
+    from pathlib import Path
+
+    from . import corropt_compare as C
+    from ..control.fault_plan import FaultPlanError
+
+    t0 = time.monotonic()
+    out = Path(a.output)
+    files = {name: out / name for name in ("optimiser.json", "table.md", "run.json")}
+    try:
+        if not out.is_dir():
+            raise FaultPlanError(f"--output {out}: not an existing directory (create it first)")
+        for f in files.values():
+            check_output(f, FaultPlanError, "--output")
+    except FaultPlanError as ex:
+        die(str(ex))
+    fractions = a.fraction or [0.1]
+    if len(fractions) > C.MAX_FRACTIONS or len(a.topology) > C.MAX_FRACTIONS:
+        die(f"at most {C.MAX_FRACTIONS} --topology and {C.MAX_FRACTIONS} --fraction")
+    topos = [(Path(t).name.removesuffix(".json"), _topology(t)) for t in a.topology]
+    try:
+        doc = C.compare(topos, fractions, a.sets, a.seed, a.threshold, max_links=a.max_links, max_work=a.max_work)
+    except FaultPlanError as ex:
+        die(str(ex))
+    command = " ".join(["p4rotor faults compare-corropt", *(f"--topology {t}" for t in a.topology),
+                        *(f"--fraction {f:g}" for f in fractions), f"--sets {a.sets} --seed {a.seed}",
+                        f"--threshold {a.threshold:g} --max-links {a.max_links} --max-work {a.max_work}",
+                        f"--output {a.output}"])
+    wall = time.monotonic() - t0
+    m, sec = divmod(round(wall), 60)
+    run = {"command": command, "code_commit": _commit(), "results_commit": None,
+           "wall_time": f"{m} min {sec} s", "wall_s": round(wall, 1),
+           "notes": "time_s: this process's CPU time per decision (other work on the machine does not "
+                    "count; compare the two deciders with each other, not across machines); wall_time: the "
+                    "whole command"}
+    try:
+        write_output(files["optimiser.json"], C.dumps(doc), FaultPlanError, "--output")
+        write_output(files["table.md"], C.table(doc), FaultPlanError, "--output")
+        write_output(files["run.json"], json.dumps(run, indent=1) + "\n", FaultPlanError, "--output")
+    except FaultPlanError as ex:
+        die(str(ex))
+    sys.stdout.write(C.table(doc))
+    print(f"wrote {out}/: optimiser.json, table.md, run.json", file=sys.stderr)
+    return 0
+
+
+def _commit() -> str | None:
+    """The code's git commit, "+dirty" when the package's files differ from it; None outside git."""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=here).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(here.parent)],
+                               capture_output=True, text=True, timeout=5, cwd=here).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + ("+dirty" if dirty else "")) or None

@@ -47,3 +47,15 @@ def corrupt_links(topo: Topology, fraction: float, seed: int, start_us: int = 0,
         for d in dirs:
             faults.append(Fault("loss", start_us, end_us, rotor=rotor, port=port, direction=d, rate=rate))
     return FaultPlan(tuple(faults))
+
+
+def plan_rates(plan, topo) -> dict[tuple[str, int], float]:
+    """{(rotor, rack): rate} from a plan's loss faults: the max over each link's faults, whatever
+    their direction, matching or time window (the plan read as one measurement)."""
+    racks = {r.name: {port: rack for rack, port in r.ports.items()} for r in topo.rotors}
+    rates: dict[tuple[str, int], float] = {}
+    for f in plan.faults:
+        if f.kind == "loss":
+            link = (f.rotor, racks[f.rotor][f.port])
+            rates[link] = max(rates.get(link, 0.0), f.rate)
+    return rates
