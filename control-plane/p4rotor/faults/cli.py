@@ -123,12 +123,12 @@ def cmd_check(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_monitor(a: argparse.Namespace) -> int:
+def _lossy_links(a: argparse.Namespace):
+    """``--output`` checked, the topology and the plan read (one line, exit 2 on bad input): the
+    topology and each lossy link's rate -- what the monitor and the optimiser decide on."""
     from .corropt import plan_rates
-    from ..control import fast_checker as monitor
     from ..control.fault_plan import FaultPlanError, load
 
-    threshold = a.threshold
     try:
         check_output(a.output, FaultPlanError)
     except FaultPlanError as ex:
@@ -138,7 +138,28 @@ def cmd_monitor(a: argparse.Namespace) -> int:
         plan = load(a.plan, topo)
     except FaultPlanError as ex:
         die(str(ex))
-    rates = plan_rates(plan, topo)
+    return topo, plan_rates(plan, topo)
+
+
+def _write_masked(output: str | None, topo, off) -> None:
+    """``-o``: the schedule with the disabled links' circuits removed."""
+    from ..control.fast_checker import masked_schedule
+    from ..control.fault_plan import FaultPlanError
+
+    if not output:
+        return
+    try:
+        write_output(output, masked_schedule(topo.schedule, off).dumps(), FaultPlanError)
+    except FaultPlanError as ex:
+        die(str(ex))
+    print(f"wrote {output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
+
+
+def cmd_monitor(a: argparse.Namespace) -> int:
+    from ..control import fast_checker as monitor
+
+    threshold = a.threshold
+    topo, rates = _lossy_links(a)
     ports = {r.name: r.ports for r in topo.rotors}
     decisions = monitor.decide(topo.schedule, rates, threshold)
     for d in decisions:
@@ -147,32 +168,16 @@ def cmd_monitor(a: argparse.Namespace) -> int:
     below = sum(1 for x in rates.values() if x <= threshold)
     print(f"{len(rates)} lossy links, {len(decisions)} above {threshold:g}: {len(off)} disabled, "
           f"{len(decisions) - len(off)} kept; {below} at or below the threshold untouched")
-    if a.output:
-        try:
-            write_output(a.output, monitor.masked_schedule(topo.schedule, off).dumps(), FaultPlanError)
-        except FaultPlanError as ex:
-            die(str(ex))
-        print(f"wrote {a.output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
+    _write_masked(a.output, topo, off)
     return 0
 
 
 def cmd_optimise(a: argparse.Namespace) -> int:
-    from .corropt import plan_rates
     from ..control import corropt_optimizer as O
     from ..control import fast_checker as M
-    from ..control.fault_plan import FaultPlanError, load
 
     threshold = a.threshold
-    try:
-        check_output(a.output, FaultPlanError)
-    except FaultPlanError as ex:
-        die(str(ex))
-    topo = _topology(a.topology)
-    try:
-        plan = load(a.plan, topo)
-    except FaultPlanError as ex:
-        die(str(ex))
-    rates = plan_rates(plan, topo)
+    topo, rates = _lossy_links(a)
     ports = {r.name: r.ports for r in topo.rotors}
     res = O.optimise(topo.schedule, rates, threshold, max_links=a.max_links, max_work=a.max_work)
     for c in res.choices:
@@ -186,12 +191,7 @@ def cmd_optimise(a: argparse.Namespace) -> int:
           f"{O.penalty(rates, [d.link for d in greedy if d.action == 'keep']):.3g}); {res.reason} "
           f"({res.nodes} sets, {res.checks} checks, {res.cache_hits} cache hits); "
           f"{below} at or below the threshold untouched")
-    if a.output:
-        try:
-            write_output(a.output, M.masked_schedule(topo.schedule, off).dumps(), FaultPlanError)
-        except FaultPlanError as ex:
-            die(str(ex))
-        print(f"wrote {a.output}: the schedule without {len(off)} disabled link(s)", file=sys.stderr)
+    _write_masked(a.output, topo, off)
     return 0
 
 
