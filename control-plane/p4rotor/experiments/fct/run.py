@@ -126,7 +126,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         if baseline:
             cals[PACKET_SWITCH] = read_calibration(calibration, PACKET_SWITCH, fp_ps)
     out.mkdir(parents=True, exist_ok=True)
-    flowlist.write(out / "flows.json", wl.flows, wl.meta)
+    if not calibrate_only:  # a calibration runs no flow list: none is written beside it
+        flowlist.write(out / "flows.json", wl.flows, wl.meta)
     warm = warm_choice(warm_switches, wl.meta.get("load"))
     if target == "ebpf" and warm_switches in (None, "auto"):
         warm = None  # nothing to keep warm: no switch process, no clock port
