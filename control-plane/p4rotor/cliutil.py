@@ -51,3 +51,20 @@ def default_build_dir() -> Path:
         if (d / "p4src").is_dir():
             return d / "build"
     return Path.cwd() / "build"
+
+
+def code_commit(mark_dirty: bool = False) -> str | None:
+    """The package's git commit (what a results folder's run.json records); with ``mark_dirty``,
+    "+dirty" when the package's files differ from it.  None outside a git checkout."""
+    import subprocess
+
+    here = Path(__file__).parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                              cwd=here).stdout.strip()
+        dirty = mark_dirty and subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", str(here)],
+            capture_output=True, text=True, timeout=5, cwd=here).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + ("+dirty" if dirty else "")) or None

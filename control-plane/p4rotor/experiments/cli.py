@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from .. import schedule as S
-from ..cliutil import EXIT_RUNTIME, default_build_dir, die, loss_rate
+from ..cliutil import EXIT_RUNTIME, code_commit, default_build_dir, die, loss_rate
 
 
 def add_parser(sub) -> None:
@@ -160,13 +160,8 @@ def write_run_json(out: Path, a: argparse.Namespace, wall_s: float) -> None:
     the wall time and, for fct, the calibration it divided by) -- what every results folder
     keeps (docs/experiments.md).  ``results_commit`` stays None until the folder is committed."""
     import json
-    import subprocess
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                                cwd=Path(__file__).parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
+    commit = code_commit()
     m, sec = divmod(round(wall_s), 60)
     (out / "run.json").write_text(json.dumps({
         "command": "p4rotor " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["experiment"]

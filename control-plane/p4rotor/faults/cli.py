@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cliutil import die, loss_rate
+from ..cliutil import code_commit, die, loss_rate
 from ..inputs import MAX_TIME_US, check_output, float_flag, int_flag, write_output
 
 MAX_SETS = 1000  # fault sets per topology and share in compare-corropt
@@ -32,23 +32,13 @@ def add_parser(sub) -> None:
     c.set_defaults(fn=cmd_check)
     m = sf.add_parser("monitor", help="disable the rotor links lossier than a threshold while every slice keeps "
                                       "its connectivity (CorrOpt's fast checker); one line per decision")
-    m.add_argument("--topology", required=True)
-    m.add_argument("--plan", required=True, help="fault plan: its loss faults are the measured rates "
-                                                 "(a link's rate: the max over its loss faults)")
-    m.add_argument("--threshold", required=True, type=loss_rate,
-                   help="loss rate in (0, 1) above which a link is a candidate to disable")
-    m.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
+    _lossy_link_args(m)
     m.set_defaults(fn=cmd_monitor)
     o = sf.add_parser("optimise", help="choose the rotor links lossier than a threshold to disable so that the "
                                        "kept ones lose least while every slice keeps its connectivity "
                                        "(CorrOpt's optimizer); one line per link")
-    o.add_argument("--topology", required=True)
-    o.add_argument("--plan", required=True, help="fault plan: its loss faults are the measured rates "
-                                                 "(a link's rate: the max over its loss faults)")
-    o.add_argument("--threshold", required=True, type=loss_rate,
-                   help="loss rate in (0, 1) above which a link is a candidate to disable")
+    _lossy_link_args(o)
     _limits(o)
-    o.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
     o.set_defaults(fn=cmd_optimise)
     c = sf.add_parser("compare-corropt", help="CorrOpt's optimizer vs its fast checker alone on fault sets "
                                               "drawn from [Zhuo19 Table 3.1]: JSON, a markdown table, run.json")
@@ -121,6 +111,16 @@ def cmd_check(a: argparse.Namespace) -> int:
         kinds[f.kind] = kinds.get(f.kind, 0) + 1
     print(f"{a.file}: ok ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'no faults'})")
     return 0
+
+
+def _lossy_link_args(p: argparse.ArgumentParser) -> None:
+    """What the monitor and the optimiser read (:func:`_lossy_links`) and write (:func:`_write_masked`)."""
+    p.add_argument("--topology", required=True)
+    p.add_argument("--plan", required=True, help="fault plan: its loss faults are the measured rates "
+                                                 "(a link's rate: the max over its loss faults)")
+    p.add_argument("--threshold", required=True, type=loss_rate,
+                   help="loss rate in (0, 1) above which a link is a candidate to disable")
+    p.add_argument("-o", "--output", help="write the schedule without the disabled links' circuits here")
 
 
 def _lossy_links(a: argparse.Namespace):
@@ -227,7 +227,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
                         f"--output {a.output}"])
     wall = time.monotonic() - t0
     m, sec = divmod(round(wall), 60)
-    run = {"command": command, "code_commit": _commit(), "results_commit": None,
+    run = {"command": command, "code_commit": code_commit(mark_dirty=True), "results_commit": None,
            "wall_time": f"{m} min {sec} s", "wall_s": round(wall, 1),
            "notes": "time_s: this process's CPU time per decision (other work on the machine does not "
                     "count; compare the two deciders with each other, not across machines); wall_time: the "
@@ -241,19 +241,3 @@ def cmd_compare(a: argparse.Namespace) -> int:
     sys.stdout.write(C.table(doc))
     print(f"wrote {out}/: optimiser.json, table.md, run.json", file=sys.stderr)
     return 0
-
-
-def _commit() -> str | None:
-    """The code's git commit, "+dirty" when the package's files differ from it; None outside git."""
-    import subprocess
-    from pathlib import Path
-
-    here = Path(__file__).parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=here).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(here.parent)],
-                               capture_output=True, text=True, timeout=5, cwd=here).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (head + ("+dirty" if dirty else "")) or None

@@ -11,11 +11,13 @@ import math
 import time
 from pathlib import Path
 
+from ...cliutil import code_commit
 from ...schedule import topology as TP
 from ...workload import cdf as C
 from ...workload import ideal as I
 from ...workload.generate import Workload
 from ...workload.paths import alone_samples
+from ...workload.plane import FRAME
 from ..runner import say
 from .calibrate import calibrate, measure_alone
 
@@ -83,7 +85,7 @@ def replay_alone(run, emu, topo, ds, wl, cutoff: float, out: Path, rate: float, 
         return {"alone": {}, "info": {"sampled": 0}}
     chosen = I.replay_sample(wl.flows, sample, seed)
     cycle_s = ds.hyperperiod_us / 1e6
-    per_circuit_Bps = rate * 1400  # an agent's frames per circuit, a frame's payload at most
+    per_circuit_Bps = rate * FRAME  # an agent's frames per circuit, a frame's payload at most
 
     def upper(f) -> float:
         # TCP: three times its ideal (a one-packet path can be 3 hops both ways); bulk: a cycle to
@@ -118,12 +120,5 @@ def cutoff_of(mode_cutoff, cutoff, default_cutoff) -> float:
 
 def measured(t0: float) -> dict:
     """When and where a calibration was measured (stored beside it)."""
-    import subprocess
-
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {"commit": commit, "wall_s": round(time.monotonic() - t0, 1),
+    return {"commit": code_commit(), "wall_s": round(time.monotonic() - t0, 1),
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
