@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     # A closed stdout (`p4rotor routes ... | head`) is handled below instead.
 
     def _terminate(signum, frame):  # SIGTERM cleans up like Ctrl-C: no switch or link left behind
+        # Once: a second SIGTERM (a supervisor repeating itself) must not cut that cleanup short.
+        # A no-op handler, not SIG_IGN, which the processes the cleanup starts would inherit.
+        signal.signal(signal.SIGTERM, lambda *_: None)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)

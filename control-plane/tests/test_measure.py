@@ -236,3 +236,17 @@ def test_fabric_tcp_section_renders_failures_and_the_ratio():
     assert "| bmv2 | 0.050 (1.200) | 3 | error: iperf3: refused |" in md
     assert "| ebpf | 1.500 (1.200) | 3 | 1.500 (1.200) | 3 | 49/50 |" in md
     assert "eBPF / BMv2: 30x" in md
+
+
+def test_bracket_error_is_zero_when_the_bracket_reaches_the_day_and_the_gap_otherwise():
+    from p4rotor.bench.kernel import bracket_error_ns
+
+    # days [110, 200) + k * 200: a frame sent at 90 (in the night) and seen at 115 is explained
+    assert bracket_error_ns(90, 115, 110, 200, 200) == 0
+    # sent at 90 and seen at 100: the pipeline must have been 10 early at least
+    assert bracket_error_ns(90, 100, 110, 200, 200) == 10
+    # sent after the day (at 205, the next slot) but switched in it: late by 6 at least
+    assert bracket_error_ns(205, 215, 110, 200, 200) == 6
+    # the nearest day may be a cycle away on either side
+    assert bracket_error_ns(395, 400, 110, 200, 200) == 0
+    assert bracket_error_ns(-95, -92, 110, 200, 200) == 2

@@ -1,4 +1,4 @@
-// A TC egress program for the fidelity bench (bench/kernel.py): it writes the kernel clock
+// TC programs for the fidelity bench (bench/kernel.py).  tc_stamp, at egress, writes the kernel clock
 // (bpf_ktime_get_ns, CLOCK_MONOTONIC, the clock the PSA programs read) big-endian into bytes
 // 14..21 of each bench frame (EtherType 0x88B5) as it leaves the sender's veth.  The frame's
 // stamp is then its send time one veth hop before the switch's ingress, not the time a Python
@@ -16,6 +16,19 @@ __attribute__((section("tc"), used)) int tc_stamp(struct __sk_buff *skb) {
         return TC_ACT_OK;
     __u64 t = __builtin_bswap64(bpf_ktime_get_ns());
     bpf_skb_store_bytes(skb, 14, &t, 8, 0);
+    return TC_ACT_OK;
+}
+
+// The same clock into bytes 22..29 as the frame comes in at a receiver's veth (TC ingress, after
+// the switch's egress delivered it): with the departure stamp, it brackets the moment the switch's
+// pipeline took the frame in, so a slot decision the bracket cannot explain is the pipeline's error.
+__attribute__((section("tc_rx"), used)) int tc_stamp_rx(struct __sk_buff *skb) {
+    void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+    unsigned char *eth = data;
+    if (data + 30 > end || eth[12] != 0x88 || eth[13] != 0xB5)
+        return TC_ACT_OK;
+    __u64 t = __builtin_bswap64(bpf_ktime_get_ns());
+    bpf_skb_store_bytes(skb, 22, &t, 8, 0);
     return TC_ACT_OK;
 }
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..cliutil import EXIT_RUNTIME, default_build_dir, die
 
+EXIT_INTERRUPTED = 130  # the shell's status for a run stopped by a signal
+
 
 def add_parser(sub) -> None:
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
@@ -51,8 +53,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
     except ValueError as ex:
         die(f"--scale-sizes: {ex}")
     command = " ".join(["p4rotor bench", *sys.argv[2:]])
-    res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate, scale_sizes=sizes,
-                        merge=bool(a.only), command=command)
+    try:
+        res = bench.run_all(build, Path(a.output), only, quick=a.quick, rate=a.rate, scale_sizes=sizes,
+                            merge=bool(a.only), command=command)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.main): each fabric's own cleanup has run by now
+        print(f"p4rotor bench: interrupted; every switch, namespace and pipeline it started was removed, "
+              f"{a.output} left as it was", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if a.doc:
         report.update_doc(Path(a.doc), res, command)
         print(f"updated {a.doc}", file=sys.stderr)

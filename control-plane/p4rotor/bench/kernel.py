@@ -25,7 +25,7 @@ from ..control.nikss import NikssSwitch, cli_runner
 from ..control.target import EBPF
 from ..fabric import bpf_stats
 from ..fabric.nikss import EbpfSwitch, ebpf_bench, pass_xdp, with_private_bpffs
-from ..fabric.switch import Netns, ptf_bench
+from ..fabric.switch import Netns, ptf_bench, signals_held
 
 SIZES = (64, 1500)
 
@@ -147,16 +147,20 @@ def run_kernel(build: Path, quick: bool = False) -> dict:
                 row["cpu_ratio"] = b["cpu_ns_per_frame"] / e["cpu_ns_per_frame"]
             rows.append(row)
     fidelity = []
-    for d in DILATIONS:
-        _say(f"[bench] kernel: fidelity on eBPF at dilation {d} (slot {100 * d} us, night {10 * d} us)")
+    for d, skew in [(d, 0) for d in DILATIONS] + [(CONTROL_DILATION, CONTROL_SKEW_US)]:
+        _say(f"[bench] kernel: fidelity on eBPF at dilation {d} (slot {100 * d} us, night {10 * d} us)"
+             + (f", control run: the switch's epoch {skew} us late" if skew else ""))
         try:
-            r = run_fidelity(build, d)
+            r = run_fidelity(build, d, skew_us=skew)
         except (subprocess.SubprocessError, OSError, RuntimeError, ValueError) as ex:
             r = {"dilation": d, "error": str(ex)[:300]}
             _say(f"[bench]   error: {r['error']}")
         else:
             be = r["boundary_error_us"]
+            pe = r["pipeline_error_us"]
             _say(f"[bench]   {r['sent']} frames: boundary error p50/p99/max {be['p50']}/{be['p99']}/{be['max']} us "
+                 f"by send time, in the pipeline {pe['p50']}/{pe['p99']}/{pe['max']} us ({pe['unexplained']} "
+                 f"unexplained by their transit, p50/p99 {r['transit_us']['p50']}/{r['transit_us']['p99']} us) "
                  f"({r['misjudged']} frames misjudged by their send time, {r['other_matching']} on the other "
                  f"matching's port); reconfig loss {r['reconfig_loss']:.4f}, sent in a night {r['offered_bound']:.4f} "
                  f"(night / slot {r['loss_bound']:.4f})")
@@ -212,9 +216,11 @@ _STAMP_RECV = ("import socket,struct,sys,time,json\n"
                "s.settimeout(0.2);print('ready',flush=True);end=time.monotonic()+float(sys.argv[2]);got=[]\n"
                "while time.monotonic()<end:\n"
                " try:f=s.recv(128)\n except socket.timeout:continue\n"
-               " got.append(struct.unpack('!Q',f[14:22])[0])\n"
+               " got.append(struct.unpack('!QQ',f[14:30]))\n"
                "print(json.dumps(got))\n")
 DILATIONS = (1, 3, 10, 30, 100)
+# The control run: a switch whose boundaries are this late must show an in-pipeline error.
+CONTROL_DILATION, CONTROL_SKEW_US = 10, 8
 # The fidelity sender's pace: well below what one rotor forwards, so that no queue builds in the
 # veth before the switch (a blast measures the queue, not the pipeline's boundary); 0: a blast.
 FIDELITY_FPS = 20_000
@@ -227,22 +233,51 @@ def stamp_on_egress(netns: str, iface: str, obj: Path) -> None:
                        'exec tc filter add dev "$0" egress bpf da obj "$1" sec tc', iface, str(obj))
 
 
-def run_fidelity(build: Path, dilation: int, seconds: float = 1.0, rate_fps: float = FIDELITY_FPS) -> dict:
+def stamp_on_ingress(netns: str, iface: str, obj: Path) -> None:
+    """tc_stamp.o's ``tc_rx`` at the ingress of ``iface``: each bench frame also carries the kernel
+    clock of its arrival at the receiver's veth (bytes 22..29)."""
+    with_private_bpffs(f"/var/run/netns/{netns}", 'tc qdisc add dev "$0" clsact && '
+                       'exec tc filter add dev "$0" ingress pref 1 bpf da obj "$1" sec tc_rx', iface, str(obj))
+
+
+def bracket_error_ns(sent: int, arrived: int, day_start: int, day_end: int, cycle: int) -> int:
+    """How far the bracket [sent, arrived] (the pipeline took the frame in somewhere inside it) lies
+    from the nearest of the days [day_start + k * cycle, day_end + k * cycle) it was switched in:
+    0 when some moment of the bracket explains the switch's decision, else the distance the
+    pipeline's own slot boundary must have been off by, at least."""
+    k = (sent - day_start) // cycle
+    best = None
+    for j in (k - 1, k, k + 1):
+        lo, hi = day_start + j * cycle, day_end + j * cycle
+        gap = max(0, lo - arrived, sent - (hi - 1))
+        best = gap if best is None else min(best, gap)
+    return best
+
+
+def run_fidelity(build: Path, dilation: int, seconds: float = 1.0, rate_fps: float = FIDELITY_FPS,
+                 skew_us: int = 0) -> dict:
     """Two matchings (port 1 to 2, then to 3), slot 100 x dilation us with a night of a tenth, one
     sender stamping each frame with the kernel clock, as fast as it can.  Every frame is judged
     by its send time: a frame that left on the other matching's port, or that was sent in a night
-    and delivered, is misjudged by its send-to-ingress delay at most; its distance to the boundary
-    is the boundary error.  Reconfiguration loss: NIGHT drops of the frames the pipeline took in
-    after the epoch, against the share of frames sent in a night (a uniform sender's night / slot)."""
+    and delivered, is misjudged by its send-to-ingress delay at most; its distance to the nearest
+    day of the matching that switched it is the boundary error by send time.  A second stamp as
+    the frame reaches its receiver brackets the moment the pipeline took it in: the bracket's
+    distance to that day is the error in the pipeline (0 when the bracket explains the decision).  Reconfiguration loss: NIGHT drops of the frames the pipeline took in
+    after the epoch, against the share of frames sent in a night (a uniform sender's night / slot).
+    ``skew_us``: the switch is given an epoch this much later than the one it is judged by (a
+    pipeline whose boundaries are late by that much): the control run that shows the in-pipeline
+    error can see an error."""
     eb = build / "ebpf"
     slot_us, night_us = 100 * dilation, 10 * dilation
     s = S.from_json({"version": 1, "racks": 4, "slot_us": slot_us, "reconfig_us": night_us,
                      "rotors": [{"name": "r", "offset_us": 0, "matchings": [[1, 0, 3, 2], [2, 3, 0, 1]]}]})
     with ebpf_bench(eb / "rotor.o", eb / "xdp_pass.o") as (ns, sw, far):
         stamp_on_egress(ns.name, far[1], eb / "tc_stamp.o")
+        for p in (2, 3):
+            stamp_on_ingress(ns.name, far[p], eb / "tc_stamp.o")
         ctl = NikssSwitch("rotor", sw.pipeline, eb / "rotor.p4info.txtpb", sw.ports, runner=cli_runner(ns.name))
         epoch_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
-        ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us,
+        ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us + skew_us,
                                    target=EBPF))
         rx = {}
         for p in (2, 3):
@@ -260,32 +295,41 @@ def run_fidelity(build: Path, dilation: int, seconds: float = 1.0, rate_fps: flo
         txc = ctl.counter("RotorEgress.tx_port_counter")
     slot, night = slot_us * 1000, night_us * 1000
     epoch, cycle = epoch_us * 1000, 2 * slot
-    errors, wrong_port = [], 0
+    errors, wrong_port, in_pipeline, transit = [], 0, [], []
     for port, want in ((2, 0), (3, 1)):
-        for ts in got[port]:
+        for ts, arrived in got[port]:
+            transit.append(arrived - ts)
             phase = (ts - epoch) % cycle
             m, into = phase // slot, phase % slot
-            if m != want:                       # sent in the other matching's slot
-                wrong_port += 1
-                errors.append(cycle - phase if want == 0 else slot - phase)
-            elif into < night:                  # sent in the night before its day
-                errors.append(night - into)
+            if m == want and into >= night:
+                continue
+            wrong_port += m != want             # sent in the other matching's slot (else in its night)
+            day = (epoch + want * slot + night, epoch + (want + 1) * slot)
+            errors.append(bracket_error_ns(ts, ts, *day, cycle))
+            in_pipeline.append(bracket_error_ns(ts, arrived, *day, cycle))
     delivered = sum(len(v) for v in got.values())
     counted = sum(n for n, _ in txc.values())
     taken = sent - drops.get(dp.DropCause.NOT_STARTED, 0)
     errors.sort()
+    in_pipeline.sort()
+    transit.sort()
 
-    def q(f: float) -> float | None:
-        return errors[min(len(errors) - 1, int(f * len(errors)))] / 1000 if errors else None
+    def q(f: float, xs: list[int] | None = None) -> float | None:
+        xs = errors if xs is None else xs
+        return xs[min(len(xs) - 1, int(f * len(xs)))] / 1000 if xs else None
 
     loss = drops.get(dp.DropCause.NIGHT, 0) / taken if taken else None
     # The sender is not uniform in time (it runs faster while the rotor drops than while it
     # delivers, which wakes the receivers): the bound is the share of frames it sent in a night.
-    return {"dilation": dilation, "slot_us": slot_us, "night_us": night_us, "sent": sent,
+    return {"dilation": dilation, "slot_us": slot_us, "night_us": night_us, "skew_us": skew_us, "sent": sent,
             "sent_in_night": sent_dark, "offered_bound": sent_dark / sent if sent else None,
             "delivered": delivered, "captured_all": delivered == counted,
             "misjudged": len(errors), "other_matching": wrong_port,
             "boundary_error_us": {"p50": q(0.5), "p99": q(0.99), "max": errors[-1] / 1000 if errors else None},
+            "pipeline_error_us": {"p50": q(0.5, in_pipeline), "p99": q(0.99, in_pipeline),
+                                  "max": in_pipeline[-1] / 1000 if in_pipeline else None,
+                                  "unexplained": sum(1 for e in in_pipeline if e > 0)},
+            "transit_us": {"p50": q(0.5, transit), "p99": q(0.99, transit)},
             "reconfig_loss": loss, "loss_bound": night / slot,
             "drops": {dp.DropCause(c).name: n for c, n in drops.items()}}
 
@@ -347,9 +391,10 @@ def ebpf_chain(build: Path) -> Iterator[tuple[Netns, dict[str, NikssSwitch], dic
             ctl[sw.name].write(C.tor_entities(topo, k, routes, dp.MODE_CLOCK, epoch_us=0, target=EBPF))
         yield ns, ctl, {"h0": "h0", "h1": "h1"}
     finally:
-        for sw in switches:
-            sw.close()
-        ns.close()
+        with signals_held():
+            for sw in switches:
+                sw.close()
+            ns.close()
 
 
 def ipv4_frame(size: int, src: str = "10.0.0.1", dst: str = "10.0.1.1") -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..fabric import bpf_stats
 from ..fabric.nikss import EbpfSwitch, pass_xdp
-from ..fabric.switch import Netns
+from ..fabric.switch import Netns, signals_held
 
 SIZES = ((128, 4), (108, 6))
 
@@ -45,9 +45,10 @@ def run_launch(build: Path, racks: int, rotors: int) -> dict:
                     for p in bpf_stats.pipeline_dir(sw.pipeline).iterdir() if p.is_file())
     finally:
         t1 = time.perf_counter()
-        for sw in switches:
-            sw.close()
-        ns.close()
+        with signals_held():
+            for sw in switches:
+                sw.close()
+            ns.close()
         t_down = time.perf_counter() - t1
     return {"racks": racks, "rotors": rotors, "pipelines": racks + rotors,
             "ports": racks * (1 + rotors) + rotors * racks, "veths_s": t_veths, "launch_s": t_all,

@@ -252,21 +252,33 @@ def markdown(res: dict) -> str:
                       "dilation us, night a tenth; one sender, 20 000 frames/s with uniformly random gaps (no "
                       "phase locks to the cycle, no queue builds), for 1 s; a TC program stamps each frame with "
                       "the kernel clock as it leaves the sender's veth (p4src/psa/tc_stamp.c), one hop before the "
-                      "switch. The pipeline computes its slot from the same clock exactly, so what remains is that "
-                      "hop. Boundary error: of the frames the switch judged on the other side of a boundary than "
-                      "their stamp, how far from it they were stamped. Reconfiguration loss: NIGHT drops of the "
-                      "frames taken in, against the share the sender sent in a night.", "",
-                      "| dilation | slot / night us | frames | boundary error p50 / p99 / max us | "
+                      "switch, and another stamps it as it reaches the receiver's veth, so the pipeline took it in "
+                      "inside that bracket. Boundary error by send time: of the frames the switch judged on the "
+                      "other side of a boundary than their departure stamp, how far from the nearest day of the "
+                      "matching that switched them they were sent (the veth hop before the switch included). In the pipeline: of the same frames, how far the "
+                      "bracket lies from the nearest day of the matching that switched them (0: some moment of "
+                      "the bracket explains the decision; otherwise the pipeline's boundary was off by at least "
+                      "this); the transit (bracket width) over all frames bounds how small an error it can see. "
+                      "Reconfiguration loss: NIGHT drops of the frames taken in, against the share the sender "
+                      "sent in a night.", "",
+                      "| dilation | slot / night us | frames | boundary error by send time p50 / p99 / max us | "
+                      "in the pipeline p50 / p99 / max us (frames unexplained) | transit p50 / p99 us | "
                       "on the other matching's port | reconfig loss | sent in a night | loss / sent in a night |",
-                      "|---|---|---|---|---|---|---|---|"]
+                      "|---|---|---|---|---|---|---|---|---|---|"]
             for r in k["fidelity"]:
                 if "error" in r:
-                    lines.append(f"| {r['dilation']} | error: {r['error']} | | | | | | |")
+                    lines.append(f"| {r['dilation']} | error: {r['error']} | | | | | | | | |")
                     continue
                 be = r["boundary_error_us"]
+                pe = r.get("pipeline_error_us") or {}
+                tr = r.get("transit_us") or {}
                 ratio = r["reconfig_loss"] / r["offered_bound"] if r["offered_bound"] else None
-                lines.append(f"| {r['dilation']} | {r['slot_us']} / {r['night_us']} | {r['sent']} | "
-                             f"{fmt(be['p50'], 1)} / {fmt(be['p99'], 1)} / {fmt(be['max'], 1)} | {r['other_matching']} | "
+                d = f"{r['dilation']}" + (f" (control: epoch {r['skew_us']} us late)" if r.get("skew_us") else "")
+                lines.append(f"| {d} | {r['slot_us']} / {r['night_us']} | {r['sent']} | "
+                             f"{fmt(be['p50'], 1)} / {fmt(be['p99'], 1)} / {fmt(be['max'], 1)} | "
+                             f"{fmt(pe.get('p50'), 1)} / {fmt(pe.get('p99'), 1)} / {fmt(pe.get('max'), 1)} "
+                             f"({pe.get('unexplained', '-')}) | {fmt(tr.get('p50'), 1)} / {fmt(tr.get('p99'), 1)} | "
+                             f"{r['other_matching']} | "
                              f"{pct(r['reconfig_loss'])} | {pct(r['offered_bound'])} | {fmt(ratio)} |")
             lines.append("")
     if res.get("kernel_scale"):

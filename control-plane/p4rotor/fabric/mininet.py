@@ -30,7 +30,7 @@ from ..control.status import read_status
 from . import nikss
 from .cpu import IdlePoll
 from .shaping import qdisc_drops
-from .switch import HarnessError, missing_tools, run, stop_process_group
+from .switch import HarnessError, missing_tools, run, signals_held, stop_process_group
 
 
 def _tcp_listening(port: int) -> bool:
@@ -434,21 +434,21 @@ class Emulation:
         return self._poll is not None and self._poll.held
 
     def stop(self) -> None:
-        self.stop_warmer()
-        stop_process_group(self.controller, signal.SIGINT)
-        for sw in self.switches:  # before Mininet deletes the links: a pipeline's ports go first
-            for why in sw.kill_process() or ():
-                self.say(f"[run] WARNING: {sw.name}: {why}")
-        if self.net is not None:
-            self._kill_host_processes()
-            with contextlib.suppress(Exception):
-                self.net.stop()  # stops switches (by PID) and deletes every link
-        for name in self._clock_wired:
-            # Not Mininet's links: removed here (deleting one end removes its peer).
-            if os.path.exists(f"/sys/class/net/{clock_iface_names(name)[0]}"):
-                run(["ip", "link", "del", clock_iface_names(name)[0]], check=False)
-        if self._poll is not None:
-            self._poll.release()
+        with signals_held():  # a second Ctrl-C or SIGTERM waits until all is gone
+            self.stop_warmer()
+            stop_process_group(self.controller, signal.SIGINT)
+            for sw in self.switches:  # before Mininet deletes the links: a pipeline's ports go first
+                for why in sw.kill_process() or ():
+                    self.say(f"[run] WARNING: {sw.name}: {why}")
+            if self.net is not None:
+                self._kill_host_processes()
+                with contextlib.suppress(Exception):
+                    self.net.stop()  # stops switches (by PID) and deletes every link
+            for name in self._clock_wired:  # not Mininet's links (deleting one end removes its peer)
+                if os.path.exists(f"/sys/class/net/{clock_iface_names(name)[0]}"):
+                    run(["ip", "link", "del", clock_iface_names(name)[0]], check=False)
+            if self._poll is not None:
+                self._poll.release()
 
     def _kill_host_processes(self) -> None:
         """Whatever still runs in a host's network namespace (a user's `iperf3 -s -D`, an agent):

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from typing import Iterator
 
-from .switch import HarnessError, Netns, run
+from .switch import HarnessError, Netns, run, signals_held
 
 BPFFS = Path("/sys/fs/bpf")
 NETNS_DIR = Path("/var/run/netns")  # ``ip netns`` names: the controller's --pipeline NAME=ID@NETNS
@@ -415,6 +415,7 @@ def ebpf_bench(obj: Path, pass_obj: Path, ports: tuple[int, ...] = (1, 2, 3, 4)
         sw = EbpfSwitch("ebpf0", ns.name, obj, {p: f"s0p{p}" for p in ports}).start()
         yield ns, sw, far
     finally:
-        if sw is not None:
-            sw.close()
-        ns.close()
+        with signals_held():
+            if sw is not None:
+                sw.close()
+            ns.close()

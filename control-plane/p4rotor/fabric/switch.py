@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -62,6 +63,21 @@ def stop_process_group(proc: subprocess.Popen | None, sig: int = signal.SIGTERM,
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait while a teardown runs: the first one started it, and a second one
+    arriving halfway would leave what the teardown had not reached yet (pipelines, namespaces,
+    switch processes).  They are delivered when it is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class Netns:
@@ -246,6 +262,7 @@ def ptf_bench(num_switches: int = 1, ports: Sequence[int] = (1, 2, 3, 4), log_di
             sp.start()
         yield ns, switches, ptf_ifaces
     finally:
-        for sp in switches:
-            sp.stop()
-        ns.close()
+        with signals_held():
+            for sp in switches:
+                sp.stop()
+            ns.close()
