@@ -127,17 +127,6 @@ def test_switch_cpus_auto_none_or_a_checked_list():
         assert switch_cpu_choice(str(mine[-1])) == str(mine[-1])
 
 
-def test_alone_spread_is_the_mean_over_the_fastest():
-    """The emulator's own spread: one-packet flows alone, their mean over the fastest (what a flow
-    alone scores on average as its slowdown against the floor)."""
-    from p4rotor.experiments.fct.calibrate import alone_spread
-
-    sp = alone_spread([0.004, 0.002, 0.003, 0.003])
-    assert sp["samples"] == 4 and sp["min_s"] == 0.002 and sp["mean_s"] == pytest.approx(0.003)
-    assert sp["mean_over_min"] == pytest.approx(1.5) and sp["median_s"] == pytest.approx(0.003)
-    assert alone_spread([]) == {"samples": 0}
-
-
 def test_warm_switches_auto_on_off_or_a_checked_period():
     """``--warm-switches``: auto (the default) = on at a load of 5 % or less, off above or when the
     load is unknown (a user's own list); on = every 2 ms; off; else a period in ms."""

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 from ...fabric.switch import HarnessError, stop_process_group
-from ...stats import percentile
 from ...workload.paths import arrival_ns
 from ...workload.scale import MSS
 from .hosts import start_flows
@@ -40,17 +39,11 @@ def phase_gap_ns(min_gap_ns: int, period_ns: int | None, phases: int = 16) -> in
 
 
 def measure_alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int = 30_000_000,
-           hosts: list | None = None, period_ns: int | None = None,
-           pace_bps: float = 0.0) -> dict[tuple[str, str], float]:
-    """The FCT of a one-packet flow alone on the fabric (low-latency class), per ordered host pair:
-    one flow at a time, every pair ``rounds`` times; the fastest.  The fastest of them all (the
-    floor: a direct circuit's latency without queueing, which every pair has in some slice) is
-    the one-packet "alone" FCT a flow's slowdown divides by ([Gao20 §5.4]: the flow alone in
-    the network).  Not each pair's own fastest: a pair's samples spread 3.9-31 ms with the CPU's
-    moments, the run's flows come from the same spread, and 1 in 9 of them beat the fastest of
-    8 (slowdowns of 0.73); the floor is the fastest of 16 x 56 samples.  (A one-packet flow's alone
-    is then taken on the path it met, from these samples grouped by path class and the run's own
-    flows: workload/paths.py, ``alone_by_path``.)
+                  hosts: list | None = None, period_ns: int | None = None, pace_bps: float = 0.0) -> int:
+    """One-packet flows alone on the fabric (low-latency class): one flow at a time, every ordered
+    rack pair ``rounds`` times, the logs of each host in ``out`` (``workload/paths.alone_samples``
+    reads them back as samples by path class; ``workload/ideal.py`` takes each class's base from
+    them).  Returns how many completed.
 
     ``period_ns`` (the dilated hyperperiod): round r starts r/rounds of a hyperperiod later in
     the schedule than round 0 did, so a pair's samples fall in ``rounds`` different phases of it.
@@ -60,11 +53,10 @@ def measure_alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int 
     out.mkdir(parents=True, exist_ok=True)
     everyone = hosts if hosts is not None else [h for k in topo.racks for h in k.hosts]
     # A path depends on the rack pair, not on which of a rack's hosts: one host per rack measures
-    # (the first), and every host pair gets its rack pair's value (16 hosts would take 4x longer).
+    # (the first); 16 hosts would take 4x longer.
     hosts = list({_rack_of(h): h for h in reversed(everyone)}.values())
     now = time.time_ns() + 1_500_000_000
     plan: dict[str, list] = {h.name: [] for h in hosts}
-    pair: dict[int, tuple[str, str]] = {}
     i = 0
     pairs = sum(1 for a in hosts for b in hosts if _rack_of(a) != _rack_of(b))
     round_ns = alone_round_ns(pairs, gap_ns, rounds, period_ns)
@@ -76,45 +68,13 @@ def measure_alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int 
                 if _rack_of(src) == _rack_of(dst):
                     continue  # same rack: not a fabric flow
                 plan[src.name].append({"id": i, "dst": dst.ip, "size": 1, "start_ns": t})
-                pair[i] = (src.name, dst.name)
                 t += gap_ns
                 i += 1
-    end = t + 4 * gap_ns
-    starts = run_plan(emu, plan, out, end, pace_bps)
-    best: dict[tuple[str, str], float] = {}
-    every: list[float] = []
-    for h in plan:
-        f = out / f"rx-{h}.jsonl"
-        for line in (f.read_text().splitlines() if f.exists() else []):
-            r = json.loads(line)
-            fct = (arrival_ns(r) - starts[r["id"]]) / 1e9
-            key = pair[r["id"]]
-            best[key] = min(best.get(key, fct), fct)
-            every.append(fct)
-    if not best:
+    run_plan(emu, plan, out, t + 4 * gap_ns, pace_bps)
+    done = sum(len(f.read_text().splitlines()) for h in plan if (f := out / f"rx-{h}.jsonl").exists())
+    if not done:
         raise HarnessError("no one-packet flow completed alone: the low-latency class does not carry TCP")
-    # The emulator's own spread: what one-packet flows alone take, beside the fastest of them.
-    # A flow alone scores this mean / floor as its slowdown against the floor.
-    (out / "spread.json").write_text(json.dumps(alone_spread(every)))
-    # A pair whose every probe met a loss (a 1 s SYN timeout) was not measured alone: it gets the
-    # median of the pairs instead (paths are 1-3 hops, within a few ms of each other).
-    med = sorted(best.values())[len(best) // 2]
-    best = {k: (v if v <= 3 * med else med) for k, v in best.items()}
-    rep = {_rack_of(h): h.name for h in hosts}
-    return {(a.name, b.name): best[(rep[_rack_of(a)], rep[_rack_of(b)])]
-            for a in everyone for b in everyone
-            if _rack_of(a) != _rack_of(b) and (rep[_rack_of(a)], rep[_rack_of(b)]) in best}
-
-
-def alone_spread(fcts: list[float]) -> dict:
-    """One-packet flows alone (FCT s each): how many, the fastest, median and mean, and the mean
-    over the fastest -- the slowdown a flow alone scores, on average, against the floor."""
-    if not fcts:
-        return {"samples": 0}
-    xs = sorted(fcts)
-    mean = sum(xs) / len(xs)
-    return {"samples": len(xs), "min_s": xs[0], "median_s": percentile(xs, 50), "mean_s": mean,
-            "p90_s": percentile(xs, 90), "mean_over_min": mean / xs[0]}
+    return done
 
 
 # Flow sizes (in TCP segments) measured alone: dense enough that the line between two is near
