@@ -40,9 +40,14 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
             # A fidelity figure of the calibrated ideal, never clamped away: a flow faster than
             # its path's idle base plus its size's extra beat the emulator's own idle fabric.
             calibrated = bool(r.get("calibration"))
+            # Beside it, what the calibration's own held-out idle flows scored (workload/ideal.py).
+            ho = ((r.get("calibration") or {}).get("packet-switch" if mode == "packet-switch" else "fabric")
+                  or {}).get("held_out", {}).get("all") or {}
             out.append((f"{mode}: slowdowns below 1 <= {BELOW_1_MAX:.0%} (calibrated ideal)",
                         below <= BELOW_1_MAX * fin if calibrated else None,
                         f"{below} of {fin} ({below / max(1, fin):.2%}), least {min(v['slowdown_min'] for v in vs):.2f}"
+                        + (f"; idle flows held out of the calibration: {ho['below_1']} of {ho['flows']}"
+                           if ho.get("flows") else "")
                         + ("" if calibrated else " (a run before the calibrated ideal: not judged)")))
         # Flat at stable loads; past RotorLB's capacity the queue climbs, which is a finding
         # about the load (the run says "unstable"), not a failure: not judged then.  A fabric

@@ -6,9 +6,13 @@ measures that two ways, both on an idle fabric and both before or apart from the
 * **the calibrated ideal** (:class:`Calibration`): one-packet flows alone between every rack pair
   in every phase of the hyperperiod give each *path class* (the low-latency path's rack hops
   there and back at the flow's start, ``workload/paths.py``: :class:`PathKeys`) its base FCT,
-  at a low percentile of its samples; flows of a few sizes alone give what a flow's size adds
-  over the fastest one-packet flow (:class:`AloneCurve`, the shaper's real burst and rate).  A
-  flow's ideal is its path class's base plus its size's extra.  Measured once per fabric and
+  at a low percentile of its samples; flows of a few sizes alone, with one-segment flows sent
+  between the same racks in the same phases, give what a flow's size adds: the median of a
+  size less the median of the one-segment flows (:func:`size_extras`, :class:`AloneCurve`, the
+  shaper's real burst and rate).  A flow's ideal is its path class's base plus its size's
+  extra: the same low percentile for a flow of any size, as long as the emulator's noise adds
+  to a flow's FCT whatever its size.  The calibration checks that on itself: fitted on half of
+  its rounds, the share of the other half's flows faster than their ideal (``held_out``).  Measured once per fabric and
   target (``p4rotor experiment fct --calibrate-only``) and stored with the results, or by the
   run itself on its idle fabric before any of its flows start.
 * **the flow alone** (:func:`replay_plan`): a stated random sample of the run's own flows,
@@ -29,6 +33,7 @@ from typing import Iterable, Sequence
 from ..stats import percentile
 from .cdf import WorkloadError
 from .fct import AloneCurve, Done
+from .scale import MSS
 
 # The one-packet base of a path class: this percentile of its unloaded samples.  The fastest
 # sample is one draw from the kernel's scheduling noise; the 1st percentile keeps the ideal a
@@ -41,11 +46,19 @@ FINGERPRINT_KEYS = ("emulation", "target", "racks", "hosts_per_rack", "rotors", 
 
 NO_PATH = "none"  # the key of a flow that met no low-latency path at its start
 
+# How the size curve was made.  "median-difference": a size's median FCT alone less the median of
+# the one-segment flows measured with it.  "min-over-floor" (calibrations made before it): a
+# size's fastest FCT alone less the fastest one-packet flow of all -- the fastest of 16 is about
+# the 6th percentile, so about 6 % of flows of that size beat the ideal on an idle fabric
+# (docs/notes/fct-size-curve.md).
+CURVE_METHOD = "median-difference"
+
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-    """The unloaded fabric: per path class the one-packet base FCT (s), the size curve over the
-    fastest one-packet flow (``floor_s``), and what it was measured on (``fingerprint``)."""
+    """The unloaded fabric: per path class the one-packet base FCT (s), the size curve (what a
+    size adds to it), the fastest one-packet flow (``floor_s``, for the record), what it was
+    measured on (``fingerprint``) and how it scores on its own held-out half (``held_out``)."""
     base_s: dict[str, float]
     floor_s: float
     curve: AloneCurve
@@ -53,6 +66,8 @@ class Calibration:
     samples: dict[str, int] = dataclasses.field(default_factory=dict)
     percentile: float = BASE_PERCENTILE
     spread: dict[str, dict] = dataclasses.field(default_factory=dict)
+    curve_method: str = CURVE_METHOD
+    held_out: dict = dataclasses.field(default_factory=dict)
 
     def base(self, key: str | None) -> float:
         """A path class's one-packet base; a class the calibration never met gets the slowest
@@ -76,7 +91,8 @@ class Calibration:
     def to_json(self) -> dict:
         return {"base_s": {k: round(v, 7) for k, v in sorted(self.base_s.items())}, "floor_s": round(self.floor_s, 7),
                 "curve": self.curve.to_json(), "fingerprint": self.fingerprint, "samples": self.samples,
-                "percentile": self.percentile, "spread": self.spread}
+                "percentile": self.percentile, "spread": self.spread, "curve_method": self.curve_method,
+                "held_out": self.held_out}
 
     @classmethod
     def from_json(cls, d: dict, where: str) -> "Calibration":
@@ -85,7 +101,8 @@ class Calibration:
             pts = tuple((int(s), float(e)) for s, e in d["curve"]["points"])
             curve = AloneCurve(pts, float(d["curve"]["tail_mbps"]) * 1e6)
             cal = cls(base, float(d["floor_s"]), curve, dict(d["fingerprint"]), dict(d.get("samples", {})),
-                      float(d.get("percentile", BASE_PERCENTILE)), dict(d.get("spread", {})))
+                      float(d.get("percentile", BASE_PERCENTILE)), dict(d.get("spread", {})),
+                      str(d.get("curve_method", "min-over-floor")), dict(d.get("held_out", {})))
         except (KeyError, TypeError, ValueError, AttributeError) as ex:
             raise WorkloadError(f"{where}: not a calibration (calibration.json of `experiment fct "
                                 f"--calibrate-only`): {type(ex).__name__} {ex}") from None
@@ -97,22 +114,97 @@ class Calibration:
         return cal
 
 
-def calibration_from(one_packet: Iterable[tuple[str | None, float]], sized: Iterable[tuple[int, float]],
-                     access_bps: float, fingerprint: dict, q: float = BASE_PERCENTILE) -> Calibration:
-    """``one_packet``: (path class, FCT s) of one-packet flows alone; ``sized``: (size, FCT s) of
-    larger flows alone.  Nothing of a loaded run goes in."""
+def size_extras(sized: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """``sized``: (size, FCT s) of flows alone, the smallest size one segment (the reference, sent
+    between the same racks in the same phases as the others): (size, what it adds) for every
+    other size: its median less the reference's median, less twice the standard error of that
+    difference.  Medians, so that a size's extra is what its bytes add, not which of its few
+    samples met the quietest moment; less the error, so that the ideal errs low (a flow then
+    looks slower than it is, never faster): a few dozen samples place a median only to within
+    a tenth of a millisecond here, as much as the base's margin over the fastest flow."""
+    by: dict[int, list[float]] = {}
+    for size, fct in sized:
+        by.setdefault(int(size), []).append(fct)
+    if not by:
+        raise WorkloadError("no sized flow completed alone: nothing to calibrate the size curve on")
+    ref_size = min(by)
+    if ref_size > MSS:
+        raise WorkloadError(f"sized flows alone: the smallest is {ref_size} bytes; one-segment flows "
+                            "(<= MSS) are the reference the others are measured against")
+    ref, ref_se = _median_se(by[ref_size])
+    out = []
+    for size, xs in sorted(by.items()):
+        if size != ref_size:
+            m, se = _median_se(xs)
+            out.append((size, m - ref - 2 * math.hypot(se, ref_se)))
+    return out
+
+
+def _median_se(xs: list[float]) -> tuple[float, float]:
+    """A sample's median and its standard error, distribution-free: half the spread between the
+    order statistics sqrt(n)/2 ranks either side of the middle (about one error each way)."""
+    xs = sorted(xs)
+    n = len(xs)
+    half = math.sqrt(n) / 2
+    lo, hi = percentile(xs, max(0.0, 50 - 100 * half / n)), percentile(xs, min(100.0, 50 + 100 * half / n))
+    return percentile(xs, 50), (hi - lo) / 2
+
+
+def _fit(one_packet, sized, access_bps: float, q: float) -> tuple[dict[str, float], AloneCurve]:
     by: dict[str, list[float]] = {}
-    for key, fct in one_packet:
+    for key, fct, *_ in one_packet:
         by.setdefault(NO_PATH if key is None else key, []).append(fct)
     if not by:
         raise WorkloadError("no one-packet flow completed alone: nothing to calibrate the ideal on")
-    every = sorted(x for xs in by.values() for x in xs)
-    floor = every[0]
     base = {k: percentile(sorted(xs), q) for k, xs in by.items()}
-    curve = AloneCurve.from_samples([(s, f - floor) for s, f in sized], access_bps)
+    curve = AloneCurve.from_samples(size_extras((size, fct) for _, size, fct, *_ in sized), access_bps)
+    return base, curve
+
+
+def held_out(one_packet, sized, access_bps: float, q: float = BASE_PERCENTILE) -> dict:
+    """Fitted on one half of the rounds, the share of the other half's flows alone (both ways)
+    faster than their ideal: what an idle run would score below 1, measured, not assumed."""
+    n = {"one_packet": [0, 0], "sized": [0, 0]}
+    for h in (0, 1):
+        fit_one = [o for o in one_packet if o[2] != h]
+        fit_sized = [x for x in sized if x[3] != h]
+        if not fit_one or not any(size <= MSS for _, size, _, _ in fit_sized):
+            return {}
+        base, curve = _fit(fit_one, fit_sized, access_bps, q)
+
+        def ideal(key, size, base=base, curve=curve):
+            return base.get(NO_PATH if key is None else key, max(base.values())) + (curve.extra_s(size) if size else 0.0)
+        for key, fct, half in one_packet:
+            if half == h:
+                n["one_packet"][0] += 1
+                n["one_packet"][1] += fct < ideal(key, 0)
+        for key, size, fct, half in sized:
+            if half == h and size > MSS:
+                n["sized"][0] += 1
+                n["sized"][1] += fct < ideal(key, size)
+    out = {k: {"flows": a, "below_1": b, "below_1_share": round(b / a, 4) if a else None} for k, (a, b) in n.items()}
+    tot, low = sum(a for a, _ in n.values()), sum(b for _, b in n.values())
+    out["all"] = {"flows": tot, "below_1": low, "below_1_share": round(low / tot, 4) if tot else None}
+    return out
+
+
+def calibration_from(one_packet: Iterable[tuple[str | None, float, int]],
+                     sized: Iterable[tuple[str | None, int, float, int]],
+                     access_bps: float, fingerprint: dict, q: float = BASE_PERCENTILE) -> Calibration:
+    """``one_packet``: (path class, FCT s, half) of one-packet flows alone; ``sized``: (path
+    class, size, FCT s, half) of flows of a few sizes alone, one-segment flows among them (the
+    reference of :func:`size_extras`).  ``half`` (0 or 1): which half of the rounds a flow was in,
+    for :func:`held_out`.  Nothing of a loaded run goes in."""
+    one_packet, sized = list(one_packet), list(sized)
+    base, curve = _fit(one_packet, sized, access_bps, q)
+    by: dict[str, list[float]] = {}
+    for key, fct, _ in one_packet:
+        by.setdefault(NO_PATH if key is None else key, []).append(fct)
+    floor = min(fct for _, fct, _ in one_packet)
     spread = {k: {"min_s": round(min(xs), 7), "p50_s": round(percentile(sorted(xs), 50), 7),
                   "p99_s": round(percentile(sorted(xs), 99), 7)} for k, xs in by.items()}
-    return Calibration(base, floor, curve, dict(fingerprint), {k: len(v) for k, v in by.items()}, q, spread)
+    return Calibration(base, floor, curve, dict(fingerprint), {k: len(v) for k, v in by.items()}, q, spread,
+                       CURVE_METHOD, held_out(one_packet, sized, access_bps, q))
 
 
 def with_ideal(done: Sequence[Done], cal: Calibration, key_of) -> list[Done]:

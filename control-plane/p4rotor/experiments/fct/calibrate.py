@@ -84,21 +84,23 @@ def measure_alone(emu, topo, out: Path, rounds: int = ALONE_ROUNDS, gap_ns: int 
 # waits 8 ms -- "5 x 1460 bytes" was 6 segments, slow, and made 5-segment flows "beat" it.
 # Every count to 12 (htb's staircase steps at 5 and 10), then about 20 % apart: between two
 # calibrated sizes a flow's alone is the smaller one's (the step below), never a line above it.
-CALIBRATION_PACKETS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 17, 20, 24, 28, 34, 40, 48, 56, 68, 80)
+CALIBRATION_PACKETS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 17, 20, 24, 28, 34, 40, 48, 56, 68, 80)
 
 
 SEGMENT = MSS - 12
+# Flows of each size alone, per source rack: 4 rounds x 8 racks = 32 a size, two halves of 16.
+SIZED_ROUNDS = 4
 
 
-def calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, hosts: list | None = None,
-               period_ns: int | None = None, pace_bps: float = 0.0) -> list[tuple[int, float]]:
-    """Flows of a few sizes alone, (size, FCT s) each: what a flow's size adds to the one-packet
-    alone FCT (:class:`F.AloneCurve`, :func:`F.alone_envelope`):
-    htb is not a wire (it let a flow's first frames through as a burst, and released TCP at
-    6.5-9.8 Mb/s where 5.77 was configured), so flows beat an alone FCT computed at the
-    configured rate.  One host per rack sends flows of ``CALIBRATION_PACKETS`` frames to the
-    next rack, one at a time.  Flows of one
-    size start in 16 phases of the hyperperiod ``period_ns`` (:func:`phase_gap_ns`): 300 ms
+def calibrate(emu, topo, out: Path, rounds: int = SIZED_ROUNDS, gap_ns: int = 300_000_000, hosts: list | None = None,
+              period_ns: int | None = None, pace_bps: float = 0.0) -> list[tuple[str, str, int, int, float, int]]:
+    """Flows of a few sizes alone: (source host, destination host, issued ns, size, FCT s, round)
+    each, what a flow's size adds to the one-packet alone FCT (``workload/ideal.size_extras``:
+    one-segment flows, sent with the others, are the reference).  htb is not a wire (it let a
+    flow's first frames through as a burst, and released TCP at 6.5-9.8 Mb/s where 5.77 was
+    configured), so flows beat an alone FCT computed at the configured rate.  One host per rack
+    sends flows of ``CALIBRATION_PACKETS`` segments to the next rack, one at a time.  Flows of
+    one size start in 16 phases of the hyperperiod ``period_ns`` (:func:`phase_gap_ns`): 300 ms
     apart at a 200 ms hyperperiod they met two phases only, maybe both on 3-hop paths."""
     out.mkdir(parents=True, exist_ok=True)
     everyone = hosts if hosts is not None else [h for k in topo.racks for h in k.hosts]
@@ -106,14 +108,14 @@ def calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, 
     gap_ns = phase_gap_ns(gap_ns, period_ns)
     now = time.time_ns() + 1_500_000_000
     plan: dict[str, list] = {h.name: [] for h in firsts}
-    meta: dict[int, tuple[str, str, int]] = {}
+    meta: dict[int, tuple[str, str, int, int]] = {}
     t, i = now, 0
-    for _ in range(rounds):
+    for r in range(rounds):
         for n in CALIBRATION_PACKETS:
             for j, src in enumerate(firsts):
                 dst = firsts[(j + 1) % len(firsts)]
                 plan[src.name].append({"id": i, "dst": dst.ip, "size": n * SEGMENT, "start_ns": t})
-                meta[i] = (src.name, dst.name, n * SEGMENT)
+                meta[i] = (src.name, dst.name, n * SEGMENT, r)
                 t += gap_ns
                 i += 1
     end = t + 4 * gap_ns
@@ -123,8 +125,8 @@ def calibrate(emu, topo, out: Path, rounds: int = 2, gap_ns: int = 300_000_000, 
         f = out / f"rx-{h}.jsonl"
         for line in (f.read_text().splitlines() if f.exists() else []):
             r = json.loads(line)
-            size = meta[r["id"]][2]
-            samples.append((size, (arrival_ns(r) - starts[r["id"]]) / 1e9))
+            a, b, size, rnd = meta[r["id"]]
+            samples.append((a, b, starts[r["id"]], size, (arrival_ns(r) - starts[r["id"]]) / 1e9, rnd))
     return samples
 
 
