@@ -146,7 +146,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     except (WorkloadError, ModelError, FaultPlanError) as ex:
         die(str(ex))
     print(res["verdict"])
-    if a.name in ("fct", "rotorlb") and out.is_dir():  # the run's energy per port state (docs/energy.md)
+    if a.name in ("fct", "rotorlb") and out.is_dir() and not getattr(a, "calibrate_only", False):
+        # the run's energy per port state (docs/energy.md); a calibration has no run to account
         from ..energy.report import summary_for
         print("\n".join(summary_for(out)))
     if out.is_dir():
