@@ -330,6 +330,10 @@ typedef struct { inflight_t *v; size_t cap, head, n; } infq_t;
 static infq_t inflight;
 static uint64_t retransmit_ns;          /* 0: never resend, owe no ACKs */
 static int ack_direct, ll_sock = -1;    /* ACKs over the direct circuit, or the low-latency class */
+/* --resend-streams-only: only stream frames (FL_PAYLOAD) are kept for resending; a bulk frame is
+ * sent once, so it is delivered at most once even to a restarted receiver (whose record of what it
+ * had delivered died with it), and a lost one is counted lost. */
+static int resend_streams_only;
 typedef struct { uint32_t *v; size_t n, cap; } owed_t; /* flow, seq pairs */
 static owed_t owed[MAX_RACKS];
 static uint64_t c_resent, c_acks_in, c_acks_out, last_ack_flush, last_resend_scan;
@@ -900,7 +904,9 @@ static uint64_t pace(window_t *w, uint64_t now) {
                 txflow_t *t = tx_get(it->flow);
                 if (!t->first) t->first = now;
                 t->last = now, t->sent++;
-                if (retransmit_ns) { inflight_push(it, now); it->buf = NULL; } /* kept until acknowledged */
+                if (retransmit_ns && (!resend_streams_only || (it->fl & FL_PAYLOAD))) {
+                    inflight_push(it, now); it->buf = NULL; /* kept until acknowledged */
+                }
             }
             free(it->buf); /* sent: a relayed copy, or no retransmission */
             it->buf = NULL;
@@ -946,6 +952,7 @@ int main(int argc, char **argv) {
         else if (ARG("--measure")) sscanf(v, "%lu,%lu", &measure_a, &measure_b);
         else if (ARG("--retransmit-ns")) retransmit_ns = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--ack-direct")) ack_direct = 1;
+        else if (!strcmp(a, "--resend-streams-only")) resend_streams_only = 1;
         else if (ARG("--spin-ns")) spin_max = strtoull(v, NULL, 10);
         else if (ARG("--lose-every")) lose_every = strtoull(v, NULL, 10); /* tests only */
         else if (ARG("--ll-tos")) ll_tos = atoi(v);
