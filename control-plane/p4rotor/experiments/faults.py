@@ -34,7 +34,7 @@ from ..control import fault_plan as FP
 from ..faults.capture import interface_names, read_rotor_frames
 from ..faults.inject import HARNESS_KINDS, Injector
 from ..plotting import pyplot
-from .faults_load import Load, load_report, parse_traffic
+from .faults_load import Load, load_report, load_table, parse_traffic
 from .runner import launch, run_probes, say
 
 ORIGIN_AFTER_T0_S = 40.0   # wall s from slot 0 to the probes' start: the fabric is up by then (~5 s here)
@@ -164,6 +164,8 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
                   load_data)
     res["t0_ns"], res["t0_ns_at_end"], res["interfaces"] = t0_ns, emu.t0_ns, ifnames
     (out / "faults.json").write_text(json.dumps(res, indent=1))
+    if "load" in res:
+        (out / "table.md").write_text(load_table(res))
     return res
 
 

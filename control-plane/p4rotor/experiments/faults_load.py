@@ -35,7 +35,7 @@ TRAFFIC = ("bulk", "tcp")
 RATE = 80.0            # frames/s per circuit: 8 agents on 4 rotors stay within 12 BMv2 on 2 cores
 GUARD_US = 5000.0      # wall us kept free at both ends of a day (a slot is 100 ms wall at dilation 100)
 RETRANSMIT_CYCLES = 3  # stream frames resent after this long unacknowledged
-DRAIN_CYCLES = 3       # after the bulk stops: relays delivered, summaries written
+DRAIN_CYCLES = 10      # after the bulk stops: relays delivered, iperf3's last exchange, summaries written
 SAMPLE_S = 0.5         # the receivers' progress is read this often
 FLOW = 1               # each rack's bulk flow id (a restarted agent's: + incarnation << 20)
 TCP_PORT = 5201
@@ -92,7 +92,10 @@ class Load:
         if "tcp" in self.traffic:
             self.tcp_src, self.tcp_dst = self.topo.racks[0].hosts[0].name, self.topo.racks[tcp_dst].hosts[0].name
             self.tcp_addr = f"10.200.{tcp_dst}.1"
-            self.server = self.emu.popen(self.tcp_dst, ["iperf3", "-s", "-p", str(TCP_PORT), "-J"])
+            (self.out / "iperf3").mkdir(parents=True, exist_ok=True)
+            self.server_log = open(self.out / "iperf3" / "server.json", "wb")  # a pipe would fill and stall it
+            self.server = self.emu.popen(self.tcp_dst, ["iperf3", "-s", "-p", str(TCP_PORT), "-J"],
+                                         stdout=self.server_log, stderr=self.server_log)
             self._spawn(self._tcp, origin_ns, end)
 
     def _spawn(self, fn, *args) -> None:
@@ -120,10 +123,11 @@ class Load:
         time.sleep(max(0.0, (origin_ns - time.time_ns()) / 1e9))
         while not self._stop.is_set():
             left = (end_ns - time.time_ns()) / 1e9
-            if left < 2:
+            if left < 4:
                 return
             t = time.time_ns()
-            p = self.emu.popen(self.tcp_src, ["iperf3", "-c", self.tcp_addr, "-p", str(TCP_PORT), "-t", str(int(left)),
+            # it ends 2 s before the bulk stops: its last exchange crosses while the agents run
+            p = self.emu.popen(self.tcp_src, ["iperf3", "-c", self.tcp_addr, "-p", str(TCP_PORT), "-t", str(int(left) - 2),
                                               "-J", "-i", "0.5", "--connect-timeout", "30000"])
             out, _ = p.communicate()
             i = len(self.tcp_runs)
@@ -163,7 +167,8 @@ class Load:
             from ..fabric.switch import stop_process_group
 
             stop_process_group(self.server)
-            text = self.server.stdout.read().decode(errors="replace")
+            self.server_log.close()
+            text = (self.out / "iperf3" / "server.json").read_text(errors="replace")
             dec, i = json.JSONDecoder(), 0
             while (j := text.find("{", i)) >= 0:
                 try:
@@ -296,7 +301,8 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
             row["bulk_again_after_first_window_cycles"] = None if t is None else round((t - first_win) / 1e9 / H, 2)
             checks[f"{f['host']}: bulk again within {REFLOW_CYCLES} cycles of its first window"] = \
                 t is not None and (t - first_win) / 1e9 <= REFLOW_CYCLES * H
-        checks[f"{f['host']}: noticed within {NOTICE_MS} ms"] = (row["noticed_after_kill_ms"] or 1e9) <= NOTICE_MS
+        n = row["noticed_after_kill_ms"]
+        checks[f"{f['host']}: noticed within {NOTICE_MS} ms"] = n is not None and n <= NOTICE_MS
     tcp = {}
     for s in d["summaries"]:
         for key, v in (s.get("tcp") or {}).items():
@@ -317,3 +323,39 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
             "payload_bytes_per_frame": PAYLOAD, "tcp_runs": [{k: v for k, v in r.items() if k != "intervals"} for r in runs],
             "tcp_server_received": d["server_received"], "tcp_split": tcp, "checks": checks,
             "bounds": {"reflow_cycles": REFLOW_CYCLES, "notice_ms": NOTICE_MS}}
+
+
+def load_table(res: dict) -> str:
+    """The run's per-fault table (markdown), generated from faults.json: what docs/faults.md shows."""
+    lr = res["load"]
+
+    def v(x, fmt="{}"):
+        return "—" if x is None else fmt.format(x)
+
+    rows = ["| fault | probes lost | switch drops in its window | recovery (slots after its end) | bulk frames/s "
+            "in its window (before the faults) | TCP bytes in its window | TCP resets | agent: noticed / restarted "
+            "after the kill (ms) | its bulk delivered again (s after the kill; cycles after its first window) | "
+            "bulk frames lost to it |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in res["faults"]:
+        f = r["fault"]
+        who = f.get("switch") or f.get("host") or ""
+        drops = ", ".join(f"{k} {n}" for k, n in sorted(r["drops"].items())) or "—"
+        kill = (f"{v(r.get('noticed_after_kill_ms'), '{:.0f}')} / {v(r.get('restarted_after_kill_ms'), '{:.0f}')}"
+                if f["kind"] == "agent-kill" else "—")
+        again = (f"{v(r.get('first_delivered_after_kill_s'))}; {v(r.get('bulk_again_after_first_window_cycles'))}"
+                 if f["kind"] == "agent-kill" else "—")
+        rows.append(f"| {f['kind']} {who} | {r['probes_lost']} of {r['probes_in_window']} | {drops} | "
+                    f"{v(r.get('recovered_after_end_slots'))} | {r['bulk_frames_per_s_in_window']} "
+                    f"({r['bulk_frames_per_s_before_faults']}) | {r['tcp_bytes_in_window']} | {r['tcp_resets_in_window']} | "
+                    f"{kill} | {again} | {v(r.get('bulk_frames_lost_to_it'))} |")
+    b = lr["bulk"]
+    out = "\n".join(rows) + "\n\n"
+    out += (f"Bulk over the run: {b['made']} frames made, {b['delivered']} delivered, {b['held']} still held, "
+            f"**{b['lost']} lost** ({b['lost_to_killed']} on pairs into a killed agent, {b['lost'] - b['lost_to_killed']} "
+            f"on the others), **{b['duplicates']} duplicated**; {b['delivered_from_killed_incarnations']} frames a "
+            f"killed agent had made were delivered (what it had made and not sent died with it). "
+            f"{lr['payload_bytes_per_frame']} payload bytes a frame.\n\n")
+    out += "| check (PASS bound) | result |\n|---|---|\n" + "".join(
+        f"| {k} | {'pass' if ok else '**FAIL**'} |\n" for k, ok in lr["checks"].items())
+    return out

@@ -2,7 +2,7 @@
 again with its flags (fabric/agents.py ``Agents.restart``), and what that took is recorded.
 
 A thread polls every agent's process every ``POLL_S``.  One that exited while the run goes on
-(killed, crashed) is *noticed*; after its restart delay (0 unless a fault said otherwise:
+(killed, crashed: an agent that ends by itself at its ``--end-ns`` exits 0) is *noticed*; after its restart delay (0 unless a fault said otherwise:
 ``expect``) it is restarted as the next incarnation, its first window at the next cycle boundary
 it can listen by (``cycle_start_ns``), and the thread waits for its ready file.  Every step is a
 structured event (wall ns) given to ``note``: ``noticed`` (with the exit status and how long after
@@ -63,6 +63,8 @@ class Supervisor:
                 seen.add(p.pid)
                 if self.stopping.is_set():
                     return
+                if p.returncode == 0:  # it ended by itself (its --end-ns): not a death
+                    continue
                 try:
                     self._restart(name, p)
                 except Exception as ex:  # recorded, reported: one agent does not end the run
