@@ -123,7 +123,8 @@ def test_bulk_account_counts_losses_by_cause_across_a_restart():
         summ(0, {"1": 100}, {"1:1": [90, 0]}),                          # 1 -> 0: 10 lost
         summ(1, {"1": 100}, {f"2:{new}": [30, 0]}, via={f"2:{new}": [0, 0, 123, 0]}),
         summ(2, {str(new): 30}, {"3:1": [50, 0]}, tx={str(new): [7, 8, 30, 0, 0]}),
-        summ(3, {"1": 100}, {"0:1": [100, 0], "2:1": [20, 0]}, held=5),  # 2:1: the killed one's
+        summ(3, {"1": 100, str(0xE0000001): 9}, {"0:1": [100, 0], "2:1": [20, 0], f"0:{0xE0000001}": [9, 0]},
+             held=5, via={"0:1": [0, 0, 1, 1], f"0:{0xE0000001}": [0, 0, 1, 4]}),  # 2:1: the killed one's
     ]}
     b = bulk_account(d, killed={2})
     assert b["pairs"]["0->3"]["lost"] == 0
@@ -132,5 +133,8 @@ def test_bulk_account_counts_losses_by_cause_across_a_restart():
     assert b["pairs"]["3->2"]["delivered"] == 90 and b["pairs"]["3->2"]["lost"] == 5
     assert "killed agent" in b["pairs"]["3->2"]["cause"] and b["lost_to_killed"] == 5
     assert b["pairs"]["2->1"] == {"made": 30, "delivered": 30, "flows": [new], "held": 0, "lost": 0, "cause": None}
-    assert b["delivered_from_killed_incarnations"] == 20 and b["duplicates"] == 0
+    assert b["delivered_from_killed_incarnations"] == 20
+    # a bulk frame's second copy is a duplicate (bulk is sent once); a resent stream frame's is not
+    assert b["duplicates"] == 1 and b["stream_copies_dropped"] == 4 and "3->2" in b["pairs"]
+    assert all(int(k.split("->")[0]) < 4 for k in b["pairs"]), "streams are not bulk pairs"
     assert reflow(d, "h2x0", 2, 1) == {"first_sent_ns": 7, "first_delivered_ns": 123}

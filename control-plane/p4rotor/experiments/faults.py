@@ -34,7 +34,7 @@ from ..control import fault_plan as FP
 from ..faults.capture import interface_names, read_rotor_frames
 from ..faults.inject import HARNESS_KINDS, Injector
 from ..plotting import pyplot
-from .faults_load import Load, load_report, load_table, parse_traffic
+from .faults_load import RECOVERY_S as LOAD_RECOVERY_S, Load, load_report, load_table, parse_traffic
 from .runner import launch, run_probes, say
 
 ORIGIN_AFTER_T0_S = 40.0   # wall s from slot 0 to the probes' start: the fabric is up by then (~5 s here)
@@ -80,7 +80,7 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
     if "bulk" not in tl and any(f.kind == "agent-kill" for f in fp.faults):
         raise FP.FaultPlanError(f"{path}: agent-kill faults need agents: --traffic bulk or bulk,tcp")
     last_us = max(max(f.end_us or 0, f.start_us + (f.restart_after_us or 0)) for f in fp.faults)
-    duration = last_us * dilation / 1e6 + RECOVERY_S
+    duration = last_us * dilation / 1e6 + (LOAD_RECOVERY_S if tl else RECOVERY_S)
     out.mkdir(parents=True, exist_ok=True)
     ctrl = [f for f in fp.faults if f.kind not in HARNESS_KINDS]
     controller_args: tuple[str, ...] = ()
