@@ -319,7 +319,7 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
         row["bulk_frames_lost_to_it"] = p_in
         row["bulk_bytes_lost_to_it"] = p_in * PAYLOAD
         row["noticed_after_kill_ms"] = ev.get("noticed", {}).get("after_kill_ms")
-        if "restarted" in ev:
+        if "restarted" in ev and "killed" in ev:
             kill_ns = ev["killed"]["t_ns"]
             row["restarted_after_kill_ms"] = ev["restarted"]["after_kill_ms"]
             row["listening_after_restart_ms"] = ev.get("listening", {}).get("after_restart_ms")
