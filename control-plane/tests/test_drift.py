@@ -96,3 +96,12 @@ def test_drift_rewrites_the_offset_every_period_and_keeps_it_after_its_end(blob,
     assert gens == list(range(gens[0], gens[0] + len(gens))), "a new generation each, never a clear"
     assert all(u.type == p4r.Update.MODIFY for u in fake.updates_for(dp.T_CONFIG)[1:])
     assert read_status(status)["switches"]["rotor0"]["injected_skew_us"] == 15000
+
+
+def test_the_drift_plan_validates_against_the_faults_experiments_topology():
+    from p4rotor import schedule as S
+    from p4rotor.experiments.faults import default_plan_path
+
+    topo = TP.generate(S.dilate(S.generate_opera(8, 4, 1000, 100), 100), "schedule.json", hosts_per_rack=1)
+    [d] = FP.load(default_plan_path().parent / "drift.json", topo).faults
+    assert (d.kind, d.switch, d.ppm) == ("clock-drift", "tor2", 2000.0)
