@@ -108,13 +108,15 @@ class Load:
         self._threads.append(t)
 
     def _sample(self) -> None:
-        """Frames delivered, summed over every receiver's progress file; a receiver whose counts
-        went down was restarted: its new counts are new frames."""
+        """Bulk frames delivered, summed over every receiver's progress file; a receiver whose
+        counts went down was restarted: its new counts are new frames."""
         prev: dict[tuple[str, str], int] = {}
         total = 0
         while not self._stop.wait(SAMPLE_S):
             for name, _ in list(self.agents.procs):
                 for key, (n, _) in self.agents.progress_of(name).items():
+                    if not is_bulk(int(key.split(":")[1])):
+                        continue
                     p = prev.get((name, key), 0)
                     total += n - p if n >= p else n
                     prev[(name, key)] = n
