@@ -214,8 +214,10 @@ def bulk_account(d: dict, killed: set[int]) -> dict:
                 continue
             made[(s["rack"], int(fl))] = made.get((s["rack"], int(fl)), 0) + n
             dst_of[(s["rack"], int(fl))] = (s["rack"] + 3) % max(1, len(d["where"]))
-        held_by_origin[s["rack"]] = held_by_origin.get(s["rack"], 0) + s["held_local"]
-        for o, n in (s.get("held_relay_by_origin") or {}).items():
+        # bulk frames only: streams' frames are held beside them (rlbd's per-flow and bulk counts)
+        own = sum(n for k, n in (s.get("held_local_by_flow") or {}).items() if is_bulk(int(k.split(":")[1])))
+        held_by_origin[s["rack"]] = held_by_origin.get(s["rack"], 0) + own
+        for o, n in (s.get("held_relay_bulk_by_origin") or {}).items():
             held_by_origin[int(o)] = held_by_origin.get(int(o), 0) + n
     delivered: dict[tuple[int, int], int] = {}
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 from .. import cliutil
 
-ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM = 1, 2, 3, 4, 5, 6, 7, 8
+ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM, DROP_FLOW = 1, 2, 3, 4, 5, 6, 7, 8, 9
 WIN_DONE, DELIVER, REPLY, READY = 100, 101, 200, 300
 STREAM_MAX = 60_000  # bytes per ADD_STREAM message (rlbd splits them into frames)
 # WIN_ADD kinds: relayed frames for the window's peer (second hop); own frames to the peer;
@@ -176,6 +176,11 @@ class DataPath:
             last = fin and i + STREAM_MAX >= len(data)
             queued = struct.unpack("<I", self._call(ADD_STREAM, struct.pack("<HBBI", dst, last, 0, flow) + part))[0]
         return queued
+
+    def drop_flow(self, dst: int, flow: int) -> int:
+        """Forget stream ``flow``'s frames for rack ``dst`` (its connection was reset): those queued
+        are dropped, those sent and unacknowledged never resent.  Returns how many."""
+        return struct.unpack("<I", self._call(DROP_FLOW, struct.pack("<HHI", dst, 0, flow)))[0]
 
     def state(self) -> tuple[dict[int, int], list[tuple[int, int, int, int]]]:
         """Own frames per destination, and the relayed frames as (dst, origin, accepted slot, frames)

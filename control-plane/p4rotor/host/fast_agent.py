@@ -225,6 +225,8 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "duplicates": d["duplicates"], "sent": {**d["sent"], **agent.sent},
             "held_local": d["held_local"], "held_relay": d["held_relay"],
             "held_relay_by_origin": d["held_relay_by_origin"], "relay_delay_slots": d["relay_delay_slots"],
+            "held_relay_bulk_by_origin": d.get("held_relay_bulk_by_origin"),
+            "held_local_by_flow": d.get("held_local_by_flow"),
             "missed": dict(agent.missed), "quiet_offers": agent.quiet, "refused": d["refused"],
             "pacing_error_us": d["pacing_error_us"], "transit_us": d["transit_us"], "fill": agent.fill,
             "windows": d["windows"], "injected_loss": d["injected_loss"],
@@ -232,6 +234,7 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
             "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
+            "stream_frames_dropped": d.get("stream_frames_dropped"),
             "late_adds": d["late_adds"],
             "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}

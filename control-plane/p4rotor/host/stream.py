@@ -27,7 +27,9 @@ stream of its own.
   the connection id ``N << INCARNATION_SHIFT``, ended at once).  A peer that receives it resets
   every connection it has with that rack (the application sees ECONNRESET: SO_LINGER 0) and counts
   them (``reset_peer_restarted``): a connection across an agent restart ends cleanly, at once, not
-  after a timeout.  The stream's frames its predecessor had not delivered are never delivered (the
+  after a timeout.  Its frames still queued at the peer's rlbd, or sent and unacknowledged, are
+  dropped (``stream_frames_dropped``, rlbd's DROP_FLOW): they would take the restarted agent's
+  windows from the connections that come after.  The stream's frames its predecessor had not delivered are never delivered (the
   restarted rlbd waits for their first frame, which its predecessor had): nothing is duplicated.
 * Back-pressure: once more than ``HIGH_FRAMES`` of the host's frames wait for that rack, the
   agent stops reading the application's socket until they are under ``LOW_FRAMES`` again, so
@@ -149,6 +151,8 @@ class Splitter:
             del self.conns[k]
         for c in gone.values():
             c.reset = True
+            # its frames still queued or awaiting an ACK would only fill the restarted peer's windows
+            self.counts["stream_frames_dropped"] += self.dp.drop_flow(c.rack, c.send_flow)
             if c.writer is not None:
                 sock = c.writer.get_extra_info("socket")
                 try:  # RST, not FIN: the application must not take a cut stream for a whole one
