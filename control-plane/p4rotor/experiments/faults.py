@@ -102,8 +102,13 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
                  **({"offset_us": int(f.offset_us * dilation)} if f.offset_us is not None else {})) for f in ctrl]}
         (out / "controller-plan.json").write_text(json.dumps(shifted, indent=1))
         controller_args += ("--faults", str(out / "controller-plan.json"))
+    # Under load the switches run under SCHED_RR (as in the FCT experiment): 8 agents, their rlbd
+    # and iperf3 otherwise delay them by milliseconds, and frames leave after their circuit's day
+    # (8 of 60 295 rotor frames, up to 22 ms late, at SCHED_OTHER).  No idle CPU polls, and the
+    # agents keep the default policy: with both (as the FCT experiment runs), one rlbd went 10 s
+    # without answering its agent.
     emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=_epsilon(sched),
-                       controller_args=controller_args, target=target)
+                       controller_args=controller_args, target=target, realtime=bool(tl), idle_poll=False)
     capture = load = load_data = None
     # The fabric's clock as first installed: a restarted controller adopts it, but re-measures
     # its own offsets, so the t0 it reports can differ by its estimate's error.

@@ -21,6 +21,7 @@ iperf3's JSON, the supervisor's events.  ``report`` judges it (``CHECKS``).
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -28,6 +29,7 @@ from pathlib import Path
 from ..control.fault_plan import FaultPlanError
 from ..fabric.agents import Agents, start_agents, start_lead_s
 from ..fabric.supervise import Supervisor
+from ..fabric.switch import stop_process_group
 from ..host.agent_cli import INCARNATION_FLOW_SHIFT
 from ..rotorlb import wire
 
@@ -91,7 +93,8 @@ class Load:
                                    end_ns=self.end_ns, datapath="c", tcp_split="tcp" in self.traffic,
                                    retransmit_us=RETRANSMIT_CYCLES * self.ds.hyperperiod_us,
                                    resend_streams_only=True)
-        self.supervisor = Supervisor(self.agents, self.emu.t0_ns, self.H, note=self.note).start()
+        self.supervisor = Supervisor(self.agents, self.emu.t0_ns, self.H, note=self.note,
+                                     restart_until_ns=self.stop_ns).start()
         self._spawn(self._sample)
         if "tcp" in self.traffic:
             self.tcp_src, self.tcp_dst = self.topo.racks[0].hosts[0].name, self.topo.racks[tcp_dst].hosts[0].name
@@ -135,7 +138,12 @@ class Load:
             # it ends 2 s before the bulk stops: its last exchange crosses while the agents run
             p = self.emu.popen(self.tcp_src, ["iperf3", "-c", self.tcp_addr, "-p", str(TCP_PORT), "-t", str(int(left) - 2),
                                               "-J", "-i", "0.5", "--connect-timeout", "30000"])
-            out, _ = p.communicate()
+            try:  # a client still waiting when the agents end would wait forever
+                out, _ = p.communicate(timeout=max(1.0, (self.end_ns - time.time_ns()) / 1e9))
+            except subprocess.TimeoutExpired:
+                stop_process_group(p)
+                out = b'{"error": "still running when the agents ended: stopped"}'
+
             i = len(self.tcp_runs)
             (d / f"client-{i}.json").write_bytes(out)
             try:
@@ -150,8 +158,6 @@ class Load:
 
     def abort(self) -> None:
         """A run that failed: everything of the load stopped, by PID."""
-        from ..fabric.switch import stop_process_group
-
         self._stop.set()
         if self.supervisor is not None:
             self.supervisor.stop()
@@ -169,8 +175,6 @@ class Load:
         summaries = self.agents.wait(max(0.0, left) + 120)
         server = []
         if self.server is not None:
-            from ..fabric.switch import stop_process_group
-
             stop_process_group(self.server)
             self.server_log.close()
             text = (self.out / "iperf3" / "server.json").read_text(errors="replace")

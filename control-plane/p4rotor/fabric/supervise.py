@@ -26,8 +26,12 @@ MAX_RESTARTS = 8
 
 
 class Supervisor:
-    def __init__(self, agents: Agents, t0_ns: int, hyperperiod_ns: int, note=lambda host, what, **kw: None):
+    def __init__(self, agents: Agents, t0_ns: int, hyperperiod_ns: int, note=lambda host, what, **kw: None,
+                 restart_until_ns: int = 1 << 62):
+        """``restart_until_ns``: a death noticed after this (the run's traffic over) is noted, not
+        restarted."""
         self.agents, self.t0_ns, self.H = agents, t0_ns, hyperperiod_ns
+        self.restart_until_ns = restart_until_ns
         self.note = note
         self.delay_s: dict[str, float | None] = {}   # host -> restart delay of its next death (None: none)
         self.killed_ns: dict[str, int] = {}
@@ -76,7 +80,7 @@ class Supervisor:
         self.note(name, "noticed", exit=p.returncode, pid=p.pid,
                   **({"after_kill_ms": (now - killed) / 1e6} if killed is not None else {}))
         delay = self.delay_s.pop(name, 0.0)
-        if delay is None or self.restarts.get(name, 0) >= MAX_RESTARTS:
+        if delay is None or self.restarts.get(name, 0) >= MAX_RESTARTS or now > self.restart_until_ns:
             return
         if self.stopping.wait(max(0.0, (killed or now) / 1e9 + delay - time.time())):
             return
