@@ -8,6 +8,10 @@ checks afterwards that no frame left a rotor on a circuit its schedule did not h
 moment (wrong or dark circuit: must be 0).  Per fault: probes lost in its window, switch drops by
 cause, recovery (a restarted switch: listening, re-installed, first probe through it again).
 
+With ``traffic`` ("bulk" or "bulk,tcp") RotorLB agents move bulk, and an iperf3 connection crosses
+through them, while the plan is applied (faults_load.py: a killed agent restarted by the
+harness, what each fault cost the bulk and the connection, the PASS bounds).
+
 With ``corropt_threshold`` the controller runs the live CorrOpt monitor (``p4rotor control
 --corropt-threshold``): the plan's lossy links are measured from the rotors' counters and turned
 off while every slice stays connected; the report checks each decision against the configured
