@@ -21,6 +21,9 @@
  *   5 STATS      path (NUL-terminated): the counts as JSON, written there -> reply: u32 1 (written) or 0
  *   6 LINK       u64 gap_ns: the host's link over every window (0: no cap)        (no reply)
  *   7 STOP       (no reply; rlbd exits)
+ *   8 ADD_STREAM u16 dst, u8 fin, u8 0, u32 flow, bytes      -> reply: u32 frames queued for dst
+ *   9 DROP_FLOW  u16 dst, u16 0, u32 flow: forget the flow's frames queued for dst, and resend none
+ *                  of those sent (its connection was reset)  -> reply: u32 frames dropped
  * Events, unrequested: 100 WIN_DONE u32 win, u32 sent, u32 returned (the window ended; what it
  * could not send went back to the head of its queues).  Replies: 200, the request id, the payload.
  */
@@ -330,6 +333,11 @@ typedef struct { inflight_t *v; size_t cap, head, n; } infq_t;
 static infq_t inflight;
 static uint64_t retransmit_ns;          /* 0: never resend, owe no ACKs */
 static int ack_direct, ll_sock = -1;    /* ACKs over the direct circuit, or the low-latency class */
+/* --resend-streams-only: only stream frames (FL_PAYLOAD) are kept for resending; a bulk frame is
+ * sent once, so it is delivered at most once even to a restarted receiver (whose record of what it
+ * had delivered died with it), and a lost one is counted lost. */
+static int resend_streams_only;
+static uint64_t c_dropped; /* frames of reset connections forgotten (DROP_FLOW) */
 typedef struct { uint32_t *v; size_t n, cap; } owed_t; /* flow, seq pairs */
 static owed_t owed[MAX_RACKS];
 static uint64_t c_resent, c_acks_in, c_acks_out, last_ack_flush, last_resend_scan;
@@ -540,6 +548,7 @@ static void stats_reply(uint32_t req, const char *path) {
        c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames);
     jp("\"stream_bytes\":{\"in\":%lu,\"out\":%lu,\"waiting_beyond_a_million\":%lu},", c_stream_bytes_in,
        c_stream_bytes_out, c_pend_full);
+    jp("\"stream_frames_dropped\":%lu,", c_dropped);
     jp("\"retransmitted\":%lu,\"unacknowledged\":%lu,\"acks_in\":%lu,\"acks_out\":%lu,", c_resent,
        retransmit_ns ? unacknowledged() : 0, c_acks_in, c_acks_out);
     jp("\"late_adds\":%lu,", c_late_add);
@@ -563,6 +572,21 @@ static void stats_reply(uint32_t req, const char *path) {
     for (int d = 0; d < nracks; d++)
         for (size_t i = 0; i < relay_q[d].n; i++) by_origin[deq_at(&relay_q[d], i)->origin]++;
     jp_counts(by_origin, nracks);
+    /* the same without stream frames (they carry a payload), and own frames held per destination:flow: a
+     * harness tells bulk from streams by them (experiments/faults_load.py) */
+    jp("},\"held_relay_bulk_by_origin\":{");
+    memset(by_origin, 0, sizeof by_origin);
+    for (int d = 0; d < nracks; d++)
+        for (size_t i = 0; i < relay_q[d].n; i++)
+            if (!(deq_at(&relay_q[d], i)->fl & FL_PAYLOAD)) by_origin[deq_at(&relay_q[d], i)->origin]++;
+    jp_counts(by_origin, nracks);
+    jp("},\"held_local_by_flow\":{");
+    first = 1;
+    for (int d = 0; d < nracks; d++)
+        for (size_t i = 0; i < local_q[d].nflows; i++)
+            if (local_q[d].flows[i].frames)
+                jp("%s\"%d:%u\":%lu", first ? "" : ",", d, local_q[d].flows[i].flow, local_q[d].flows[i].frames),
+                    first = 0;
     jp("},\"delivered\":{");
     jp_counts(delivered_from, nracks);
     jp("},\"delivered_in_window\":{");
@@ -685,6 +709,37 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
             queued = (uint32_t)local_q[dst].frames;
         }
         reply(req, &queued, 4);
+    } else if (op == 9 && n >= 16) {
+        uint16_t dst;
+        uint32_t flow, dropped = 0;
+        memcpy(&dst, p, 2), memcpy(&flow, p + 4, 4);
+        if (dst >= nracks || dst == me) {
+            c_bad_ctl++;
+        } else {
+            fq_t *f = &local_q[dst];
+            for (size_t i = 0; i < f->nflows; i++) {
+                if (f->flows[i].flow != flow) continue;
+                fq_flow_t *q = &f->flows[i];
+                for (size_t j = 0; j < q->q.n; j++) free(deq_at(&q->q, j)->buf);
+                dropped += (uint32_t)q->frames;
+                f->frames -= q->frames;
+                free(q->q.v);
+                memmove(&f->flows[i], &f->flows[i + 1], (f->nflows - i - 1) * sizeof *f->flows);
+                f->nflows--;
+                if (f->turn > i) f->turn--;
+                if (f->turn >= f->nflows) f->turn = 0;
+                break;
+            }
+            txflow_t *t = tx_get(flow);
+            if (retransmit_ns) /* sent and not acknowledged: taken as acknowledged, never resent */
+                for (size_t k = 0; k < inflight.n; k++) {
+                    inflight_t *e = &inflight.v[(inflight.head + k) & (inflight.cap - 1)];
+                    if (e->flow == flow && e->dst == dst && !bit_get(t->acked, t->acked_bytes, e->seq))
+                        bit_set(&t->acked, &t->acked_bytes, e->seq), dropped++;
+                }
+            c_dropped += dropped;
+        }
+        reply(req, &dropped, 4);
     } else if (op == 7) {
         exit(0);
     } else {
@@ -900,7 +955,9 @@ static uint64_t pace(window_t *w, uint64_t now) {
                 txflow_t *t = tx_get(it->flow);
                 if (!t->first) t->first = now;
                 t->last = now, t->sent++;
-                if (retransmit_ns) { inflight_push(it, now); it->buf = NULL; } /* kept until acknowledged */
+                if (retransmit_ns && (!resend_streams_only || (it->fl & FL_PAYLOAD))) {
+                    inflight_push(it, now); it->buf = NULL; /* kept until acknowledged */
+                }
             }
             free(it->buf); /* sent: a relayed copy, or no retransmission */
             it->buf = NULL;
@@ -946,6 +1003,7 @@ int main(int argc, char **argv) {
         else if (ARG("--measure")) sscanf(v, "%lu,%lu", &measure_a, &measure_b);
         else if (ARG("--retransmit-ns")) retransmit_ns = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--ack-direct")) ack_direct = 1;
+        else if (!strcmp(a, "--resend-streams-only")) resend_streams_only = 1;
         else if (ARG("--spin-ns")) spin_max = strtoull(v, NULL, 10);
         else if (ARG("--lose-every")) lose_every = strtoull(v, NULL, 10); /* tests only */
         else if (ARG("--ll-tos")) ll_tos = atoi(v);

@@ -352,12 +352,12 @@ def test_cli_acts_on_clock_skew_and_loss_only_and_says_so(tmp_path, topo_file):
              {"kind": "loss", "start_us": 10, "end_us": 20, "rotor": "rotor0", "port": 1, "direction": "out",
               "rate": 0.05})
     said: list[str] = []
-    skews, losses = _plan_faults(p, topo, {"rotor0", "tor1"}, said.append)
+    skews, losses, drifts = _plan_faults(p, topo, {"rotor0", "tor1"}, said.append)
     assert skews == [C.ClockSkew("tor1", 200, 100_000)]
     assert losses == [C.LossFault("rotor0", C.LinkLoss(1, "out", 0.05, None), 10, 20)]
     assert said == ["--faults: controller-crash, link-down faults are applied by the harness, not the controller: "
                     "ignored here",
-                    "--faults: clock skew on tor2 ignored: not driven by this controller (--only)"]
+                    "--faults: clock skew/drift on tor2 ignored: not driven by this controller (--only)"]
 
 
 def test_loss_fault_entries_are_written_at_start_and_removed_at_end(blob, tmp_path):

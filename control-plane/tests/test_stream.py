@@ -164,3 +164,94 @@ def test_a_bulk_address_of_another_host_index_is_refused_and_counted():
             close()
 
     assert asyncio.run(main())["other_plane"] == 1
+
+
+def test_a_connection_across_a_peer_restart_is_reset_at_once_and_counted():
+    """Rack 1's agent dies mid-connection and a new one (incarnation 1) starts on the same port:
+    its announcement resets rack 0's connection with it (ECONNRESET, not a hang), counted; the
+    new agent's connection ids are not its predecessor's."""
+    from p4rotor.host.stream import FORWARD, INCARNATION_SHIFT
+
+    async def main():
+        kw = dict(tos=0, retransmit_ns=200_000_000, ll_tos=0, resend_streams_only=True)
+        a = DataPath(0, 2, 1400, {1: ("127.0.1.2", 9988)}, bind="127.0.1.1", port=9988, **kw)
+        paths = {1: DataPath(1, 2, 1400, {0: ("127.0.1.1", 9988)}, bind="127.0.1.2", port=9988, **kw)}
+        loop = asyncio.get_running_loop()
+        a.start()
+        paths[1].start()
+        sa, sb = Splitter(a, 0, 2), Splitter(paths[1], 1, 2)
+        a.on_deliver, paths[1].on_deliver = sa.delivered, sb.delivered
+        loop.add_reader(a.fileno(), a.pump)
+        loop.add_reader(paths[1].fileno(), paths[1].pump)
+        await sa.start("127.0.1.1", 9979)
+        await sb.start("127.0.1.2", 9979)
+        sa.resolve = lambda sock: ("10.200.1.1", SERVER_PORT)
+
+        async def windows():
+            w = 0
+            while True:
+                w += 1
+                for dp, peer in ((a, 1), (paths[1], 0)):
+                    try:
+                        dp.win_open(w, 0, peer, w, time.time_ns() + 50_000_000, 20_000)
+                        dp.win_add(w, DIRECT, peer, 10**6)
+                    except Exception:  # rack 1's data path between its death and its restart
+                        pass
+                await asyncio.sleep(0.05)
+
+        task = asyncio.ensure_future(windows())
+        got = bytearray()
+
+        async def server(r, w):
+            while chunk := await r.read(65536):
+                got.extend(chunk)
+
+        srv = await asyncio.start_server(server, "127.0.0.1", SERVER_PORT)
+        try:
+            r, w = await asyncio.open_connection("127.0.1.1", 9979)
+            w.write(b"x" * 100_000)
+            await w.drain()
+            for _ in range(100):
+                if len(got) == 100_000:
+                    break
+                await asyncio.sleep(0.05)
+            # rack 1's agent dies: its splitter and rlbd go, with everything they knew
+            sb.close()
+            sb.server.close()
+            loop.remove_reader(paths[1].fileno())
+            paths[1].stop()
+            await asyncio.sleep(0.1)
+            b2 = paths[1] = DataPath(1, 2, 1400, {0: ("127.0.1.1", 9988)}, bind="127.0.1.2", port=9988, **kw)
+            b2.start()
+            sb2 = Splitter(b2, 1, 2, incarnation=1)
+            b2.on_deliver = sb2.delivered
+            loop.add_reader(b2.fileno(), b2.pump)
+            await sb2.start("127.0.1.2", 9979)
+            sb2.announce_restart([0])
+            with pytest.raises(ConnectionResetError):
+                for _ in range(200):  # the application's next read or write fails: reset
+                    w.write(b"y" * 1000)
+                    await w.drain()
+                    if not await asyncio.wait_for(r.read(1), 10):
+                        break
+            assert sb2.next_cid == (1 << INCARNATION_SHIFT) + 1
+            await asyncio.sleep(0.2)
+            return len(got), sa.summary(), sb2.summary()
+        finally:
+            task.cancel()
+            srv.close()
+            for s in (sa,):
+                s.close()
+                s.server.close()
+            loop.remove_reader(a.fileno())
+            a.stop()
+            if paths[1] is not None:
+                loop.remove_reader(paths[1].fileno())
+                paths[1].stop()
+
+    n, src, dst = asyncio.run(main())
+    assert n == 100_000
+    assert src["peer_restarts"] == 1 and src["reset_peer_restarted"] == 1 and src["open"] == 0
+    assert src["stream_frames_dropped"] >= 0  # what was still queued for, or unacknowledged by, the dead one
+    assert src.get("reset_by_application", 0) == 0
+    assert dst["restart_announced"] == 1 and dst.get("accepted", 0) == 0

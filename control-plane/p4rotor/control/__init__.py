@@ -26,7 +26,8 @@ from .errors import ControllerError, NotPrimaryError  # noqa: F401
 from .loss_monitor import Estimate, LossMonitor  # noqa: F401
 from .p4info import check_p4info  # noqa: F401
 from .roles import Role, SwitchRuntime, SwitchSpec, Trace, rotor_role  # noqa: F401
-from .skew import ClockSkew, LossFault, ResyncCheck, loss_changes, skew_at, skew_changes  # noqa: F401
+from .skew import (ClockDrift, ClockSkew, LossFault, ResyncCheck, drift_at, drift_changes, loss_changes,  # noqa: F401
+                   skew_at, skew_changes)
 from .installer import INSTALL_CONCURRENCY  # noqa: F401
 from .options import CorrOptOptions, InjectedFaults, ResyncOptions, SignalOptions  # noqa: F401
 from .runtime import Controller, RotorController  # noqa: F401

@@ -131,13 +131,13 @@ def _with_clock_ifaces(specs, items: list[str]):
     return [by_name[sp.name] for sp in specs]
 
 
-def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
-    """The fault plan's clock-skew and loss faults on the switches this controller drives, as
-    ``ClockSkew`` and ``LossFault`` values.  The plan is validated whole (a bad one: one line,
+def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list, list]:
+    """The fault plan's clock-skew, loss and clock-drift faults on the switches this controller
+    drives, as ``ClockSkew``, ``LossFault`` and ``ClockDrift`` values.  The plan is validated whole (a bad one: one line,
     exit 2); its other kinds are applied by the harness, not here: one line says so."""
     from .fault_plan import FaultPlanError, load
     from .entities import LinkLoss
-    from .skew import ClockSkew, LossFault
+    from .skew import ClockDrift, ClockSkew, LossFault
 
     try:
         plan = load(path, topo)
@@ -145,15 +145,18 @@ def _plan_faults(path: str, topo, driven: set[str], say) -> tuple[list, list]:
         die(str(ex))
     skews = [ClockSkew(f.switch, f.offset_us, f.start_us, f.end_us) for f in plan.faults
              if f.kind == "clock-skew" and f.switch in driven]
+    drifts = [ClockDrift(f.switch, f.ppm, f.start_us, f.end_us) for f in plan.faults
+              if f.kind == "clock-drift" and f.switch in driven]
     losses = [LossFault(f.rotor, LinkLoss(f.port, f.direction, f.rate, f.matching), f.start_us, f.end_us)
               for f in plan.faults if f.kind == "loss" and f.rotor in driven]
-    others = sorted({f.kind for f in plan.faults if f.kind not in ("clock-skew", "loss")})
+    others = sorted({f.kind for f in plan.faults if f.kind not in ("clock-skew", "clock-drift", "loss")})
     if others:
         say(f"--faults: {', '.join(others)} faults are applied by the harness, not the controller: ignored here")
-    elsewhere = sorted({f.switch for f in plan.faults if f.kind == "clock-skew" and f.switch not in driven})
+    elsewhere = sorted({f.switch for f in plan.faults
+                        if f.kind in ("clock-skew", "clock-drift") and f.switch not in driven})
     if elsewhere:
-        say(f"--faults: clock skew on {', '.join(elsewhere)} ignored: not driven by this controller (--only)")
-    return skews, losses
+        say(f"--faults: clock skew/drift on {', '.join(elsewhere)} ignored: not driven by this controller (--only)")
+    return skews, losses, drifts
 
 
 def cmd_control(a: argparse.Namespace) -> int:
@@ -209,7 +212,8 @@ def cmd_control(a: argparse.Namespace) -> int:
             roles = fabric_roles(topo, build, epsilon_us=a.epsilon_us,
                                  only=set(a.only.split(",")) if a.only else None, target=target,
                                  clock_ifaces=clock_ifaces, pipelines=pipelines)
-            skews, losses = _plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults else ([], [])
+            skews, losses, drifts = (_plan_faults(a.faults, topo, {r.spec.name for r in roles}, say) if a.faults
+                                     else ([], [], []))
             corropt = None
             if threshold is not None:
                 import dataclasses
@@ -225,7 +229,7 @@ def cmd_control(a: argparse.Namespace) -> int:
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
                                                   epsilon_us=a.epsilon_us, only=only, target=target,
                                                   clock_ifaces=clock_ifaces, pipelines=pipelines))
-            ctl = Controller(roles, faults=InjectedFaults(skews, losses), corropt=corropt, **common)
+            ctl = Controller(roles, faults=InjectedFaults(skews, losses, drifts), corropt=corropt, **common)
         else:
             s = S.load(a.schedule)
             specs = (list(pipeline_specs(a.pipeline).values()) if nikss

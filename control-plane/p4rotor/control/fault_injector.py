@@ -1,10 +1,12 @@
 """A fault plan's faults the controller applies itself, each at its times (schedule us from
 slot 0) through the one timed-change helper (``RunClock.at_schedule_times``): clock skew (the
-slot config's offset jumps, skew.py) and optical loss (a rotor's loss tables)."""
+slot config's offset jumps, skew.py), clock drift (the offset rewritten every
+``skew.DRIFT_PERIOD_US`` with what the drift has gained) and optical loss (a rotor's loss tables)."""
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import time
 from typing import TYPE_CHECKING
 
@@ -14,7 +16,7 @@ from .. import p4 as dp
 from .entities import loss_entries
 from .options import InjectedFaults
 from .roles import SwitchRuntime
-from .skew import loss_changes, skew_at, skew_changes
+from .skew import drift_at, drift_changes, loss_changes, skew_at, skew_changes
 
 if TYPE_CHECKING:
     from .runtime import Controller
@@ -26,26 +28,32 @@ class FaultInjector:
     def __init__(self, ctl: "Controller", faults: InjectedFaults):
         self.ctl = ctl
         self.skews = tuple(faults.skews)
+        self.drifts = tuple(faults.drifts)
         self.losses = tuple(faults.losses)
 
     def skewed(self, switch: str) -> bool:
-        return any(sk.switch == switch for sk in self.skews)
+        return any(sk.switch == switch for sk in (*self.skews, *self.drifts))
 
     def lossy(self, switch: str) -> bool:
         return any(x.switch == switch for x in self.losses)
 
     def skew_now(self, switch: str) -> int:
         """How far ``switch``'s emulated clock is off now (0 before slot 0: nothing is live)."""
-        return skew_at(self.skews, switch, self.ctl.clock.schedule_us())
+        return self._want(switch, self.ctl.clock.schedule_us())
+
+    def _want(self, switch: str, t_us: float) -> int:
+        """Jumps and drifts together: how far ``switch``'s emulated clock is off at ``t_us``."""
+        return skew_at(self.skews, switch, t_us) + drift_at(self.drifts, switch, t_us)
 
     # -- clock skew (clock mode) ----------------------------------------------------------
     async def inject_skew(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
-        await self.ctl.clock.at_schedule_times(skew_changes(self.skews, sw.name),
+        times = heapq.merge(skew_changes(self.skews, sw.name), drift_changes(self.drifts, sw.name))
+        await self.ctl.clock.at_schedule_times(times,
                                                lambda t: self._apply_skew(sw, rt, t))
 
     async def _apply_skew(self, sw: fy.Switch, rt: SwitchRuntime, t_us: float) -> None:
         ctl = self.ctl
-        want = skew_at(self.skews, sw.name, t_us)
+        want = self._want(sw.name, t_us)
         async with rt.clock_lock:
             if want == rt.injected_skew_us:
                 return

@@ -8,7 +8,9 @@
   {"kind": "switch-crash", "start_us": 1000000, "switch": "rotor1", "restart_after_us": 300000},
   {"kind": "controller-crash", "start_us": 1000000, "restart_after_us": 500000},
   {"kind": "clock-skew", "start_us": 0, "switch": "tor3", "offset_us": 200},
-  {"kind": "host-pause", "start_us": 200000, "end_us": 400000, "host": "h0x0"}]}
+  {"kind": "host-pause", "start_us": 200000, "end_us": 400000, "host": "h0x0"},
+  {"kind": "clock-drift", "start_us": 0, "end_us": 2000000, "switch": "tor1", "ppm": 50},
+  {"kind": "agent-kill", "start_us": 300000, "host": "h5x0", "restart_after_us": 10000}]}
 ```
 
 Validated like schedules and topologies: against the topology (names and ports exist), every
@@ -24,7 +26,9 @@ from typing import Any
 
 from ..schedule.topology import Topology
 
-KINDS = ("loss", "link-down", "switch-crash", "controller-crash", "clock-skew", "host-pause")
+KINDS = ("loss", "link-down", "switch-crash", "controller-crash", "clock-skew", "clock-drift", "host-pause",
+         "agent-kill")
+MAX_PPM = 100_000  # a rate error of 10 %: a clock further off than that is not drifting, it is broken
 MAX_US = 10 ** 12  # ~11.6 days of schedule time: anything beyond is a typo
 _FIELDS = {
     "loss": {"rotor", "port", "direction", "rate", "matching", "end_us"},
@@ -33,6 +37,8 @@ _FIELDS = {
     "controller-crash": {"restart_after_us"},
     "clock-skew": {"switch", "offset_us", "end_us"},
     "host-pause": {"host", "end_us"},
+    "clock-drift": {"switch", "ppm", "end_us"},
+    "agent-kill": {"host", "restart_after_us"},
 }
 
 
@@ -53,6 +59,7 @@ class Fault:
     matching: int | None = None      # loss: only while this matching is live
     host: str | None = None
     offset_us: int | None = None     # clock-skew
+    ppm: float | None = None         # clock-drift: the clock runs this many parts per million fast
     restart_after_us: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +147,16 @@ def from_json(d: Any, topo: Topology) -> FaultPlan:
         elif kind == "clock-skew":
             kw["switch"] = _name(f.get("switch"), f"{where}: switch", set(rotors) | set(tors))
             kw["offset_us"] = _int(f.get("offset_us"), f"{where}: offset_us", -10 ** 9, 10 ** 9)
+        elif kind == "clock-drift":
+            kw["switch"] = _name(f.get("switch"), f"{where}: switch", set(rotors) | set(tors))
+            ppm = f.get("ppm")
+            if type(ppm) not in (int, float) or ppm != ppm or not 0 < abs(ppm) <= MAX_PPM:
+                raise FaultPlanError(f"{where}: ppm must be a non-zero number in -{MAX_PPM}..{MAX_PPM}, got {ppm!r}")
+            kw["ppm"] = float(ppm)
+        elif kind == "agent-kill":
+            kw["host"] = _name(f.get("host"), f"{where}: host", hosts)
+            if f.get("restart_after_us") is not None:
+                kw["restart_after_us"] = _int(f["restart_after_us"], f"{where}: restart_after_us", 1)
         elif kind == "host-pause":
             kw["host"] = _name(f.get("host"), f"{where}: host", hosts)
             if end is None:

@@ -9,7 +9,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from .errors import ControllerError
-from .skew import ClockSkew, LossFault
+from .skew import ClockDrift, ClockSkew, LossFault
 
 if TYPE_CHECKING:
     from ..schedule import Schedule
@@ -57,19 +57,21 @@ class ResyncOptions:
 
 @dataclasses.dataclass(frozen=True)
 class InjectedFaults:
-    """A fault plan's faults the controller applies itself: clock skews (through the slot
-    config's offset, clock mode) and optical loss (a rotor's loss tables)."""
+    """A fault plan's faults the controller applies itself: clock skews and drifts (through the
+    slot config's offset, clock mode) and optical loss (a rotor's loss tables)."""
 
     skews: Sequence[ClockSkew] = ()
     losses: Sequence[LossFault] = ()
+    drifts: Sequence[ClockDrift] = ()
 
     def check(self, mode: str, roles: Sequence["Role"]) -> None:
         names = {r.spec.name for r in roles}
-        for sk in self.skews:
+        for sk in (*self.skews, *self.drifts):
+            what = "clock skew" if isinstance(sk, ClockSkew) else "clock drift"
             if sk.switch not in names:
-                raise ControllerError(f"clock skew on {sk.switch!r}: not a switch this controller drives")
+                raise ControllerError(f"{what} on {sk.switch!r}: not a switch this controller drives")
             if mode != "clock":
-                raise ControllerError("clock skew is injected in clock mode only (through the slot config's offset)")
+                raise ControllerError(f"{what} is injected in clock mode only (through the slot config's offset)")
         for x in self.losses:
             if x.switch not in names:
                 raise ControllerError(f"loss on {x.switch!r}: not a switch this controller drives")

@@ -50,6 +50,63 @@ def skew_changes(skews: Iterable[ClockSkew], switch: str) -> list[int]:
                    for t in (s.start_us, s.end_us) if t is not None})
 
 
+# A drifting clock is rewritten this often (schedule us): its offset then moves by ppm x this, a
+# step of 5 us at 50 ppm.  Ten slot-config MODIFYs a second per drifting switch.
+DRIFT_PERIOD_US = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class ClockDrift:
+    """One switch's clock runs ``ppm`` parts per million fast (negative: slow) from ``start_us``
+    until ``end_us`` (None: the end of the run), schedule us from slot 0.  What it gained stays
+    when the drift ends (the rate is right again; the offset is not): only a re-sync corrects it."""
+
+    switch: str
+    ppm: float
+    start_us: int
+    end_us: int | None = None
+    period_us: int = DRIFT_PERIOD_US
+
+    def __post_init__(self) -> None:
+        if self.start_us < 0 or (self.end_us is not None and self.end_us <= self.start_us):
+            raise ControllerError(f"clock drift on {self.switch}: bad window {self.start_us}..{self.end_us} us")
+        if not self.ppm or self.period_us <= 0:
+            raise ControllerError(f"clock drift on {self.switch}: ppm {self.ppm} and period {self.period_us} us")
+
+    def gained_us(self, t_us: float) -> float:
+        """How far the drift has moved the clock by schedule time ``t_us``."""
+        if t_us < self.start_us:
+            return 0.0
+        upto = t_us if self.end_us is None else min(t_us, self.end_us)
+        return self.ppm * (upto - self.start_us) / 1e6
+
+
+def drift_at(drifts: Iterable[ClockDrift], switch: str, t_us: float) -> int:
+    """What ``switch``'s drifts have added to its clock at ``t_us``, to the nearest us."""
+    return round(sum(d.gained_us(t_us) for d in drifts if d.switch == switch))
+
+
+def drift_changes(drifts: Iterable[ClockDrift], switch: str):
+    """The schedule times at which ``switch``'s drifting clock is rewritten, in order: every
+    ``period_us`` from each drift's start to its end (lazily: a drift without an end never ends)."""
+    import heapq
+    import itertools
+
+    def one(d: ClockDrift):
+        for k in itertools.count():
+            t = d.start_us + k * d.period_us
+            if d.end_us is not None and t >= d.end_us:
+                yield d.end_us
+                return
+            yield t
+
+    last = None
+    for t in heapq.merge(*[one(d) for d in drifts if d.switch == switch]):
+        if t != last:
+            yield t
+        last = t
+
+
 @dataclasses.dataclass(frozen=True)
 class ResyncCheck:
     """One periodic re-sync check: the installed offset against a fresh estimate."""

@@ -70,6 +70,10 @@ def add_parser(sub) -> None:
     pe.add_argument("--corropt-threshold", type=loss_rate, metavar="RATE",
                     help="faults: the controller runs the live CorrOpt monitor with this loss threshold "
                          "(topologies/faults/corropt.json is a plan for it)")
+    pe.add_argument("--traffic", metavar="bulk[,tcp]",
+                    help="faults: RotorLB agents (rlbd) move bulk between racks (bulk), and an iperf3 connection "
+                         "crosses through them (tcp), while the plan is applied (default plan then "
+                         "topologies/faults/load.json); default: probes only")
     rlb = pe.add_argument_group("rotorlb, fct, apps")
     rlb.add_argument("--rate", type=float, help="agent frames/s per circuit (rotorlb: calibrated on the "
                      "fabric, --quick 300; fct: 100)")
@@ -113,7 +117,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
-                "calibration", "calibrate_only", "replay", "cutoff_real"):
+                "calibration", "calibrate_only", "replay", "cutoff_real", "traffic"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -130,7 +134,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
                       ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows"),
                       ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay"),
-                      ("cutoff_real", "--cutoff-real")):
+                      ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

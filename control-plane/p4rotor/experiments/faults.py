@@ -8,6 +8,10 @@ checks afterwards that no frame left a rotor on a circuit its schedule did not h
 moment (wrong or dark circuit: must be 0).  Per fault: probes lost in its window, switch drops by
 cause, recovery (a restarted switch: listening, re-installed, first probe through it again).
 
+With ``traffic`` ("bulk" or "bulk,tcp") RotorLB agents move bulk, and an iperf3 connection crosses
+through them, while the plan is applied (faults_load.py: a killed agent restarted by the
+harness, what each fault cost the bulk and the connection, the PASS bounds).
+
 With ``corropt_threshold`` the controller runs the live CorrOpt monitor (``p4rotor control
 --corropt-threshold``): the plan's lossy links are measured from the rotors' counters and turned
 off while every slice stays connected; the report checks each decision against the configured
@@ -32,8 +36,9 @@ from ..schedule import topology as TP
 from ..fabric.switch import HarnessError, stop_process_group
 from ..control import fault_plan as FP
 from ..faults.capture import interface_names, read_rotor_frames
-from ..faults.inject import Injector
+from ..faults.inject import HARNESS_KINDS, Injector
 from ..plotting import pyplot
+from .faults_load import RECOVERY_S as LOAD_RECOVERY_S, Load, load_report, load_table, parse_traffic
 from .runner import launch, run_probes, say
 
 ORIGIN_AFTER_T0_S = 40.0   # wall s from slot 0 to the probes' start: the fabric is up by then (~5 s here)
@@ -50,14 +55,17 @@ CORROPT_MIN_FRAMES = 150
 CORROPT_EVERY_S = 0.5
 
 
-def default_plan_path() -> Path:
-    return Path(__file__).resolve().parents[3] / "topologies" / "faults" / "default.json"
+def default_plan_path(traffic: frozenset = frozenset()) -> Path:
+    return Path(__file__).resolve().parents[3] / "topologies" / "faults" / ("load.json" if traffic else "default.json")
 
 
 def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 100.0, probe_rate: float = 50.0,
-           resync_every: float = 0.0, corropt_threshold: float | None = None, target: str = "bmv2") -> dict:
-    """``plan``: a fault plan file (default topologies/faults/default.json), times and clock skews in
-    emulated us; ``probe_rate``: probes/s per host;
+           resync_every: float = 0.0, corropt_threshold: float | None = None, target: str = "bmv2",
+           traffic: str | None = None) -> dict:
+    """``plan``: a fault plan file (default topologies/faults/default.json; with ``traffic``,
+    topologies/faults/load.json), times and clock skews in emulated us; ``probe_rate``: probes/s per host;
+    ``traffic``: "bulk" or "bulk,tcp" (faults_load.py): RotorLB agents move bulk (and an iperf3
+    connection crosses through them) while the faults are applied; None: probes only;
     ``resync_every``: the controller re-measures every switch's clock this often (wall s; 0:
     never) and corrects an error above its bound; ``corropt_threshold``: run the live CorrOpt
     monitor with this loss threshold."""
@@ -65,17 +73,20 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
         raise FP.FaultPlanError(f"--resync-every {resync_every}: seconds >= 0")
     if corropt_threshold is not None and not 0 < corropt_threshold < 1:
         raise FP.FaultPlanError(f"--corropt-threshold {corropt_threshold}: a loss rate in (0, 1)")
+    tl = parse_traffic(traffic)
     sched = S.generate_opera(8, 4, 1000, 100)
     ds = S.dilate(sched, dilation)
     topo = TP.generate(ds, "schedule.json", hosts_per_rack=1)
-    path = Path(plan) if plan else default_plan_path()
+    path = Path(plan) if plan else default_plan_path(tl)
     fp = FP.load(path, topo)  # FaultPlanError: one line, exit 2, nothing started
     if not fp.faults:
         raise FP.FaultPlanError(f"{path}: no faults")
+    if "bulk" not in tl and any(f.kind == "agent-kill" for f in fp.faults):
+        raise FP.FaultPlanError(f"{path}: agent-kill faults need agents: --traffic bulk or bulk,tcp")
     last_us = max(max(f.end_us or 0, f.start_us + (f.restart_after_us or 0)) for f in fp.faults)
-    duration = last_us * dilation / 1e6 + RECOVERY_S
+    duration = last_us * dilation / 1e6 + (LOAD_RECOVERY_S if tl else RECOVERY_S)
     out.mkdir(parents=True, exist_ok=True)
-    ctrl = [f for f in fp.faults if f.kind not in ("link-down", "switch-crash", "controller-crash", "host-pause")]
+    ctrl = [f for f in fp.faults if f.kind not in HARNESS_KINDS]
     controller_args: tuple[str, ...] = ()
     if resync_every:
         controller_args += ("--resync-every", str(resync_every))
@@ -95,9 +106,14 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
                  **({"offset_us": int(f.offset_us * dilation)} if f.offset_us is not None else {})) for f in ctrl]}
         (out / "controller-plan.json").write_text(json.dumps(shifted, indent=1))
         controller_args += ("--faults", str(out / "controller-plan.json"))
+    # Under load the switches run under SCHED_RR (as in the FCT experiment): 8 agents, their rlbd
+    # and iperf3 otherwise delay them by milliseconds, and frames leave after their circuit's day
+    # (8 of 60 295 rotor frames, up to 22 ms late, at SCHED_OTHER).  No idle CPU polls, and the
+    # agents keep the default policy: with both (as the FCT experiment runs), one rlbd went 10 s
+    # without answering its agent.
     emu, topo = launch(sched, dilation, 1, build, out / "run", epsilon_us=_epsilon(sched),
-                       controller_args=controller_args, target=target)
-    capture = None
+                       controller_args=controller_args, target=target, realtime=bool(tl), idle_poll=False)
+    capture = load = load_data = None
     # The fabric's clock as first installed: a restarted controller adopts it, but re-measures
     # its own offsets, so the t0 it reports can differ by its estimate's error.
     t0_ns = emu.t0_ns
@@ -108,8 +124,16 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
                 raise HarnessError(f"the fabric took longer than {ORIGIN_AFTER_T0_S:.0f} s after slot 0 to forward")
         else:
             origin = time.time_ns() + int(PROBE_START_S * 1e9)
-        capture = _start_capture(out / "rotors.pcap")
         inj = Injector(emu, fp, origin, dilation)
+        if tl:
+            kills = [f.host for f in fp.faults if f.kind == "agent-kill"]
+            tcp_dst = next(k.id for k in topo.racks if k.hosts[0].name == kills[0]) if kills else 5
+            load = Load(emu, topo, ds, out / "load", tl, inj.note_agent)
+            load.start(origin, duration, tcp_dst)
+            inj.supervisor = load.supervisor
+            if time.time_ns() > origin - int(2e9):
+                raise HarnessError("the agents took too long to start before the probes' start time")
+        capture = _start_capture(out / "rotors.pcap")
         drops_log: list = []
         stop = threading.Event()
         poll = threading.Thread(target=_poll_drops, args=(emu, drops_log, stop), daemon=True)
@@ -122,12 +146,16 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
                                                     "dscp": dp.DSCP_LOW_LATENCY}, duration, out / "probes",
                           start_at_ns=origin)
         waiter.join(30)
+        if load is not None:
+            load_data = load.finish()
         time.sleep(1.5)
         stop.set()
         poll.join(5)
         status = json.loads((emu.run_dir / "status.json").read_text())
         ifnames = interface_names()  # the capture names interfaces by index: read while they exist
     finally:
+        if load is not None and load_data is None:
+            load.abort()
         if capture is not None:
             stop_process_group(capture)
         emu.stop()
@@ -141,9 +169,12 @@ def faults(build: Path, out: Path, plan: str | None = None, dilation: float = 10
         c = check_frames(rx, ds, by_name.get(r.name, ds.rotors[i]), dict(r.ports), t0_ns, tolerance_us=1000.0)
         checks[r.name] = {"frames": c.frames, "dark": c.stale, "wrong_port": c.wrong_port,
                           "worst_late_us_wall": c.worst_late_us}
-    res = _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out, corropt_threshold)
+    res = _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out, corropt_threshold,
+                  load_data)
     res["t0_ns"], res["t0_ns_at_end"], res["interfaces"] = t0_ns, emu.t0_ns, ifnames
     (out / "faults.json").write_text(json.dumps(res, indent=1))
+    if "load" in res:
+        (out / "table.md").write_text(load_table(res))
     return res
 
 
@@ -243,7 +274,7 @@ def corropt_report(st: dict, fp, topo: TP.Topology, threshold: float, origin_ns:
 
 
 def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo, out: Path,
-            corropt_threshold: float | None = None) -> dict:
+            corropt_threshold: float | None = None, load_data: dict | None = None) -> dict:
     tx = [dict(r, src=i) for i, k in enumerate(topo.racks) for r in logs[f"{k.hosts[0].name}.tx"]]
     rx = [r for k in topo.racks for r in logs[f"{k.hosts[0].name}.rx"]]
     got = {(r["src"], r["seq"]) for r in rx}
@@ -313,6 +344,10 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
             cr["optical_loss_per_s_before"] = round(before / max(1e-9, (first - origin) / 1e9), 1)
             cr["optical_loss_per_s_after"] = round(after / max(1e-9, (loss_end - last) / 1e9), 1)
         corropt_ok = cr["ok"]
+    load_ok = True
+    if load_data is not None:
+        res["load"] = lr = load_report(load_data, fp, inj, per_fault, origin, dilation, ds, ds.slot_us / 1e6)
+        load_ok = all(lr["checks"].values())
     (out / "faults.json").write_text(json.dumps(res, indent=1))
     _plot(res, sent_b, lost_b, drops_log, origin, out)
     parts = [f"{len(tx) - len(got)} of {len(tx)} probes lost", f"frames on a wrong or dark circuit: {dark} (goal 0)"]
@@ -325,6 +360,10 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
             if "reinstalled_after_listening_ms" in row:
                 s += (f", {row['reinstalled_after_listening_ms']:.0f} ms after it listened again "
                       f"({row['reinstalled_after_listening_cycles']:.2f} cycles)")
+        if "restarted_after_kill_ms" in row:
+            s += (f": noticed {row['noticed_after_kill_ms']:.0f} ms after the kill, restarted after "
+                  f"{row['restarted_after_kill_ms']:.0f} ms, its bulk delivered again {row.get('first_delivered_after_kill_s')} s "
+                  f"after the kill, {row['bulk_frames_lost_to_it']} bulk frames lost to it")
         s += f", {row['probes_lost']} probes lost, recovered {row['recovered_after_end_s']} s after its end"
         if said and said[-1][0] == s:
             said[-1][1] += 1
@@ -339,7 +378,15 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
         if "optical_loss_per_s_before" in cr:
             s += f"; optical loss {cr['optical_loss_per_s_before']}/s before, {cr['optical_loss_per_s_after']}/s after"
         parts.append(s)
-    ok = dark == 0 and not inj.errors and corropt_ok and \
+    if load_data is not None:
+        lr, b = res["load"], res["load"]["bulk"]
+        parts.append(f"bulk: {b['made']} frames made, {b['delivered']} delivered, {b['held']} held, {b['lost']} lost "
+                     f"({b['lost_to_killed']} to killed agents), {b['duplicates']} duplicated; TCP: "
+                     f"{len(lr['tcp_runs'])} iperf3 runs, {sum(1 for r in lr['tcp_runs'] if r['error'])} reset")
+        failed = [k for k, v in lr["checks"].items() if not v]
+        if failed:
+            parts.append("failing: " + ", ".join(failed))
+    ok = dark == 0 and not inj.errors and corropt_ok and load_ok and \
         all(r["recovered_after_end_s"] is not None for r in per_fault)
     res["verdict"] = "faults: " + "; ".join(parts) + (f"; errors: {inj.errors}" if inj.errors else "") + \
         f" -> {'PASS' if ok else 'FAIL'}"
@@ -353,7 +400,8 @@ def _plot(res, sent_b, lost_b, drops_log, origin, out: Path) -> None:
     ax.plot(xs, [s - l for s, l in zip(sent_b, lost_b)], label="probes delivered / 100 ms")
     ax.plot(xs, lost_b, label="probes lost / 100 ms", color="red")
     colors = {"link-down": "tab:orange", "switch-crash": "tab:purple", "controller-crash": "tab:green",
-              "host-pause": "tab:brown", "clock-skew": "tab:olive", "loss": "tab:gray"}
+              "host-pause": "tab:brown", "clock-skew": "tab:olive", "loss": "tab:gray", "clock-drift": "tab:cyan",
+              "agent-kill": "tab:pink"}
     # One span per (kind, window): six links lossy at once are one shaded window, "loss (6)".
     spans: dict[tuple, list[dict]] = {}
     for row in res["faults"]:

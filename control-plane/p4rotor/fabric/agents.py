@@ -59,6 +59,33 @@ class Agents:
     procs: list = dataclasses.field(default_factory=list)  # (host name, Popen)
     where: dict = dataclasses.field(default_factory=dict)  # host name -> (rack, host index)
     dead: list = dataclasses.field(default_factory=list)
+    emu: object = None                                     # the emulation (restart starts one in its host)
+    args: dict = dataclasses.field(default_factory=dict)   # host name -> the agent's command line
+    incarnation: dict = dataclasses.field(default_factory=dict)  # host name -> restarts so far
+
+    def proc(self, name: str):
+        return next(p for n, p in self.procs if n == name)
+
+    def restart(self, name: str, start_ns: int):
+        """Start host ``name``'s agent again, with its flags, as incarnation N + 1 (host/agent_cli.py
+        ``--incarnation``: new flow and connection ids) opening no window before ``start_ns``.  The
+        dead one's last progress file is kept as ``agent-NAME.incN.progress`` (what the run has of
+        what it received).  Returns the new process; readiness is its ready file, as at the start."""
+        n = self.incarnation.get(name, 0)
+        live = self.live or self.out
+        last = live / f"agent-{name}.progress"
+        if last.exists():
+            shutil.copyfile(last, self.out / f"agent-{name}.inc{n}.progress")
+            last.unlink()
+        (self.out / f"agent-{name}.ready").unlink(missing_ok=True)
+        args = list(self.args[name])
+        args[args.index("--start-ns") + 1] = str(start_ns)
+        args += ["--incarnation", str(n + 1)]
+        self.incarnation[name] = n + 1
+        log = open(self.out / f"agent-{name}.log", "a")
+        p = self.emu.popen(name, args, stdout=log, stderr=log)
+        self.procs = [(h, p if h == name else q) for h, q in self.procs]
+        return p
 
     def wait(self, timeout: float) -> list[dict]:
         """Wait for every agent to end by itself (its --end-ns) and read the summaries of those
@@ -231,7 +258,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
                  shared: bool = False, realtime: bool = False, rt_always: bool = True,
                  datapath: str = "python", fill: float | None = None, tcp_split: bool = False,
-                 spin_ns: int | None | str = "auto") -> Agents:
+                 spin_ns: int | None | str = "auto", resend_streams_only: bool = False) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -251,7 +278,9 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     rlbd stays awake before each frame is due (host/agent_cli.py ``--spin-ns``); "auto": never when
     there are more agents than CPUs -- at 4 400 frames/s per circuit 16 agents spinning a quarter
     of each frame time kept both of 2 cores busy, and the Python agents' slot loops stalled for
-    seconds (websearch 10 %, 2000 flows: 8 500 windows missed per agent) -- else rlbd's default."""
+    seconds (websearch 10 %, 2000 flows: 8 500 windows missed per agent) -- else rlbd's default;
+    ``resend_streams_only`` (datapath c, with ``retransmit_us``): bulk frames are sent once, only
+    stream frames resent (an agent restarted mid-run then delivers no frame twice)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.shm")]:
@@ -260,7 +289,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     sched_file.write_text(ds.dumps())
     hosts = max(len(k.hosts) for k in topo.racks)
     live = live_dir(out)
-    agents = Agents(out, live=live)
+    agents = Agents(out, live=live, emu=emu)
     prefix = priority_prefix(True, AGENT_RT_PRIORITY, 0) if realtime else []
     # Started under SCHED_RR (its start-up keeps its lead); ``rt_always`` (the default): it keeps it
     # idle too.  Off, it keeps it only while it holds bulk (host/priority.py): at Data Mining 1 %
@@ -302,6 +331,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     args += ["--retransmit-us", str(retransmit_us)]
                     if ack_direct:
                         args.append("--ack-direct")
+                    if resend_streams_only:
+                        args.append("--resend-streams-only")
                 if shared and host_index is None:
                     args += ["--share", str(live / f"share-rack{k.id}.shm"), "--share-member", str(n),
                              "--share-members", str(len(k.hosts)), "--host-rate", str(rate / hosts * len(ds.rotors))]
@@ -312,6 +343,7 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                     redirect_tcp(emu.host(h.name))
                 log = open(out / f"agent-{h.name}.log", "w")  # an agent's errors, for the user
                 agents.procs.append((h.name, emu.popen(h.name, args, stdout=log, stderr=log)))
+                agents.args[h.name] = args
                 agents.where[h.name] = (k.id, n)
         _await_listening(agents, start_ns)
         if tun:

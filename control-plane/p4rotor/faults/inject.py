@@ -4,7 +4,9 @@ The harness owns processes, so it applies the faults that are about processes an
 ``link-down`` (the interface set down, then up), ``switch-crash`` (the BMv2 process SIGKILLed,
 then started again on the same ports: the controller's session reconnects and re-installs it),
 ``controller-crash`` (SIGKILL, then a new controller that adopts the running switches) and
-``host-pause`` (every process in the host's namespace SIGSTOPped, then SIGCONTed).  ``loss`` and
+``host-pause`` (every process in the host's namespace SIGSTOPped, then SIGCONTed) and
+``agent-kill`` (the host's RotorLB agent SIGKILLed with its rlbd; the harness's supervisor,
+fabric/supervise.py, notices it by its PID and restarts it after ``restart_after_us``).  ``loss`` and
 ``clock-skew`` are the controller's (``p4rotor control --faults``); the injector skips them.
 
 Times: a plan's ``start_us``/``end_us``/``restart_after_us`` are emulated us from ``origin_ns``
@@ -28,7 +30,7 @@ from ..control.status import read_status
 from ..fabric.switch import stop_process_group
 from ..control.fault_plan import Fault, FaultPlan
 
-HARNESS_KINDS = ("link-down", "switch-crash", "controller-crash", "host-pause")
+HARNESS_KINDS = ("link-down", "switch-crash", "controller-crash", "host-pause", "agent-kill")
 
 
 @dataclasses.dataclass
@@ -39,6 +41,11 @@ class Injector:
     dilation: float
     events: list = dataclasses.field(default_factory=list)
     errors: list = dataclasses.field(default_factory=list)
+    supervisor: object = None  # fabric.supervise.Supervisor: the agents (agent-kill needs it)
+
+    def note_agent(self, host: str, what: str, **kw) -> None:
+        """The supervisor's events, as the injector's (``kind`` agent-kill, ``target`` the host)."""
+        self.events.append({"t_ns": time.time_ns(), "kind": "agent-kill", "what": what, "target": host, **kw})
 
     def wall(self, us: int) -> int:
         return self.origin_ns + int(us * self.dilation * 1000)
@@ -123,6 +130,14 @@ class Injector:
         adopted = sum(1 for s in st.get("switches", {}).values() if s.get("adopted"))
         self._note(f, "restarted", after_ms=(time.time_ns() - t) / 1e6, adopted=adopted,
                    switches=len(st.get("switches", {})))
+
+    def _agent_kill(self, f: Fault) -> None:
+        if self.supervisor is None:
+            raise RuntimeError("agent-kill: no agents in this run")
+        self._sleep_until(self.wall(f.start_us))
+        after = None if f.restart_after_us is None else f.restart_after_us * self.dilation / 1e6
+        pid = self.supervisor.kill(f.host, after)
+        self._note(f, "killed", pid=pid)
 
     def _host_pause(self, f: Fault) -> None:
         self._sleep_until(self.wall(f.start_us))

@@ -20,6 +20,10 @@ from .agent_stats import write_json
 from .priority import BusyPriority
 
 
+INCARNATION_FLOW_SHIFT = 20  # a restarted agent's flow ids: flow + incarnation << 20
+FLOW_SPAN = 1 << INCARNATION_FLOW_SHIFT
+
+
 def _running_rr() -> bool:
     try:
         return os.sched_getscheduler(0) == os.SCHED_RR
@@ -76,6 +80,13 @@ def parser() -> argparse.ArgumentParser:
                         "(default: a quarter of a frame time; 0: never)")
     p.add_argument("--datapath", choices=("python", "c"), default="python",
                    help="who moves the frames: this process (python), or the compiled rlbd (c; host/fast_agent.py)")
+    p.add_argument("--incarnation", type=int, default=0,
+                   help="with --datapath c: how often the harness restarted this host's agent before: its flows' "
+                        "ids get incarnation << 20 added (a receiver takes none of its frames for its predecessor's) "
+                        "and its split connections are new (host/stream.py)")
+    p.add_argument("--resend-streams-only", action="store_true",
+                   help="with --retransmit-us and --datapath c: resend stream frames only; bulk frames are sent "
+                        "once (delivered at most once, even by a restarted receiver)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     return p
 
@@ -104,10 +115,22 @@ def main(argv: list[str] | None = None) -> int:
     if a.datapath == "c" and a.tun:
         print("error: --datapath c does not do --tun yet", file=sys.stderr)
         return 2
+    if (a.incarnation or a.resend_streams_only) and a.datapath != "c":
+        print("error: --incarnation and --resend-streams-only need --datapath c", file=sys.stderr)
+        return 2
+    if not 0 <= a.incarnation < 64:
+        print(f"error: --incarnation {a.incarnation}: 0..63", file=sys.stderr)
+        return 2
+    if a.incarnation:
+        if any(not 0 <= f["flow"] < FLOW_SPAN for f in flows):
+            print(f"error: --incarnation: flow ids must be below {FLOW_SPAN}", file=sys.stderr)
+            return 2
+        flows = [dict(f, flow=f["flow"] + (a.incarnation << INCARNATION_FLOW_SHIFT)) for f in flows]
     kind, extra = Agent, {}
     if a.datapath == "c":
         from .fast_agent import FastAgent as kind
-        extra = {"tcp_split": a.tcp_split, "plane": a.plane, "spin_ns": a.spin_ns}
+        extra = {"tcp_split": a.tcp_split, "plane": a.plane, "spin_ns": a.spin_ns, "incarnation": a.incarnation,
+                 "resend_streams_only": a.resend_streams_only}
     try:
         agent = kind(sched, a.t0_ns, a.rack, peers, rate=a.rate, frame=a.frame, guard_us=a.guard_us,
                      flows=flows, one_hop=a.one_hop, stop_ns=a.stop_ns, end_ns=a.end_ns,

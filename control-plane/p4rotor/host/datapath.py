@@ -21,7 +21,7 @@ from typing import Callable
 
 from .. import cliutil
 
-ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM = 1, 2, 3, 4, 5, 6, 7, 8
+ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM, DROP_FLOW = 1, 2, 3, 4, 5, 6, 7, 8, 9
 WIN_DONE, DELIVER, REPLY, READY = 100, 101, 200, 300
 STREAM_MAX = 60_000  # bytes per ADD_STREAM message (rlbd splits them into frames)
 # WIN_ADD kinds: relayed frames for the window's peer (second hop); own frames to the peer;
@@ -63,20 +63,24 @@ class DataPath:
     def __init__(self, rack: int, racks: int, frame: int, peers: dict[int, tuple[str, int]], *,
                  bind: str = "0.0.0.0", port: int, tos: int, measure: tuple[int, int] = (0, 0),
                  retransmit_ns: int = 0, ack_direct: bool = False, ll_tos: int = 0, lose_every: int = 0,
-                 spin_ns: int | None = None):
+                 spin_ns: int | None = None, resend_streams_only: bool = False):
         """``retransmit_ns``: resend own frames not acknowledged this long after they left (0:
         never, and owe no ACKs); ACKs go over the direct circuit (``ack_direct``) or at once in
         the ``ll_tos`` class.  ``lose_every``: tests only, every n-th data frame is not sent (a
         frame the fabric lost; counted as injected_loss).  ``spin_ns``: stay awake this long before
         each frame is due (None: a quarter of a frame time, at most 60 us; a host with a core of its
         own can afford more: what a sleep's late wake-up costs at 100 000 frames/s; 0: never --
-        many agents on few cores, where one agent's spin is another's missed window)."""
+        many agents on few cores, where one agent's spin is another's missed window).
+        ``resend_streams_only``: with ``retransmit_ns``, only stream frames are resent; a bulk frame
+        is sent once (delivered at most once, even by a restarted receiver; a lost one is lost)."""
         self.args = ["--rack", str(rack), "--racks", str(racks), "--frame", str(frame), "--bind", bind,
                      "--port", str(port), "--tos", str(tos), "--measure", f"{measure[0]},{measure[1]}"]
         if retransmit_ns:
             self.args += ["--retransmit-ns", str(retransmit_ns), "--ll-tos", str(ll_tos)]
             if ack_direct:
                 self.args.append("--ack-direct")
+            if resend_streams_only:
+                self.args.append("--resend-streams-only")
         if spin_ns is not None:
             self.args += ["--spin-ns", str(spin_ns)]
         if lose_every:
@@ -172,6 +176,11 @@ class DataPath:
             last = fin and i + STREAM_MAX >= len(data)
             queued = struct.unpack("<I", self._call(ADD_STREAM, struct.pack("<HBBI", dst, last, 0, flow) + part))[0]
         return queued
+
+    def drop_flow(self, dst: int, flow: int) -> int:
+        """Forget stream ``flow``'s frames for rack ``dst`` (its connection was reset): those queued
+        are dropped, those sent and unacknowledged never resent.  Returns how many."""
+        return struct.unpack("<I", self._call(DROP_FLOW, struct.pack("<HHI", dst, 0, flow)))[0]
 
     def state(self) -> tuple[dict[int, int], list[tuple[int, int, int, int]]]:
         """Own frames per destination, and the relayed frames as (dst, origin, accepted slot, frames)

@@ -44,12 +44,16 @@ class _Window:
 
 class FastAgent(Agent):
     def __init__(self, *args, bind: str = "0.0.0.0", lose_every: int = 0, tcp_split: bool = False, plane: int = 0,
-                 spin_ns: int | None = None,
+                 spin_ns: int | None = None, incarnation: int = 0, resend_streams_only: bool = False,
                  **kw):
+        """``incarnation``: how many times the harness restarted this host's agent before
+        (host/stream.py: its connection ids are new, and its peers are told to reset theirs with
+        it); ``resend_streams_only``: rlbd resends stream frames only (host/datapath.py)."""
         self.dp: DataPath | None = None
         self._early: list[tuple[int, int, int]] = []  # local frames made before rlbd runs
         self.bind, self.lose_every, self.spin_ns = bind, lose_every, spin_ns
         self.tcp_split, self.plane = tcp_split, plane
+        self.incarnation, self.resend_streams_only = incarnation, resend_streams_only
         self.splitter = None  # host/stream.py, with tcp_split
         super().__init__(*args, **kw)
         # rlbd resends and acknowledges; the base agent's helpers for it stay off.
@@ -166,7 +170,8 @@ class FastAgent(Agent):
         self.dp = DataPath(self.me, self.s.racks, self.frame, {r: (ip, DATA_PORT) for r, ip in self.peers.items()}, bind=self.bind,
                            port=DATA_PORT, tos=dp.DSCP_DIRECT_ONLY << 2, measure=self.rx.measure,
                            retransmit_ns=self.retransmit_ns, ack_direct=self.ack_direct,
-                           ll_tos=dp.DSCP_LOW_LATENCY << 2, lose_every=self.lose_every, spin_ns=self.spin_ns)
+                           ll_tos=dp.DSCP_LOW_LATENCY << 2, lose_every=self.lose_every, spin_ns=self.spin_ns,
+                           resend_streams_only=self.resend_streams_only)
         self.dp.on_window_done = self._window_done
         await loop.run_in_executor(None, self.dp.start)
         loop.add_reader(self.dp.fileno(), self.dp.pump)
@@ -178,9 +183,11 @@ class FastAgent(Agent):
         if self.tcp_split:  # the host's TCP connections to other racks' bulk addresses end here
             from .stream import Splitter
 
-            self.splitter = Splitter(self.dp, self.me, self.s.racks, plane=self.plane)
+            self.splitter = Splitter(self.dp, self.me, self.s.racks, plane=self.plane, incarnation=self.incarnation)
             self.dp.on_deliver = self.splitter.delivered
             await self.splitter.start(self.bind)
+            if self.incarnation:  # a restarted agent: its peers drop their connections with its predecessor
+                self.splitter.announce_restart(r for r in self.peers if r != self.me)
         self._stats_dir = tempfile.TemporaryDirectory(prefix="rlbd-")
 
     def close(self) -> None:
@@ -218,6 +225,8 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "duplicates": d["duplicates"], "sent": {**d["sent"], **agent.sent},
             "held_local": d["held_local"], "held_relay": d["held_relay"],
             "held_relay_by_origin": d["held_relay_by_origin"], "relay_delay_slots": d["relay_delay_slots"],
+            "held_relay_bulk_by_origin": d.get("held_relay_bulk_by_origin"),
+            "held_local_by_flow": d.get("held_local_by_flow"),
             "missed": dict(agent.missed), "quiet_offers": agent.quiet, "refused": d["refused"],
             "pacing_error_us": d["pacing_error_us"], "transit_us": d["transit_us"], "fill": agent.fill,
             "windows": d["windows"], "injected_loss": d["injected_loss"],
@@ -225,6 +234,7 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
             "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
+            "stream_frames_dropped": d.get("stream_frames_dropped"),
             "late_adds": d["late_adds"],
             "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}

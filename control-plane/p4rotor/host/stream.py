@@ -20,6 +20,17 @@ stream of its own.
 * A stream ends with rlbd's FIN frame; the other side then half-closes its connection
   (``write_eof``).  A connection the destination refuses gets an empty reverse stream that ends
   at once: the source closes its side, and the agent counts it (``refused``).
+* An agent the harness restarted (``incarnation`` N > 0) knows nothing of its predecessor's
+  connections, and rlbd's record of what its predecessor delivered died with it.  Its connection
+  ids start at ``N << INCARNATION_SHIFT`` (new stream ids: nothing it sends is taken for its
+  predecessor's), and it first sends every peer a RESTART stream (``OPEN`` with magic ``RLBX``, on
+  the connection id ``N << INCARNATION_SHIFT``, ended at once).  A peer that receives it resets
+  every connection it has with that rack (the application sees ECONNRESET: SO_LINGER 0) and counts
+  them (``reset_peer_restarted``): a connection across an agent restart ends cleanly, at once, not
+  after a timeout.  Its frames still queued at the peer's rlbd, or sent and unacknowledged, are
+  dropped (``stream_frames_dropped``, rlbd's DROP_FLOW): they would take the restarted agent's
+  windows from the connections that come after.  The stream's frames its predecessor had not delivered are never delivered (the
+  restarted rlbd waits for their first frame, which its predecessor had): nothing is duplicated.
 * Back-pressure: once more than ``HIGH_FRAMES`` of the host's frames wait for that rack, the
   agent stops reading the application's socket until they are under ``LOW_FRAMES`` again, so
   TCP's own flow control holds the application at what the circuits carry.
@@ -39,6 +50,8 @@ FORWARD, REVERSE, KIND = 0xE0000000, 0xD0000000, 0xF0000000
 CID_BITS = 18  # connections per agent before ids repeat; the rack (up to 1024) above them
 OPEN = struct.Struct("!4s4sH")  # magic, IPv4 destination, port
 MAGIC = b"RLB1"
+RESTART_MAGIC = b"RLBX"  # a restarted agent's announcement: reset every connection with my rack
+INCARNATION_SHIFT = 12    # connection ids per incarnation: 4095 (an agent restarted at most 63 times)
 SO_ORIGINAL_DST = 80  # linux/netfilter_ipv4.h
 READ = 1 << 16
 HIGH_FRAMES, LOW_FRAMES = 4096, 1024
@@ -62,6 +75,7 @@ class Conn:
         self.rack, self.send_flow, self.writer = rack, send_flow, writer
         self.early: list[bytes] = []   # bytes that came before the connection was open
         self.ended_in = self.ended_out = False
+        self.reset = False  # ended by a restarted peer (Splitter._peer_restarted)
         self.bytes_in = self.bytes_out = 0
 
 
@@ -69,12 +83,17 @@ class Splitter:
     """One agent's split connections: ``start`` listens for the host's redirected connections;
     ``delivered`` takes what rlbd hands over (DataPath.on_deliver)."""
 
-    def __init__(self, dp: DataPath, me: int, racks: int, target_host: str = "127.0.0.1", plane: int = 0):
+    def __init__(self, dp: DataPath, me: int, racks: int, target_host: str = "127.0.0.1", plane: int = 0,
+                 incarnation: int = 0):
         """``plane``: this host's index in its rack; its agent's peers are the hosts of that index
-        (fabric/agents.py), so only 10.200.R.(plane + 1) is reachable through it."""
+        (fabric/agents.py), so only 10.200.R.(plane + 1) is reachable through it.
+        ``incarnation``: how often this host's agent was restarted before (above)."""
+        if not 0 <= incarnation < 1 << (CID_BITS - INCARNATION_SHIFT):
+            raise ValueError(f"incarnation {incarnation}: 0..{(1 << (CID_BITS - INCARNATION_SHIFT)) - 1}")
         self.dp, self.me, self.racks, self.target_host, self.plane = dp, me, racks, target_host, plane
         self.conns: dict[tuple[int, int], Conn] = {}  # (rack, flow it arrives on) -> connection
-        self.next_cid = 1
+        self.cid_base = incarnation << INCARNATION_SHIFT
+        self.next_cid = self.cid_base + 1
         self.counts = collections.Counter()
         self.server: asyncio.AbstractServer | None = None
         self.tasks: set[asyncio.Task] = set()
@@ -111,12 +130,37 @@ class Splitter:
             writer.close()
             return
         cid = self.next_cid
-        self.next_cid = self.next_cid % ((1 << CID_BITS) - 1) + 1
+        span = (1 << INCARNATION_SHIFT) - 1
+        self.next_cid = self.cid_base + (self.next_cid - self.cid_base) % span + 1
         conn = Conn(rack, FORWARD | cid, writer)
         self.conns[(rack, REVERSE | self.me << CID_BITS | cid)] = conn
         self.counts["opened"] += 1
         self._push(conn, OPEN.pack(MAGIC, ipaddress.IPv4Address(ip).packed, port))
         await self._pump(reader, conn)
+
+    def announce_restart(self, racks) -> None:
+        """A restarted agent: tell every peer rack to reset its connections with this one."""
+        for rack in racks:
+            self._push(Conn(rack, FORWARD | self.cid_base), OPEN.pack(RESTART_MAGIC, bytes(4), 0), fin=True)
+            self.counts["restart_announced"] += 1
+
+    def _peer_restarted(self, origin: int) -> None:
+        """Every connection with ``origin`` ends: its agent restarted and has forgotten it."""
+        gone = {id(c): c for c in self.conns.values() if c.rack == origin}
+        for k in [k for k, c in self.conns.items() if c.rack == origin]:
+            del self.conns[k]
+        for c in gone.values():
+            c.reset = True
+            # its frames still queued or awaiting an ACK would only fill the restarted peer's windows
+            self.counts["stream_frames_dropped"] += self.dp.drop_flow(c.rack, c.send_flow)
+            if c.writer is not None:
+                sock = c.writer.get_extra_info("socket")
+                try:  # RST, not FIN: the application must not take a cut stream for a whole one
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except (OSError, AttributeError):
+                    pass
+                c.writer.transport.abort()
+            self.counts["reset_peer_restarted"] += 1
 
     # -- both sides: the application's bytes into the stream -----------------------------------
     def _push(self, conn: Conn, data: bytes, fin: bool = False) -> int:
@@ -126,16 +170,19 @@ class Splitter:
 
     async def _pump(self, reader: asyncio.StreamReader, conn: Conn) -> None:
         try:
-            while True:
+            while not conn.reset:
                 data = await reader.read(READ)
-                if not data:
+                if not data or conn.reset:
                     break
                 if self._push(conn, data) > HIGH_FRAMES:  # the circuits are behind: let TCP wait
                     self.counts["paused"] += 1
-                    while self.dp.state()[0].get(conn.rack, 0) > LOW_FRAMES:
+                    while self.dp.state()[0].get(conn.rack, 0) > LOW_FRAMES and not conn.reset:
                         await asyncio.sleep(0.005)
         except (ConnectionError, OSError):
-            self.counts["reset_by_application"] += 1
+            if not conn.reset:
+                self.counts["reset_by_application"] += 1
+        if conn.reset:  # its peer restarted (_peer_restarted): nothing more goes to it
+            return
         self._push(conn, b"", fin=True)
         conn.ended_out = True
         self._maybe_close(conn)
@@ -164,7 +211,12 @@ class Splitter:
                 self._maybe_close(conn)
 
     def _incoming(self, origin: int, flow: int, data: bytes) -> Conn | None:
-        """A new stream from ``origin``: its OPEN header, then a connection to the application."""
+        """A new stream from ``origin``: its OPEN header, then a connection to the application
+        (or a restarted peer's announcement: every connection with it is reset)."""
+        if len(data) >= OPEN.size and data[:4] == RESTART_MAGIC:
+            self.counts["peer_restarts"] += 1
+            self._peer_restarted(origin)
+            return None
         if len(data) < OPEN.size or data[:4] != MAGIC:
             self.counts["bad_open"] += 1
             return None
