@@ -319,6 +319,8 @@ def test_p4rotor_bench_sigterm_twice_leaves_nothing(tmp_path):
     assert proc.returncode in (130, -signal.SIGTERM), err
     assert not out.exists()
     assert not [r for r in nikss.records() if r["owner"] == proc.pid]
+    assert not sorted(p.name for p in Path("/sys/fs/bpf").iterdir() if p.name not in ("maps.debug", "progs.debug")
+                      and not p.name.startswith("pipeline")), "pins left at the top of the bpffs"
     after = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
     assert not {n for n in after - before if n.startswith("p4r")}, after - before
 

@@ -174,7 +174,11 @@ class Pipeline:
                     if holder is not None and attempt == 0:
                         run(["ip", "netns", "attach", Path(netns).name, str(holder)])
                     try:
-                        _load_locked(pid, netns, Path(obj))
+                        # Ctrl-C or SIGTERM waits until the load is done: a nikss-ctl killed
+                        # halfway leaves its maps pinned at the top of the bpffs, where they
+                        # would block every later load.
+                        with signals_held():
+                            _load_locked(pid, netns, Path(obj))
                         break
                     except HarnessError as ex:
                         # A NIKSS user outside this lock took the id since it was chosen: the next one.
