@@ -87,6 +87,12 @@ def add_parser(sub) -> None:
                     help="the monitor reads the counters every S seconds (default 1)")
     pc.add_argument("--corropt-min-frames", type=int, default=1000, metavar="N",
                     help="a link direction's loss is estimated once N frames crossed it (default 1000)")
+    pc.add_argument("--activity", metavar="FILE",
+                    help="with --topology: record every switch's per-slot frames and bytes per port into FILE "
+                         "(JSON, rewritten every read; what `p4rotor energy` reads as measured activity)")
+    pc.add_argument("--port-sleep", metavar="PLAN.json",
+                    help="a sleep plan {SWITCH: {PORT: {\"in\": [SLOT, ...], \"out\": [...]}}}: a frame through a "
+                         "port asleep in its slot is dropped and counted as SLEEPING (default: no port sleeps)")
     pc.add_argument("-q", "--quiet", action="store_true",
                     help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
@@ -191,6 +197,8 @@ def cmd_control(a: argparse.Namespace) -> int:
                   resync=ResyncOptions(every=a.resync_every, bound_us=a.resync_bound_us))
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
+    if (a.activity or a.port_sleep) and not a.topology:
+        die("--activity and --port-sleep need --topology: they name the topology's switches and links")
     if a.faults and not a.topology:
         die("--faults needs --topology: a fault plan is checked against the topology's switches")
     threshold = a.corropt_threshold
@@ -229,7 +237,9 @@ def cmd_control(a: argparse.Namespace) -> int:
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
                                                   epsilon_us=a.epsilon_us, only=only, target=target,
                                                   clock_ifaces=clock_ifaces, pipelines=pipelines))
-            ctl = Controller(roles, faults=InjectedFaults(skews, losses, drifts), corropt=corropt, **common)
+            ctl = Controller(roles, faults=InjectedFaults(skews, losses, drifts), corropt=corropt,
+                             activity=Path(a.activity) if a.activity else None,
+                             port_sleep=read_sleep_plan(a.port_sleep) if a.port_sleep else None, **common)
         else:
             s = S.load(a.schedule)
             specs = (list(pipeline_specs(a.pipeline).values()) if nikss
@@ -288,3 +298,31 @@ def cmd_control(a: argparse.Namespace) -> int:
             say("timed changes reached the switch this long before their start (us): "
                 + json.dumps(summarize(timed_margins_us(ctl))) + f"; refused {refused}")
     return 0
+
+
+def read_sleep_plan(path: str) -> dict[str, dict[int, dict[str, list[int]]]]:
+    """``--port-sleep``: {switch: {port: {"in": [slot, ...], "out": [...]}}}; a list for a port is
+    both directions (the link sleeps).  Bad input: one ControllerError line."""
+    from .errors import ControllerError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as ex:
+        raise ControllerError(f"--port-sleep {path}: {type(ex).__name__}: {str(ex)[:80]}") from None
+    out: dict[str, dict[int, dict[str, list[int]]]] = {}
+    if not isinstance(doc, dict):
+        raise ControllerError(f"--port-sleep {path}: an object of switches")
+    for sw, ports in doc.items():
+        if not isinstance(ports, dict):
+            raise ControllerError(f"--port-sleep {path}: {sw}: an object of ports")
+        for port, v in ports.items():
+            dirs = {"in": v, "out": v} if isinstance(v, list) else v
+            ok = (isinstance(dirs, dict) and set(dirs) <= {"in", "out"} and str(port).isdigit()
+                  and 0 < int(port) < 512 and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 0x10000
+                                                  for x in dirs.values() if isinstance(x, list) for s in x)
+                  and all(isinstance(x, list) for x in dirs.values()))
+            if not ok:
+                raise ControllerError(f"--port-sleep {path}: {sw} port {str(port)[:10]}: slot lists "
+                                      "(0..65535) for \"in\" and \"out\", or one list for both")
+            out.setdefault(sw, {})[int(port)] = {d: list(x) for d, x in dirs.items()}
+    return out
