@@ -1,0 +1,127 @@
+"""A run's per-port per-slot activity as the data plane **measured** it: the ``activity.json``
+the controller's recorder wrote (``p4rotor control --activity``; control/activity_recorder.py).
+
+Each interval of the file holds, per switch, port and slot position of the switch's cycle, the
+frames and bytes that left (``tx``) and came in (``rx``).  A transmitter is taken where it is
+measured sending (a switch's ``tx``); the hosts' own transmitters, which no switch sees send, from
+their ToR's ``rx``.  An interval spans ``cycles_per_read`` of the fabric's cycles: a cell's counts
+are spread evenly over the switch's cycles in it (the read is not aligned to slots: the slot in
+progress at a read has its frames in two intervals).  A slot position is placed in each cycle
+where its span lies (a rotor: its matching's slot; a ToR: its slice, on the slot of the schedule,
+or of the uplink's rotor, that holds the slice's middle).
+
+Times: the file's schedule is the one the switches ran (wall time); with the run's dilation
+(``dilation`` in any of the run's JSON files, else 1) every time is divided back into schedule
+time, as the reconstructions do.  Counters do not tell a frame's traffic class: every frame is
+taken as low-latency (its time within the slot not known ahead), so the predictive policy sleeps
+only through nights and slots a port measured empty: the conservative reading.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .. import schedule as S
+from ..inputs import MALFORMED, read_json
+from .activity import Activity, Port
+from .model import CLASSES, EnergyError
+
+DEFAULT_RATE_BPS = 1e9   # a link's rate when the run records none (veth links are not shaped)
+
+
+def has_activity(run: Path) -> bool:
+    return (Path(run) / "activity.json").is_file()
+
+
+def _dilation(run: Path) -> float:
+    for p in sorted(Path(run).glob("*.json")):
+        if p.name == "activity.json":
+            continue
+        try:
+            d = read_json(p, EnergyError, nonfinite=True)
+        except EnergyError:
+            continue
+        v = d.get("dilation") if isinstance(d, dict) else None
+        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+            return float(v)
+    return 1.0
+
+
+def _scaled(sched_doc: dict, dil: float) -> S.Schedule:
+    j = dict(sched_doc)
+    j["slot_us"] = sched_doc["slot_us"] / dil
+    j["reconfig_us"] = sched_doc["reconfig_us"] / dil
+    j["rotors"] = [dict(r, offset_us=r["offset_us"] / dil) for r in sched_doc["rotors"]]
+    for k in ("slot_us", "reconfig_us"):
+        if float(j[k]).is_integer():
+            j[k] = int(j[k])
+    for r in j["rotors"]:
+        if float(r["offset_us"]).is_integer():
+            r["offset_us"] = int(r["offset_us"])
+    return S.from_json(j)
+
+
+def from_run(run: Path) -> Activity:
+    doc = read_json(Path(run) / "activity.json", EnergyError)
+    try:
+        return _measured(doc, Path(run))
+    except EnergyError:
+        raise
+    except S.ScheduleError as ex:
+        raise EnergyError(f"{run}/activity.json: schedule: {ex}") from None
+    except MALFORMED as ex:
+        raise EnergyError(f"{run}/activity.json: not a recorder's activity ({type(ex).__name__}: "
+                          f"{str(ex)[:60]})") from None
+
+
+def _measured(doc: dict, run: Path) -> Activity:
+    where = f"{run}/activity.json"
+    if doc.get("version") != 1:
+        raise EnergyError(f"{where}: version {doc.get('version')!r}, this reads 1")
+    dil = _dilation(run)
+    s = _scaled(doc["schedule"], dil)
+    every_us = float(doc["read_every_s"]) * 1e6 / dil
+    if not (math.isfinite(every_us) and every_us > 0):
+        raise EnergyError(f"{where}: read_every_s must be > 0")
+    rates = doc.get("rate_bps") or {}
+    rate_bps = {c: float(rates.get(c, DEFAULT_RATE_BPS)) / dil for c in CLASSES}
+    act = Activity(s, 0.0, rate_bps, {}, f"measured: the data plane's per-slot counters ({where})")
+    switches = doc["switches"]
+    measured_tx = {(v["tx"]["link"], v["tx"]["channel"]) for sw in switches.values() for v in sw["ports"].values()}
+    for sw in switches.values():
+        for v in sw["ports"].values():
+            for d in ("tx", "rx"):
+                t = v[d]
+                act.port(t["link"], int(t["channel"]), t["class"], t["rotor"])
+    n_int = len(doc["intervals"])
+    for i, iv in enumerate(doc["intervals"]):
+        for name, moves in iv["switches"].items():
+            sw = switches[name]
+            cycle = float(sw["cycle_us"]) / dil
+            per = max(1, round(every_us / cycle))
+            spans = sw["slot_spans_us"]
+            for d in ("tx", "rx"):
+                for key, (frames, nbytes) in moves.get(d, {}).items():
+                    port, slot = key.split(":")
+                    t = sw["ports"][port][d]
+                    if d == "rx" and (t["link"], t["channel"]) in measured_tx:
+                        continue   # that transmitter is measured where it sends
+                    a, b = spans[int(slot)]
+                    mid = (a + b) / 2 / dil
+                    p = act.ports[(t["link"], int(t["channel"]))]
+                    _add(act, p, (i * per) * cycle + mid, cycle, per, frames, nbytes)
+    act.horizon_us = n_int * every_us
+    act.notes = {"mode": "measured", "intervals": n_int, "cycles_per_read": doc.get("cycles_per_read"),
+                 "dilation": dil, "rate_recorded": bool(rates), "alone_floor_us": None}
+    return act
+
+
+def _add(act: Activity, p: Port, t0: float, cycle: float, per: int, frames: float, nbytes: float) -> None:
+    """A cell's counts of one interval, spread evenly over its ``per`` cycles starting at t0."""
+    s = act.schedule
+    off = 0 if p.rotor is None else s.rotors[p.rotor].offset_us
+    for c in range(per):
+        k = int((t0 + c * cycle - off) // s.slot_us)
+        p.add(k, frames / per, nbytes / per, low_latency=True)
+
