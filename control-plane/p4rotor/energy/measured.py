@@ -34,7 +34,8 @@ def has_activity(run: Path) -> bool:
     return (Path(run) / "activity.json").is_file()
 
 
-def _dilation(run: Path) -> float:
+def _run_value(run: Path, key: str) -> tuple[float, str] | None:
+    """The first positive number ``key`` at the top of the run's other JSON files, and the file."""
     for p in sorted(Path(run).glob("*.json")):
         if p.name == "activity.json":
             continue
@@ -42,10 +43,34 @@ def _dilation(run: Path) -> float:
             d = read_json(p, EnergyError, nonfinite=True)
         except EnergyError:
             continue
-        v = d.get("dilation") if isinstance(d, dict) else None
-        if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
-            return float(v)
-    return 1.0
+        v = d.get(key) if isinstance(d, dict) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            return float(v), p.name
+    return None
+
+
+def _dilation(run: Path) -> float:
+    found = _run_value(run, "dilation")
+    return found[0] if found else 1.0
+
+
+def _rates(run: Path, s: S.Schedule) -> tuple[dict[str, float], str]:
+    """Each class's link rate in schedule time, and where it came from: a rotorlb run's, as its
+    reconstruction takes it (a slot capacity of agent frames fills the day); a run's
+    ``link_mbps`` (the real-system rate the harness shaped to); else DEFAULT_RATE_BPS."""
+    if (run / "rotorlb.json").is_file():
+        from .rotorlb_run import FRAME_BYTES
+
+        rows = read_json(run / "rotorlb.json", EnergyError)["rows"]
+        cap = max((float(r["rotorlb"]["capacity_frames"]) for r in rows), default=0.0)
+        if math.isfinite(cap) and cap > 0:
+            circuit = cap * FRAME_BYTES * 8 / ((s.slot_us - s.reconfig_us) / 1e6)
+            return ({"host-link": circuit * len(s.rotors), "tor-uplink": circuit, "rotor-port": circuit},
+                    "rotorlb.json: a slot capacity fills the day")
+    found = _run_value(run, "link_mbps")
+    if found:
+        return {c: found[0] * 1e6 for c in CLASSES}, f"{found[1]}: link_mbps"
+    return {c: DEFAULT_RATE_BPS for c in CLASSES}, f"not recorded: {DEFAULT_RATE_BPS / 1e9:g} Gb/s assumed"
 
 
 def _scaled(sched_doc: dict, dil: float) -> S.Schedule:
@@ -84,8 +109,7 @@ def _measured(doc: dict, run: Path) -> Activity:
     every_us = float(doc["read_every_s"]) * 1e6 / dil
     if not (math.isfinite(every_us) and every_us > 0):
         raise EnergyError(f"{where}: read_every_s must be > 0")
-    rates = doc.get("rate_bps") or {}
-    rate_bps = {c: float(rates.get(c, DEFAULT_RATE_BPS)) / dil for c in CLASSES}
+    rate_bps, rate_from = _rates(run, s)
     act = Activity(s, 0.0, rate_bps, {}, f"measured: the data plane's per-slot counters ({where})")
     switches = doc["switches"]
     measured_tx = {(v["tx"]["link"], v["tx"]["channel"]) for sw in switches.values() for v in sw["ports"].values()}
@@ -113,7 +137,7 @@ def _measured(doc: dict, run: Path) -> Activity:
                     _add(act, p, (i * per) * cycle + mid, cycle, per, frames, nbytes)
     act.horizon_us = n_int * every_us
     act.notes = {"mode": "measured", "intervals": n_int, "cycles_per_read": doc.get("cycles_per_read"),
-                 "dilation": dil, "rate_recorded": bool(rates), "alone_floor_us": None}
+                 "dilation": dil, "rate": rate_from, "alone_floor_us": None}
     return act
 
 

@@ -35,7 +35,7 @@ BACK_OFF = 0.7  # the sweep runs at this fraction of the highest rate that passe
 def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[int, ...] = DENSITIES,
             matrices_per_density: int = 3, seed: int = 1, rate: float | None = None,
             guard_us: float = 20000.0, cycles: int = 3, quick: bool = False, target: str = "bmv2",
-            datapath: str = "python", windows: str = "fixed") -> dict:
+            datapath: str = "python", windows: str = "fixed", record_activity: bool = False) -> dict:
     """``rate``: data frames per second per circuit (wall; None: calibrated on the fabric, see
     ``calibrate``; --quick: 300); ``guard_us``: wall us kept free at both ends of every day;
     ``cycles``: measured cycles per run; ``datapath``: who moves the agents' frames (python, or c:
@@ -64,7 +64,9 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     out.mkdir(parents=True, exist_ok=True)
     ds = S.dilate(sched, dilation)
     plan = [(d, m) for d in densities for m in RM.random_matrices(sched.racks, d, matrices_per_density, seed)]
-    emu, topo = launch(sched, dilation, 1, build, out / "run", target=target)
+    # record_activity: the controller records the switches' per-slot counters (docs/energy.md).
+    emu, topo = launch(sched, dilation, 1, build, out / "run", target=target,
+                       controller_args=("--activity", str((out / "activity.json").resolve())) if record_activity else ())
     rows = []
     measured = None
     calibration = None
