@@ -145,3 +145,17 @@ def test_energy_cell_matches_the_p4():
     assert dp.energy_cell(0, 1) == 1 and dp.energy_cell(3, 2) == (3 << dp.ENERGY_PORT_BITS) | 2
     assert dp.energy_cell(dp.ENERGY_SLOTS + 1, 5) == dp.energy_cell(1, 5)
     assert dp.ENERGY_CELLS == dp.ENERGY_SLOTS << dp.ENERGY_PORT_BITS
+
+
+def test_measured_times_in_schedule_time_and_the_run_link_rate(tmp_path):
+    """A run.json's dilation divides the recorded (wall) schedule back; its link_mbps is the rate."""
+    run = record(tmp_path, [{}, {}]).parent
+    doc = json.loads((run / "activity.json").read_text())
+    doc["schedule"]["slot_us"] *= 100
+    doc["schedule"]["reconfig_us"] *= 100
+    (run / "activity.json").write_text(json.dumps(doc))
+    (run / "run.json").write_text(json.dumps({"dilation": 100, "link_mbps": 1000}))
+    act = MS.from_run(run)
+    assert act.schedule.slot_us == 1000 and act.schedule.reconfig_us == 100
+    assert act.rate_bps["rotor-port"] == 1e9 and act.notes["rate"] == "run.json: link_mbps"
+    assert act.horizon_us == pytest.approx(len(doc["intervals"]) * doc["read_every_s"] * 1e6 / 100)
