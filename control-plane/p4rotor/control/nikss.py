@@ -330,6 +330,26 @@ class NikssSwitch:
                 cells[idx] = (pk, by)
         return cells
 
+    def slot_cells(self, name: str, cells: list[int], bpffs: Path | None = None) -> dict[int, tuple[int, int]]:
+        """{cell: (packets, bytes)} of a per-slot counter at the listed (logical) cells only,
+        looked up in its pinned map: nikss-ctl would print all 65 536 cells each time.  PSA's
+        PACKETS_AND_BYTES cell is {u64 bytes; u64 packets}."""
+        from ..p4 import ENERGY_PORT_BITS, MAX_PORTS, energy_cell
+        from .bpf_maps import BPFFS, lookup_array
+
+        phys = {}
+        for c in cells:
+            port = c & (MAX_PORTS - 1)
+            phys[energy_cell(c >> ENERGY_PORT_BITS, self.ports.get(port, port))] = c
+        pin = Path(bpffs or BPFFS) / f"pipeline{self.pipeline}" / "maps" / nikss_name(name)
+        out = {}
+        for k, raw in lookup_array(pin, list(phys)).items():
+            by, pk = int.from_bytes(raw[0:8], "little"), int.from_bytes(raw[8:16], "little")
+            if "Egress_" in nikss_name(name):
+                by -= pk * BRIDGED_BYTES
+            out[phys[k]] = (pk, by)
+        return out
+
     def _slot_cell(self, idx: int) -> int:
         """A per-slot counter's cell with its port part (the ifindex's low bits) made logical."""
         from ..p4 import ENERGY_PORT_BITS, MAX_PORTS, energy_cell

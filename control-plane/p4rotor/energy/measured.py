@@ -1,11 +1,12 @@
 """A run's per-port per-slot activity as the data plane **measured** it: the ``activity.json``
 the controller's recorder wrote (``p4rotor control --activity``; control/activity_recorder.py).
+An interval runs from the previous read to its own (``t_s``: a read can take longer than the
+recorder's period, on eBPF seconds: the times are the reads', not the period's).
 
 Each interval of the file holds, per switch, port and slot position of the switch's cycle, the
 frames and bytes that left (``tx``) and came in (``rx``).  A transmitter is taken where it is
 measured sending (a switch's ``tx``); the hosts' own transmitters, which no switch sees send, from
-their ToR's ``rx``.  An interval spans ``cycles_per_read`` of the fabric's cycles: a cell's counts
-are spread evenly over the switch's cycles in it (the read is not aligned to slots: the slot in
+their ToR's ``rx``.  An interval's counts of a cell are spread evenly over the switch's cycles in it (the read is not aligned to slots: the slot in
 progress at a read has its frames in two intervals).  A slot position is placed in each cycle
 where its span lies (a rotor: its matching's slot; a ToR: its slice, on the slot of the schedule,
 or of the uplink's rotor, that holds the slice's middle).
@@ -106,9 +107,6 @@ def _measured(doc: dict, run: Path) -> Activity:
         raise EnergyError(f"{where}: version {doc.get('version')!r}, this reads 1")
     dil = _dilation(run)
     s = _scaled(doc["schedule"], dil)
-    every_us = float(doc["read_every_s"]) * 1e6 / dil
-    if not (math.isfinite(every_us) and every_us > 0):
-        raise EnergyError(f"{where}: read_every_s must be > 0")
     rate_bps, rate_from = _rates(run, s)
     act = Activity(s, 0.0, rate_bps, {}, f"measured: the data plane's per-slot counters ({where})")
     switches = doc["switches"]
@@ -119,11 +117,16 @@ def _measured(doc: dict, run: Path) -> Activity:
                 t = v[d]
                 act.port(t["link"], int(t["channel"]), t["class"], t["rotor"])
     n_int = len(doc["intervals"])
-    for i, iv in enumerate(doc["intervals"]):
+    start_us = 0.0
+    for iv in doc["intervals"]:
+        end_us = float(iv["t_s"]) * 1e6 / dil
+        if not (math.isfinite(end_us) and end_us > start_us):
+            raise EnergyError(f"{where}: interval times must increase, got {iv['t_s']!r}")
         for name, moves in iv["switches"].items():
             sw = switches[name]
             cycle = float(sw["cycle_us"]) / dil
-            per = max(1, round(every_us / cycle))
+            first = round(start_us / cycle)
+            per = max(1, round(end_us / cycle) - first)
             spans = sw["slot_spans_us"]
             for d in ("tx", "rx"):
                 for key, (frames, nbytes) in moves.get(d, {}).items():
@@ -134,8 +137,9 @@ def _measured(doc: dict, run: Path) -> Activity:
                     a, b = spans[int(slot)]
                     mid = (a + b) / 2 / dil
                     p = act.ports[(t["link"], int(t["channel"]))]
-                    _add(act, p, (i * per) * cycle + mid, cycle, per, frames, nbytes)
-    act.horizon_us = n_int * every_us
+                    _add(act, p, first * cycle + mid, cycle, per, frames, nbytes)
+        start_us = end_us
+    act.horizon_us = start_us
     act.notes = {"mode": "measured", "intervals": n_int, "cycles_per_read": doc.get("cycles_per_read"),
                  "dilation": dil, "rate": rate_from, "alone_floor_us": None}
     return act
