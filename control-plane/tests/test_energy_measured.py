@@ -159,3 +159,16 @@ def test_measured_times_in_schedule_time_and_the_run_link_rate(tmp_path):
     assert act.schedule.slot_us == 1000 and act.schedule.reconfig_us == 100
     assert act.rate_bps["rotor-port"] == 1e9 and act.notes["rate"] == "run.json: link_mbps"
     assert act.horizon_us == pytest.approx(len(doc["intervals"]) * doc["read_every_s"] * 1e6 / 100)
+
+
+def test_a_role_with_a_sleep_plan_inserts_it_before_its_config():
+    from p4rotor.control import BMV2, is_slot_config
+    from p4rotor.control.fabric_roles import fabric_roles
+    from p4rotor.control.roles import with_sleep
+
+    s, topo, _ = fabric()
+    role = next(r for r in fabric_roles(topo, DATA) if r.kind == "tor")
+    ents = with_sleep(role, {3: {"out": [1]}}).entities(dp.MODE_CLOCK, 0, 0, 1, BMV2)
+    assert is_slot_config(ents[-1]) and len(ents) == len(role.entities(dp.MODE_CLOCK, 0, 0, 1, BMV2)) + 1
+    sleep = ents[-2]
+    assert sleep.table_id == "TorEgress.port_sleep.sleep_out" and sleep.encode_update(fy.P4Schema(DATA / "tor.p4info.txtpb"))

@@ -208,6 +208,6 @@ def with_sleep(role: Role, plan: dict[int, dict[str, list[int]]]) -> Role:
 
     def ents(mode, offset, epoch, gen, target):
         e = base(mode, offset, epoch, gen, target)
-        return e[:-1] + sleep_entries(role.kind, plan) + e[-1:]
+        return e[:-1] + [+x for x in sleep_entries(role.kind, plan)] + e[-1:]
 
     return dataclasses.replace(role, entities=ents)
