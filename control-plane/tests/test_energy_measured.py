@@ -17,7 +17,7 @@ from p4rotor import p4 as dp
 from p4rotor import schedule as S
 from p4rotor.control import ControllerError, check_p4info, sleep_entries
 from p4rotor.control.activity_recorder import ActivityRecorder, rotor_ports, tor_ports
-from p4rotor.control.cli import read_sleep_plan
+from p4rotor.control.sleep_plan import read_sleep_plan, schedule_plan
 from p4rotor.control.nikss import ebpf_contract
 from p4rotor.energy import measured as MS
 from p4rotor.energy import model as M
@@ -172,3 +172,24 @@ def test_a_role_with_a_sleep_plan_inserts_it_before_its_config():
     assert is_slot_config(ents[-1]) and len(ents) == len(role.entities(dp.MODE_CLOCK, 0, 0, 1, BMV2)) + 1
     sleep = ents[-2]
     assert sleep.table_id == "TorEgress.port_sleep.sleep_out" and sleep.encode_update(fy.P4Schema(DATA / "tor.p4info.txtpb"))
+
+
+def test_the_schedule_plan_sleeps_only_where_nothing_can_go():
+    """RotorNet 4 x 1: the ToR's one uplink sleeps in the night slices; Opera 8 x 4: each uplink
+    in the slices no route of its ToR leaves through it, and a rotor port never (every matching
+    connects every rack)."""
+    s, topo, _ = fabric()
+    (rotor,) = s.rotors
+    assert schedule_plan(topo, R.compute(s)) == {k.tor.name: {k.tor.uplinks[rotor.name]: {"out": [0, 2, 4]}}
+                                                 for k in topo.racks}
+    s = S.generate_opera(8, 4, 1000, 100)
+    topo = TP.generate(s, "inline", hosts_per_rack=1)
+    routes = R.compute(s, epsilon_us=50)
+    plan = schedule_plan(topo, routes)
+    assert set(plan) == {k.tor.name for k in topo.racks}
+    for rack in topo.racks:
+        for name, port in rack.tor.uplinks.items():
+            r = [x.name for x in s.rotors].index(name)
+            asleep = plan[rack.tor.name][port]["out"]
+            assert asleep and all(hop.rotor != r for sl in asleep for key, hop in routes[sl].hops.items()
+                                  if key[0] == rack.id)

@@ -90,9 +90,10 @@ def add_parser(sub) -> None:
     pc.add_argument("--activity", metavar="FILE",
                     help="with --topology: record every switch's per-slot frames and bytes per port into FILE "
                          "(JSON, rewritten every read; what `p4rotor energy` reads as measured activity)")
-    pc.add_argument("--port-sleep", metavar="PLAN.json",
-                    help="a sleep plan {SWITCH: {PORT: {\"in\": [SLOT, ...], \"out\": [...]}}}: a frame through a "
-                         "port asleep in its slot is dropped and counted as SLEEPING (default: no port sleeps)")
+    pc.add_argument("--port-sleep", metavar="PLAN.json|schedule",
+                    help="a sleep plan {SWITCH: {PORT: {\"in\": [SLOT, ...], \"out\": [...]}}}, or 'schedule' (the "
+                         "ports the schedule and routes know idle): a frame through a port asleep in its slot is "
+                         "dropped and counted as SLEEPING (default: no port sleeps)")
     pc.add_argument("-q", "--quiet", action="store_true",
                     help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
@@ -239,7 +240,8 @@ def cmd_control(a: argparse.Namespace) -> int:
                                                   clock_ifaces=clock_ifaces, pipelines=pipelines))
             ctl = Controller(roles, faults=InjectedFaults(skews, losses, drifts), corropt=corropt,
                              activity=Path(a.activity) if a.activity else None,
-                             port_sleep=read_sleep_plan(a.port_sleep) if a.port_sleep else None, **common)
+                             port_sleep=_sleep_plan(a.port_sleep, topo, a.epsilon_us, {r.spec.name for r in roles}),
+                             **common)
         else:
             s = S.load(a.schedule)
             specs = (list(pipeline_specs(a.pipeline).values()) if nikss
@@ -300,29 +302,15 @@ def cmd_control(a: argparse.Namespace) -> int:
     return 0
 
 
-def read_sleep_plan(path: str) -> dict[str, dict[int, dict[str, list[int]]]]:
-    """``--port-sleep``: {switch: {port: {"in": [slot, ...], "out": [...]}}}; a list for a port is
-    both directions (the link sleeps).  Bad input: one ControllerError line."""
-    from .errors import ControllerError
 
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as ex:
-        raise ControllerError(f"--port-sleep {path}: {type(ex).__name__}: {str(ex)[:80]}") from None
-    out: dict[str, dict[int, dict[str, list[int]]]] = {}
-    if not isinstance(doc, dict):
-        raise ControllerError(f"--port-sleep {path}: an object of switches")
-    for sw, ports in doc.items():
-        if not isinstance(ports, dict):
-            raise ControllerError(f"--port-sleep {path}: {sw}: an object of ports")
-        for port, v in ports.items():
-            dirs = {"in": v, "out": v} if isinstance(v, list) else v
-            ok = (isinstance(dirs, dict) and set(dirs) <= {"in", "out"} and str(port).isdigit()
-                  and 0 < int(port) < 512 and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 0x10000
-                                                  for x in dirs.values() if isinstance(x, list) for s in x)
-                  and all(isinstance(x, list) for x in dirs.values()))
-            if not ok:
-                raise ControllerError(f"--port-sleep {path}: {sw} port {str(port)[:10]}: slot lists "
-                                      "(0..65535) for \"in\" and \"out\", or one list for both")
-            out.setdefault(sw, {})[int(port)] = {d: list(x) for d, x in dirs.items()}
-    return out
+def _sleep_plan(arg: str | None, topo, epsilon_us: float, driven: set[str]):
+    """``--port-sleep``: None, ``schedule`` (sleep_plan.schedule_plan, for the switches driven) or a file."""
+    from ..schedule import routes as R
+    from .sleep_plan import read_sleep_plan, schedule_plan
+
+    if not arg:
+        return None
+    if arg == "schedule":
+        return {k: v for k, v in schedule_plan(topo, R.compute(topo.schedule, epsilon_us=epsilon_us)).items()
+                if k in driven}
+    return read_sleep_plan(arg)

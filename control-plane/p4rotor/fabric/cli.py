@@ -56,7 +56,7 @@ def add_parsers(sub) -> None:
     pn.add_argument("--activity", action="store_true",
                     help="the controller records every switch's per-slot counters into RUN_DIR/activity.json "
                          "(p4rotor energy RUN_DIR reads it; docs/energy.md)")
-    pn.add_argument("--port-sleep", metavar="PLAN.json", help="the controller's sleep plan (p4rotor control --port-sleep)")
+    pn.add_argument("--port-sleep", metavar="PLAN.json|schedule", help="the controller's sleep plan (p4rotor control --port-sleep)")
     pn.add_argument("--build-dir")
     pn.set_defaults(fn=cmd_run)
 
@@ -120,7 +120,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         (run_dir / "run.json").write_text(json.dumps({"command": " ".join(["p4rotor", *sys.argv[1:]]),
                                                       "dilation": a.dilation, "link_mbps": a.link_mbps or None}) + "\n")
     if a.port_sleep:
-        ctl_args += ("--port-sleep", str(Path(a.port_sleep).resolve()))
+        ctl_args += ("--port-sleep", a.port_sleep if a.port_sleep == "schedule" else str(Path(a.port_sleep).resolve()))
     emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation,
                     target=a.target, controller_args=ctl_args)
     code = 0
