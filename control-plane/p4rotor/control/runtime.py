@@ -108,7 +108,8 @@ class Controller:
             raise ControllerError("--activity and --port-sleep: the TNA programs have no per-slot counters or "
                                   "sleep tables (v1model and ebpf only)")
         if activity is not None and not any(r.energy is not None for r in roles):
-            raise ControllerError("--activity needs --topology: the recorder names each port's link from it")
+            raise ControllerError("--activity: no rotor or ToR to record (it needs --topology; the one-switch "
+                                  "fabric has no per-slot counters)")
         unknown = sorted(set(port_sleep or {}) - {r.spec.name for r in roles})
         if unknown:
             raise ControllerError(f"--port-sleep: no switch {', '.join(unknown)} in this run")
