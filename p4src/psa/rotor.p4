@@ -16,6 +16,7 @@
 #include "../shared/control/circuit.p4"
 #include "../shared/control/optical_loss.p4"
 #include "../shared/control/stale_guard.p4"
+#include "../shared/control/port_energy.p4"
 
 parser RotorIngressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                           in psa_ingress_parser_input_metadata_t istd, in empty_t r, in empty_t c) {
@@ -29,11 +30,13 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta,
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) rx_port_counter;
     SlotState() slot_state;
     Circuit() circuit;
+    SlotRx() slot_rx;
     apply {
         Port_t in_port = (Port_t) istd.ingress_port;
         meta.in_port = in_port;
         slot_state.apply(meta, TIME_OF(istd.ingress_timestamp));
         rx_port_counter.count(in_port);
+        slot_rx.apply(meta.slot.index, in_port);
         Port_t out_port;
         bit<32> verdict;
         circuit.apply(meta, in_port, out_port, verdict);
@@ -77,6 +80,8 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_in
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
     OpticalLoss() optical_loss;
     StaleGuard() stale_guard;
+    PortSleep() port_sleep;
+    SlotTx() slot_tx;
     apply {
         UNBRIDGE(hdr, meta);
         Port_t in_port = (Port_t) meta.in_port;
@@ -94,7 +99,15 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_in
             }
         }
         if (verdict == NO_DROP) {
+            bool asleep;
+            port_sleep.apply(meta.slot.index, in_port, out_port, asleep);
+            if (asleep) {
+                verdict = DROP_SLEEPING;
+            }
+        }
+        if (verdict == NO_DROP) {
             tx_port_counter.count(out_port);
+            slot_tx.apply(meta.slot.index, out_port);
         } else {
             egress_drop_counter.count(verdict);
             egress_drop(ostd);

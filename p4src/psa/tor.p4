@@ -15,6 +15,7 @@
 #include "../shared/control/tor_routing.p4"
 #include "../shared/control/port_mtu.p4"
 #include "../shared/control/stale_guard.p4"
+#include "../shared/control/port_energy.p4"
 
 parser TorIngressParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                         in psa_ingress_parser_input_metadata_t istd, in empty_t r, in empty_t c) {
@@ -32,11 +33,13 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
     SlotState() slot_state;       // the slot of a ToR is the topology slice
     TorRouting() routing;
     PortMtu() port_mtu;
+    SlotRx() slot_rx;
     apply {
         Port_t in_port = (Port_t) istd.ingress_port;
         meta.in_port = in_port;
         slot_state.apply(meta, TIME_OF(istd.ingress_timestamp));
         rx_port_counter.count(in_port);
+        slot_rx.apply(meta.slot.index, in_port);
         Port_t out_port;
         bit<32> verdict;
         routing.apply(hdr, meta, istd.parser_error == error.NoError, out_port, verdict);
@@ -100,18 +103,31 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_inpu
     Counter<bit<64>, bit<32>>(NUM_DROP_CAUSES, PSA_CounterType_t.PACKETS_AND_BYTES) egress_drop_counter;
     Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS_AND_BYTES) tx_port_counter;
     StaleGuard() stale_guard;
+    PortSleep() port_sleep;
+    SlotTx() slot_tx;
     apply {
         UNBRIDGE(hdr, meta);
         Port_t out_port = (Port_t) istd.egress_port;
+        bit<32> verdict = NO_DROP;
         bool stale = false;
         if (hdr.bridged.kind == BRIDGE_TIMED) {
             stale_guard.apply(meta, TIME_OF(istd.egress_timestamp) + meta.slot.offset, stale);
         }
         if (stale) {
-            egress_drop_counter.count(DROP_STALE);
-            egress_drop(ostd);
+            verdict = DROP_STALE;
         } else {
+            bool asleep;
+            port_sleep.apply(meta.slot.index, (Port_t) meta.in_port, out_port, asleep);
+            if (asleep) {
+                verdict = DROP_SLEEPING;
+            }
+        }
+        if (verdict == NO_DROP) {
             tx_port_counter.count(out_port);
+            slot_tx.apply(meta.slot.index, out_port);
+        } else {
+            egress_drop_counter.count(verdict);
+            egress_drop(ostd);
         }
     }
 }

@@ -21,6 +21,13 @@ const PortId_t CLOCK_PORT = 254;
 #define CLOCK_PHASE_TABLE_SIZE 4096
 #define MAX_PORTS 512
 #define LOSS_TABLE_SIZE 4096
+// Energy (port_energy.p4): the per-slot counters hold ENERGY_SLOTS slot positions of a cycle
+// (a rotor: its matchings; a ToR: its slices) x MAX_PORTS ports, cell (slot << ENERGY_PORT_BITS)
+// | port; a slot position at or past ENERGY_SLOTS shares the cell of its remainder.
+#define ENERGY_SLOTS 128
+#define ENERGY_PORT_BITS 9
+#define ENERGY_CELLS 65536
+#define SLEEP_TABLE_SIZE 4096
 
 // Slot-advance modes, chosen by the controller in the config table.
 const bit<8> MODE_UNCONFIGURED = 0;
@@ -54,6 +61,7 @@ const bit<32> DROP_HOP_LIMIT   = 7;  // ToR: transit hop limit exceeded
 const bit<32> DROP_BAD_HEADER  = 8;  // ToR: header the ToR cannot route
 const bit<32> DROP_MTU         = 9;  // longer than its egress link's MTU (port_mtu table)
 const bit<32> DROP_OPTICAL_LOSS = 10; // injected loss on a rotor link (optical_loss tables)
+const bit<32> DROP_SLEEPING    = 11; // in or out through a port asleep in this slot (port_sleep tables)
 #define NUM_DROP_CAUSES 16
 
 // Control-packet counter indices.

@@ -14,6 +14,7 @@
 #include "../shared/control/optical_loss.p4"
 #include "../shared/control/stale_guard.p4"
 #include "../shared/control/port_mtu.p4"
+#include "../shared/control/port_energy.p4"
 
 control RotorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control RotorComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -23,6 +24,7 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
     ControlPacket() control_packet;
     ClockProbe() clock_probe;
     Circuit() circuit;
+    SlotRx() slot_rx;
     apply {
         slot_state.apply(meta, std.ingress_global_timestamp);
         if (hdr.packet_out.isValid()) {
@@ -31,6 +33,7 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_
             clock_probe.apply(hdr, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
+            slot_rx.apply(meta.slot.index, std.ingress_port);
             Port_t out_port;
             bit<32> verdict;
             circuit.apply(meta, std.ingress_port, out_port, verdict);
@@ -50,6 +53,8 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t
     ClockProbeEgress() clock_probe_egress;
     PortMtu() port_mtu;
     OpticalLoss() optical_loss;
+    PortSleep() port_sleep;
+    SlotTx() slot_tx;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
@@ -77,7 +82,16 @@ control RotorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t
                 }
             }
             if (verdict == NO_DROP) {
+                // Last: a frame the fabric loses anyway is counted under that cause.
+                bool asleep;
+                port_sleep.apply(meta.slot.index, std.ingress_port, std.egress_port, asleep);
+                if (asleep) {
+                    verdict = DROP_SLEEPING;
+                }
+            }
+            if (verdict == NO_DROP) {
                 tx_port_counter.count((bit<32>) std.egress_port);
+                slot_tx.apply(meta.slot.index, std.egress_port);
             } else {
                 drop_counter.count(verdict);
                 mark_to_drop(std);

@@ -13,6 +13,7 @@
 #include "include/control/clock_probe.p4"
 #include "../shared/control/tor_routing.p4"
 #include "../shared/control/port_mtu.p4"
+#include "../shared/control/port_energy.p4"
 #include "../shared/control/stale_guard.p4"
 
 control TorVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
@@ -23,6 +24,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
     ControlPacket() control_packet;
     ClockProbe() clock_probe;
     TorRouting() routing;
+    SlotRx() slot_rx;
     apply {
         slot_state.apply(meta, std.ingress_global_timestamp);
         if (hdr.packet_out.isValid()) {
@@ -31,6 +33,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
             clock_probe.apply(hdr, std);
         } else {
             rx_port_counter.count((bit<32>) std.ingress_port);
+            slot_rx.apply(meta.slot.index, std.ingress_port);
             Port_t out_port;
             bit<32> verdict;
             routing.apply(hdr, meta, std.parser_error == error.NoError, out_port, verdict);
@@ -49,6 +52,8 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t s
     ClockProbeEgress() clock_probe_egress;
     PortMtu() port_mtu;
     StaleGuard() stale_guard;
+    PortSleep() port_sleep;
+    SlotTx() slot_tx;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
@@ -75,7 +80,16 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t s
                 }
             }
             if (verdict == NO_DROP) {
+                // Last: a frame the fabric loses anyway is counted under that cause.
+                bool asleep;
+                port_sleep.apply(meta.slot.index, std.ingress_port, std.egress_port, asleep);
+                if (asleep) {
+                    verdict = DROP_SLEEPING;
+                }
+            }
+            if (verdict == NO_DROP) {
                 tx_port_counter.count((bit<32>) std.egress_port);
+                slot_tx.apply(meta.slot.index, std.egress_port);
             } else {
                 drop_counter.count(verdict);
                 mark_to_drop(std);

@@ -19,7 +19,7 @@ its helpers one per job: ``installer``, ``prober``, ``rotator``, ``clock_keeper`
 
 from .entities import (RUN_FIELDS, TS_MASK, WRITE_BATCH, Comparison, LinkLoss,  # noqa: F401
                        check_egress_guard, circuit_entries, clock_phase_entries, compare_installed, diff_entities,
-                       config_entry, default_port_map, loss_entries, phase_entries, port_mtu_entries,
+                       config_entry, default_port_map, loss_entries, phase_entries, port_mtu_entries, sleep_entries,
                        port_value_set_entries, rotor_entities, set_slot_packet, slot_config_entry,
                        time_probe_packet, write_batched)
 from .errors import ControllerError, NotPrimaryError  # noqa: F401

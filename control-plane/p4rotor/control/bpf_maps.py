@@ -102,6 +102,24 @@ def btf_bytes(btf_id: int) -> bytes:
         os.close(fd)
 
 
+def lookup_array(pin: Path | str, keys: list[int]) -> dict[int, bytes]:
+    """The values at ``keys`` of a pinned array map (u32 keys; a key it lacks is left out):
+    a few cells of a large counter without reading it whole."""
+    fd = obj_get(pin)
+    try:
+        info = map_info(fd)
+        key, val = ctypes.c_uint32(0), ctypes.create_string_buffer(info.value_size)
+        attr = _ElemAttr(map_fd=fd, key=ctypes.addressof(key), value=ctypes.addressof(val))
+        out = {}
+        for k in keys:
+            key.value = k
+            if _bpf(_MAP_LOOKUP_ELEM, attr) == 0:
+                out[k] = val.raw
+        return out
+    finally:
+        os.close(fd)
+
+
 def dump_map(fd: int) -> list[tuple[bytes, bytes]]:
     """Every (key, value) of a map, in key order (BPF_MAP_GET_NEXT_KEY, BPF_MAP_LOOKUP_ELEM)."""
     info = map_info(fd)

@@ -87,6 +87,13 @@ def add_parser(sub) -> None:
                     help="the monitor reads the counters every S seconds (default 1)")
     pc.add_argument("--corropt-min-frames", type=int, default=1000, metavar="N",
                     help="a link direction's loss is estimated once N frames crossed it (default 1000)")
+    pc.add_argument("--activity", metavar="FILE",
+                    help="with --topology: record every switch's per-slot frames and bytes per port into FILE "
+                         "(JSON, rewritten every read; what `p4rotor energy` reads as measured activity)")
+    pc.add_argument("--port-sleep", metavar="PLAN.json|schedule",
+                    help="a sleep plan {SWITCH: {PORT: {\"in\": [SLOT, ...], \"out\": [...]}}}, or 'schedule' (the "
+                         "ports the schedule and routes know idle): a frame through a port asleep in its slot is "
+                         "dropped and counted as SLEEPING (default: no port sleeps)")
     pc.add_argument("-q", "--quiet", action="store_true",
                     help="print errors only (the status file still says everything)")
     pc.set_defaults(fn=cmd_control)
@@ -191,6 +198,8 @@ def cmd_control(a: argparse.Namespace) -> int:
                   resync=ResyncOptions(every=a.resync_every, bound_us=a.resync_bound_us))
     if bool(a.topology) == bool(a.schedule):
         die("give --schedule with --switch, or --topology")
+    if (a.activity or a.port_sleep) and not a.topology:
+        die("--activity and --port-sleep need --topology: they name the topology's switches and links")
     if a.faults and not a.topology:
         die("--faults needs --topology: a fault plan is checked against the topology's switches")
     threshold = a.corropt_threshold
@@ -229,7 +238,10 @@ def cmd_control(a: argparse.Namespace) -> int:
                     replan=lambda s: fabric_roles(dataclasses.replace(topo, schedule=s), build,
                                                   epsilon_us=a.epsilon_us, only=only, target=target,
                                                   clock_ifaces=clock_ifaces, pipelines=pipelines))
-            ctl = Controller(roles, faults=InjectedFaults(skews, losses, drifts), corropt=corropt, **common)
+            ctl = Controller(roles, faults=InjectedFaults(skews, losses, drifts), corropt=corropt,
+                             activity=Path(a.activity) if a.activity else None,
+                             port_sleep=_sleep_plan(a.port_sleep, topo, a.epsilon_us, {r.spec.name for r in roles}),
+                             **common)
         else:
             s = S.load(a.schedule)
             specs = (list(pipeline_specs(a.pipeline).values()) if nikss
@@ -288,3 +300,17 @@ def cmd_control(a: argparse.Namespace) -> int:
             say("timed changes reached the switch this long before their start (us): "
                 + json.dumps(summarize(timed_margins_us(ctl))) + f"; refused {refused}")
     return 0
+
+
+
+def _sleep_plan(arg: str | None, topo, epsilon_us: float, driven: set[str]):
+    """``--port-sleep``: None, ``schedule`` (sleep_plan.schedule_plan, for the switches driven) or a file."""
+    from ..schedule import routes as R
+    from .sleep_plan import read_sleep_plan, schedule_plan
+
+    if not arg:
+        return None
+    if arg == "schedule":
+        return {k: v for k, v in schedule_plan(topo, R.compute(topo.schedule, epsilon_us=epsilon_us)).items()
+                if k in driven}
+    return read_sleep_plan(arg)

@@ -373,3 +373,18 @@ def diff_entities(schema: fy.P4Schema, old: Sequence[Any], new: Sequence[Any]) -
         if k not in want and not k[1]:
             ups.append(-dataclasses.replace(e))
     return ups
+
+
+def sleep_entries(kind: str, plan: dict[int, dict[str, Sequence[int]]]) -> list[fy.P4TableEntry]:
+    """The predictive policy's sleep plan for one switch (``kind`` "rotor" or "tor"): per port,
+    the slot positions (a rotor: matchings; a ToR: slices) in which it sleeps, receiving
+    (``"in"``) and transmitting (``"out"``).  A frame through a sleeping port is dropped and
+    counted as SLEEPING (p4src/shared/control/port_energy.p4)."""
+    t = dp.sleep_tables("Rotor" if kind == "rotor" else "Tor")
+    out = []
+    for port, dirs in sorted(plan.items()):
+        for d in ("in", "out"):
+            for slot in sorted(set(dirs.get(d, ()))):
+                out.append(fy.P4TableEntry(t[d], match=fy.P4TableMatch(port=port, slot=slot),
+                                           action=fy.P4TableAction(t["action"])))
+    return out

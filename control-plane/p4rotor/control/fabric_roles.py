@@ -8,6 +8,7 @@ from typing import Mapping
 
 from ..schedule import routes as R
 from ..schedule.topology import Topology
+from .activity_recorder import rotor_ports, tor_ports
 from .errors import ControllerError
 from .one_switch import one_switch_entities
 from .roles import Role, SwitchSpec, rotor_role, with_pipelines
@@ -52,7 +53,8 @@ def _roles(topo: Topology, routes, build: Path, addr: str, epsilon_us: float, on
         if only and rs.name not in only:
             continue
         spec = SwitchSpec(rs.name, addr, rs.grpc_port, rs.device_id)
-        roles.append(rotor_role(s, spec, rinfo, rblob, port_map=rs.ports, link_mtus=topo.rotor_link_mtus(rs)))
+        role = rotor_role(s, spec, rinfo, rblob, port_map=rs.ports, link_mtus=topo.rotor_link_mtus(rs))
+        roles.append(dataclasses.replace(role, energy=rotor_ports(s, rs.name, rs.ports)))
     for rack in topo.racks:
         if only and rack.tor.name not in only:
             continue
@@ -64,7 +66,9 @@ def _roles(topo: Topology, routes, build: Path, addr: str, epsilon_us: float, on
 
         roles.append(Role(spec=spec, kind="tor", p4info=tinfo, p4blob=tblob, entities=ents,
                             boundaries=lambda t0, now: slice_boundaries(topo, routes, t0, now),
-                            data_ports=tuple(sorted(topo.tor_link_mtus(rack)))))
+                            data_ports=tuple(sorted(topo.tor_link_mtus(rack))),
+                            energy=tor_ports(s, rack.id, {h.name: h.port for h in rack.hosts}, dict(rack.tor.uplinks),
+                                             [(sr.slice.start_us, sr.slice.end_us) for sr in routes])))
     return roles
 
 

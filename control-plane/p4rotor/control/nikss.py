@@ -39,7 +39,8 @@ from .errors import ControllerError
 NIKSS_CTL = "nikss-ctl"
 # (table, key field) holding a port; (action, parameter) holding a port.
 PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
-             ("RotorEgress.optical_loss.loss_out", "port"), ("TorIngress.port_mtu.port_mtu", "port")}
+             ("RotorEgress.optical_loss.loss_out", "port"), ("TorIngress.port_mtu.port_mtu", "port"),
+             *((f"{k}Egress.port_sleep.{t}", "port") for k in ("Rotor", "Tor") for t in ("sleep_in", "sleep_out"))}
 PORT_PARAMS = {("RotorIngress.circuit.connect", "port"), ("TorIngress.routing.deliver", "port"),
                ("TorIngress.routing.via", "port"), ("TorIngress.routing.via_vlb", "port")}
 # Tables whose v1model range key is the phase in grains on PSA-eBPF, and the config action that
@@ -57,7 +58,11 @@ MOVED = {"TorEgress.port_mtu.": "TorIngress.port_mtu."}
 COUNTERS = {"drop_counter": "{Kind}Ingress.drop_counter", "egress_drop_counter": "{Kind}Egress.egress_drop_counter",
             "rx_port_counter": "{Kind}Ingress.rx_port_counter", "tx_port_counter": "{Kind}Egress.tx_port_counter",
             **{c: "RotorEgress.optical_loss." + c for c in ("link_in_counter", "link_in_loss_counter",
-                                                            "link_out_counter", "link_out_loss_counter")}}
+                                                            "link_out_counter", "link_out_loss_counter")},
+            "slot_rx_counter": "{Kind}Ingress.slot_rx.slot_rx_counter",
+            "slot_tx_counter": "{Kind}Egress.slot_tx.slot_tx_counter"}
+# Counters indexed by (slot position, port) (p4/program.py energy_cell): the port part is translated.
+SLOT_PORT_COUNTERS = ("slot_rx_counter", "slot_tx_counter")
 # Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
 DROP_COUNTERS = (COUNTERS["drop_counter"], COUNTERS["egress_drop_counter"])
 # Every frame an egress control counts still carries the bridged header in front (23 bytes:
@@ -320,8 +325,38 @@ class NikssSwitch:
             if pk or by:
                 if nname.endswith(PORT_COUNTERS):
                     idx = self.logical.get(idx, idx)
+                elif nname.endswith(SLOT_PORT_COUNTERS):
+                    idx = self._slot_cell(idx)
                 cells[idx] = (pk, by)
         return cells
+
+    def slot_cells(self, name: str, cells: list[int], bpffs: Path | None = None) -> dict[int, tuple[int, int]]:
+        """{cell: (packets, bytes)} of a per-slot counter at the listed (logical) cells only,
+        looked up in its pinned map: nikss-ctl would print all 65 536 cells each time.  PSA's
+        PACKETS_AND_BYTES cell is {u64 bytes; u64 packets}."""
+        from ..p4 import ENERGY_PORT_BITS, MAX_PORTS, energy_cell
+        from .bpf_maps import BPFFS, lookup_array
+
+        phys = {}
+        for c in cells:
+            port = c & (MAX_PORTS - 1)
+            phys[energy_cell(c >> ENERGY_PORT_BITS, self.ports.get(port, port))] = c
+        pin = Path(bpffs or BPFFS) / f"pipeline{self.pipeline}" / "maps" / nikss_name(name)
+        out = {}
+        for k, raw in lookup_array(pin, list(phys)).items():
+            by, pk = int.from_bytes(raw[0:8], "little"), int.from_bytes(raw[8:16], "little")
+            if "Egress_" in nikss_name(name):
+                by -= pk * BRIDGED_BYTES
+            out[phys[k]] = (pk, by)
+        return out
+
+    def _slot_cell(self, idx: int) -> int:
+        """A per-slot counter's cell with its port part (the ifindex's low bits) made logical."""
+        from ..p4 import ENERGY_PORT_BITS, MAX_PORTS, energy_cell
+
+        low = {ifx & (MAX_PORTS - 1): p for ifx, p in self.logical.items()}
+        port = idx & (MAX_PORTS - 1)
+        return energy_cell(idx >> ENERGY_PORT_BITS, low.get(port, port))
 
     @property
     def kind(self) -> str:

@@ -29,7 +29,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 import finsy as fy
 
 from .errors import ControllerError
-from .nikss import ABSENT_COUNTERS, NikssError, NikssSwitch, cli_runner, counter_name, nikss_name
+from .nikss import (ABSENT_COUNTERS, SLOT_PORT_COUNTERS, NikssError, NikssSwitch, cli_runner, counter_name,
+                    nikss_name)
 
 
 def pipeline_ports(show: str, switch: str) -> dict[int, int]:
@@ -140,7 +141,10 @@ class NikssDriver:
         for name, idx in wanted.items():
             if name in ABSENT_COUNTERS:
                 continue
-            cells = await self._call(self.adapter.counter, counter_name(name, self.adapter.kind))
+            if name in SLOT_PORT_COUNTERS and idx is not None:   # a few cells of 65 536
+                cells = await self._call(self.adapter.slot_cells, counter_name(name, self.adapter.kind), sorted(idx))
+            else:
+                cells = await self._call(self.adapter.counter, counter_name(name, self.adapter.kind))
             for i in sorted(cells if idx is None else idx):
                 pk, by = cells.get(i, (0, 0))
                 yield fy.P4CounterEntry(name, index=i, data=fy.P4CounterData(byte_count=by, packet_count=pk))

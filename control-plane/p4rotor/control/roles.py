@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 import finsy as fy
 
 from ..schedule import Schedule, ScheduleError
-from .entities import default_port_map, rotor_entities, write_batched
+from .entities import default_port_map, rotor_entities, sleep_entries, write_batched
 from .errors import ControllerError
 from .target import Target
 from .timebase import OffsetEstimate, boundary_times
@@ -133,6 +133,9 @@ class Role:
     # whole array).  Wildcard reads of two 512-entry arrays every second, on 12 switches, cost
     # the controller a fifth of a core and BMv2 its time with frames in its queues.
     data_ports: tuple[int, ...] | None = None
+    # Its ports as the energy accounting names them (activity_recorder.EnergyPorts; None: unknown,
+    # the switch is not recorded).
+    energy: Any = None
 
 
 @dataclasses.dataclass
@@ -197,3 +200,14 @@ def rotor_role(sched: Schedule, spec: SwitchSpec, p4info: Path, p4blob: Path,
     return Role(spec=spec, kind="rotor", p4info=p4info, p4blob=p4blob, entities=ents,
                 boundaries=lambda t0, now: boundary_times(sched, rotor, t0, now),
                 epoch_offset_us=rotor.offset_us, data_ports=tuple(sorted(pm.values())))
+
+
+def with_sleep(role: Role, plan: dict[int, dict[str, list[int]]]) -> Role:
+    """``role`` with its sleep plan (entities.sleep_entries) installed before its config."""
+    base = role.entities
+
+    def ents(mode, offset, epoch, gen, target):
+        e = base(mode, offset, epoch, gen, target)
+        return e[:-1] + [+x for x in sleep_entries(role.kind, plan)] + e[-1:]
+
+    return dataclasses.replace(role, entities=ents)

@@ -54,8 +54,10 @@ from .. import p4 as dp
 from ..schedule import Schedule
 from .clock_keeper import ClockKeeper
 from .corropt_task import CorrOptTask
+from .activity_recorder import ActivityRecorder
 from .counters import CounterPoller
 from .entities import check_egress_guard, port_value_set_entries
+from .roles import with_sleep
 from .errors import ControllerError, NotPrimaryError
 from .fault_injector import FaultInjector
 from .installer import INSTALL_CONCURRENCY, Installer
@@ -84,7 +86,8 @@ class Controller:
                  election_id: int = 10, lead_s: float = 1.0, probes: int = 16,
                  install_concurrency: int = INSTALL_CONCURRENCY, adopt: bool = True, counters_every: float = 0.0,
                  signal: SignalOptions = SignalOptions(), resync: ResyncOptions = ResyncOptions(),
-                 faults: InjectedFaults = InjectedFaults(), corropt: CorrOptOptions | None = None):
+                 faults: InjectedFaults = InjectedFaults(), corropt: CorrOptOptions | None = None,
+                 activity: Path | None = None, port_sleep: dict[str, dict[int, dict[str, list[int]]]] | None = None):
         # Checked before anything is written (the status file either): one line, nothing started.
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
@@ -101,6 +104,17 @@ class Controller:
         faults.check(mode, roles)
         if corropt is not None:
             corropt.check()
+        if (activity is not None or port_sleep) and target.name == "tofino":
+            raise ControllerError("--activity and --port-sleep: the TNA programs have no per-slot counters or "
+                                  "sleep tables (v1model and ebpf only)")
+        if activity is not None and not any(r.energy is not None for r in roles):
+            raise ControllerError("--activity: no rotor or ToR to record (it needs --topology; the one-switch "
+                                  "fabric has no per-slot counters)")
+        unknown = sorted(set(port_sleep or {}) - {r.spec.name for r in roles})
+        if unknown:
+            raise ControllerError(f"--port-sleep: no switch {', '.join(unknown)} in this run")
+        if port_sleep:
+            roles = [with_sleep(r, port_sleep[r.spec.name]) if r.spec.name in port_sleep else r for r in roles]
         self.target = target
         self.mode = mode
         self.mode_code = dp.MODE_SIGNAL if mode == "signal" else dp.MODE_CLOCK
@@ -147,6 +161,8 @@ class Controller:
         self.keeper = ClockKeeper(self, resync)
         self.injector = FaultInjector(self, faults)
         self.counters = CounterPoller(self, counters_every)
+        self.recorder = (ActivityRecorder(self, activity, {r.spec.name: r.energy for r in roles if r.energy is not None})
+                         if activity is not None else None)
         self.corropt = CorrOptTask(self, corropt) if corropt is not None else None
         self.loss_monitor = corropt.monitor if corropt is not None else None
         # What other processes read (phase, switches installed, epoch, error); log text is for people.
@@ -245,6 +261,7 @@ class Controller:
             controller = fy.Controller(self.switches)
         self._stop = asyncio.Event()
         monitor: asyncio.Task | None = None
+        recording: asyncio.Task | None = None
         task = asyncio.create_task(controller.run())
         stop = asyncio.create_task(self._stop.wait())
         try:
@@ -253,6 +270,9 @@ class Controller:
             if self.corropt is not None:
                 monitor = asyncio.create_task(self.corropt.run())
                 monitor.add_done_callback(self.corropt.done)
+            if self.recorder is not None:
+                recording = asyncio.create_task(self.recorder.run(
+                    {s.name: s for s in self.switches if s.name in self.recorder.views}))
             if after_ready is not None:
                 res = after_ready(self)
                 if asyncio.iscoroutine(res):
@@ -272,6 +292,10 @@ class Controller:
             self.status.stopped()
             if monitor is not None:
                 monitor.cancel()
+            if recording is not None:
+                recording.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await recording
             stop.cancel()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -17,6 +17,7 @@ from typing import Any
 from ..cliutil import die
 from ..inputs import check_output, read_json, write_output
 from . import activity as A
+from . import measured as MS
 from . import model as M
 from . import rotorlb_run as RL
 from .account import account
@@ -31,6 +32,8 @@ def add_parser(sub) -> None:
     p.add_argument("--modes", help="fabric modes to account (default: every one the run holds: opera, rotornet)")
     p.add_argument("--output", help="write energy.json, energy.png and table.md into this directory (it must exist)")
     p.add_argument("--doc", help="also replace the energy block of this markdown file with the table")
+    p.add_argument("--reconstructed", action="store_true",
+                   help="reconstruct the activity even where the run holds the measured one (activity.json)")
     p.set_defaults(fn=cmd_energy)
 
 
@@ -44,14 +47,23 @@ def _modes(text: str | None) -> tuple[str, ...] | None:
     return ms
 
 
-def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | None = None,
+             reconstructed: bool = False) -> list[dict[str, Any]]:
     """One entry per (run, mode): what :func:`account.account` gives, with the run's name and load.
-    An fct run: each fabric mode it holds (or ``modes``); a rotorlb run: RotorLB's rows."""
+    A run with its measured activity (activity.json, unless ``reconstructed``): that, once; an fct
+    run: each fabric mode it holds (or ``modes``); a rotorlb run: RotorLB's rows.  Each entry says
+    which activity it read (``activity``: "measured" or "reconstructed")."""
     out = []
     for run in runs:
+        if not reconstructed and MS.has_activity(run):
+            res = account(MS.from_run(run), model)
+            res.update(run=str(run), mode="measured", activity="measured",
+                       **(_point(run) if (run / "fct.json").is_file() else {"workload": None, "load": None}))
+            out.append(res)
+            continue
         if (run / "rotorlb.json").is_file() and not (run / "fct.json").is_file():
             res = account(RL.from_run(run), model)
-            res.update(run=str(run), mode="rotorlb", workload="rotorlb matrices", load=None)
+            res.update(run=str(run), mode="rotorlb", workload="rotorlb matrices", load=None, activity="reconstructed")
             out.append(res)
             continue
         if not (run / "fct.json").is_file():
@@ -64,7 +76,7 @@ def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | Non
             if mode not in have:
                 raise M.EnergyError(f"{run}: no {mode!r} mode in fct.json (it has: {', '.join(have) or 'none'})")
             res = account(A.from_fct_run(run, mode), model)
-            res.update(run=str(run), mode=mode, **_point(run))
+            res.update(run=str(run), mode=mode, activity="reconstructed", **_point(run))
             out.append(res)
     return out
 
@@ -76,7 +88,7 @@ def _point(run: Path) -> dict[str, Any]:
 
 def _command(a: argparse.Namespace) -> str:
     flags = [f"--{k} {v}" for k, v in (("model", a.model), ("modes", a.modes), ("output", a.output), ("doc", a.doc))
-             if v is not None]
+             if v is not None] + (["--reconstructed"] if a.reconstructed else [])
     return " ".join(["p4rotor energy", *a.runs, *flags])
 
 
@@ -90,7 +102,7 @@ def cmd_energy(a: argparse.Namespace) -> int:
         if a.doc:
             check_output(a.doc, M.EnergyError, "--doc")
         model = M.load(a.model)
-        rows = evaluate([Path(r) for r in a.runs], model, modes)
+        rows = evaluate([Path(r) for r in a.runs], model, modes, a.reconstructed)
     except M.EnergyError as ex:
         die(str(ex))
     for r in rows:

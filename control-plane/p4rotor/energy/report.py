@@ -35,7 +35,7 @@ def summary_line(r: dict) -> str:
     """One line: each policy's saving against always on and the delay it adds per frame."""
     pol = r["policies"]
     parts = [f"{NAMES[k]} saves {_pct(pol[k]['saving'])} ({_delay(pol[k])})" for k in ("tos", "trs", "predictive")]
-    return (f"energy ({r['mode']}; utilisation host {_pct(r['utilisation']['host-link'])}, fabric "
+    return (f"energy ({r['mode']}; {r.get('activity', 'reconstructed')} activity; utilisation host {_pct(r['utilisation']['host-link'])}, fabric "
             f"{_pct(r['utilisation']['tor-uplink'])}): " + "; ".join(parts))
 
 
@@ -68,6 +68,8 @@ def markdown(rows: Sequence[dict], model: str) -> str:
 
 
 def _how(r: dict) -> str:
+    if r.get("activity") == "measured":
+        return "measured by the data plane's per-slot counters (runs with activity.json)"
     if r["mode"] == "rotorlb" and r["source"].startswith("reconstructed"):
         return "RotorLB's per-slot plan scaled to the frames delivered (rotorlb runs)"
     if r["source"].startswith("reconstructed"):

@@ -18,6 +18,11 @@ def add_parser(sub) -> None:
     pe.add_argument("--dilation", type=float)
     pe.add_argument("--quick", action="store_true", help="a short variant (rotorlb: densities 1 and 56)")
     pe.add_argument("--output", help="results directory (default results/NAME)")
+    pe.add_argument("--record-activity", action="store_true", default=None,
+                    help="rotorlb: the controller records every switch's per-slot counters into OUTPUT/activity.json "
+                         "(p4rotor energy then reads the measured activity; docs/energy.md)")
+    pe.add_argument("--port-sleep", metavar="PLAN.json|schedule",
+                    help="rotorlb: the controller's sleep plan (p4rotor control --port-sleep; docs/energy.md)")
     fct = pe.add_argument_group("fct")
     fct.add_argument("--workload", help="a shipped CDF (websearch, datamining, ...) or a CDF file (default websearch)")
     fct.add_argument("--load", type=float, help="fraction of each host's access rate (default 0.1)")
@@ -117,7 +122,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
-                "calibration", "calibrate_only", "replay", "cutoff_real", "traffic"):
+                "calibration", "calibrate_only", "replay", "cutoff_real", "traffic", "record_activity", "port_sleep"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]

@@ -35,7 +35,8 @@ BACK_OFF = 0.7  # the sweep runs at this fraction of the highest rate that passe
 def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[int, ...] = DENSITIES,
             matrices_per_density: int = 3, seed: int = 1, rate: float | None = None,
             guard_us: float = 20000.0, cycles: int = 3, quick: bool = False, target: str = "bmv2",
-            datapath: str = "python", windows: str = "fixed") -> dict:
+            datapath: str = "python", windows: str = "fixed", record_activity: bool = False,
+            port_sleep: str | None = None) -> dict:
     """``rate``: data frames per second per circuit (wall; None: calibrated on the fabric, see
     ``calibrate``; --quick: 300); ``guard_us``: wall us kept free at both ends of every day;
     ``cycles``: measured cycles per run; ``datapath``: who moves the agents' frames (python, or c:
@@ -64,7 +65,12 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     out.mkdir(parents=True, exist_ok=True)
     ds = S.dilate(sched, dilation)
     plan = [(d, m) for d in densities for m in RM.random_matrices(sched.racks, d, matrices_per_density, seed)]
-    emu, topo = launch(sched, dilation, 1, build, out / "run", target=target)
+    # record_activity: the controller records the switches' per-slot counters; port_sleep: its
+    # sleep plan, a file or "schedule" (docs/energy.md).
+    ctl_args: tuple[str, ...] = ("--activity", str((out / "activity.json").resolve())) if record_activity else ()
+    if port_sleep:
+        ctl_args += ("--port-sleep", port_sleep if port_sleep == "schedule" else str(Path(port_sleep).resolve()))
+    emu, topo = launch(sched, dilation, 1, build, out / "run", target=target, controller_args=ctl_args)
     rows = []
     measured = None
     calibration = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -52,6 +53,10 @@ def add_parsers(sub) -> None:
     pn.add_argument("--script", help="run these Mininet CLI commands, then stop")
     pn.add_argument("--duration", type=float, help="run this many seconds without a CLI, then stop")
     pn.add_argument("--run-dir", help="where logs and the trace go (default results/run-<time>)")
+    pn.add_argument("--activity", action="store_true",
+                    help="the controller records every switch's per-slot counters into RUN_DIR/activity.json "
+                         "(p4rotor energy RUN_DIR reads it; docs/energy.md)")
+    pn.add_argument("--port-sleep", metavar="PLAN.json|schedule", help="the controller's sleep plan (p4rotor control --port-sleep)")
     pn.add_argument("--build-dir")
     pn.set_defaults(fn=cmd_run)
 
@@ -107,8 +112,17 @@ def cmd_run(a: argparse.Namespace) -> int:
     print(f"[run] {s.kind} schedule x{a.dilation:g}: slot {s.slot_us} us, night {s.reconfig_us} us "
           f"(emulated {s.slot_us / a.dilation:g} / {s.reconfig_us / a.dilation:g} us); logs in {run_dir}",
           file=sys.stderr)
+    ctl_args: tuple[str, ...] = ()
+    if a.activity:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ctl_args += ("--activity", str((run_dir / "activity.json").resolve()))
+        # What p4rotor energy needs besides the counters: schedule time and the links' rate.
+        (run_dir / "run.json").write_text(json.dumps({"command": " ".join(["p4rotor", *sys.argv[1:]]),
+                                                      "dilation": a.dilation, "link_mbps": a.link_mbps or None}) + "\n")
+    if a.port_sleep:
+        ctl_args += ("--port-sleep", a.port_sleep if a.port_sleep == "schedule" else str(Path(a.port_sleep).resolve()))
     emu = Emulation(topo, build, run_dir, mode=a.mode, link_mbps=link, epsilon_us=a.epsilon_us * a.dilation,
-                    target=a.target)
+                    target=a.target, controller_args=ctl_args)
     code = 0
     agents = None
     try:

@@ -46,6 +46,27 @@ C_LINK_IN_LOSS = "link_in_loss_counter"
 C_LINK_OUT = "link_out_counter"
 C_LINK_OUT_LOSS = "link_out_loss_counter"
 LINK_COUNTERS = {"in": (C_LINK_IN, C_LINK_IN_LOSS), "out": (C_LINK_OUT, C_LINK_OUT_LOSS)}
+# Energy (p4src/shared/control/port_energy.p4; v1model and PSA, not TNA): frames and bytes per
+# (slot position, port), in and out, and the sleep plan's tables (both programs, by kind).
+C_SLOT_RX = "slot_rx_counter"
+C_SLOT_TX = "slot_tx_counter"
+SLOT_COUNTERS = (C_SLOT_RX, C_SLOT_TX)
+
+
+def energy_cell(slot: int, port: int) -> int:
+    """The per-slot counters' index of (slot position, port) (ENERGY_CELL in port_energy.p4)."""
+    return ((slot & (K.ENERGY_SLOTS - 1)) << K.ENERGY_PORT_BITS) | (port & (K.MAX_PORTS - 1))
+
+
+def sleep_tables(kind: str) -> dict[str, str]:
+    """{"in": table, "out": table, "action": the sleep action} of the rotor ("Rotor") or ToR ("Tor")."""
+    return {"in": f"{kind}Egress.port_sleep.sleep_in", "out": f"{kind}Egress.port_sleep.sleep_out",
+            "action": f"{kind}Egress.port_sleep.sleep"}
+
+
+def energy_contract(kind: str) -> dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]]:
+    t = sleep_tables(kind)
+    return {t["in"]: (("port", "slot"), {t["action"]: ()}), t["out"]: (("port", "slot"), {t["action"]: ()})}
 
 # What a P4Info must hold for the rotor controller: table -> (keys, actions->params).
 ROTOR_CONTRACT: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {

@@ -28,6 +28,7 @@ typedef Time_t  Span_t;
     Register<bit<32>, bit<32>>(1) clock_cycle; \
     Register<bit<16>, bit<32>>(1) clock_generation;
 #define PORT_PACKET_COUNTER(c) Counter<bit<64>, bit<32>>(MAX_PORTS, PSA_CounterType_t.PACKETS) c
+#define SLOT_PORT_COUNTER(c) Counter<bit<64>, bit<32>>(ENERGY_CELLS, PSA_CounterType_t.PACKETS_AND_BYTES) c
 
 // A uniform 32-bit draw (bpf_get_prandom_u32).
 #define RANDOM32_DECL(name) Random<bit<32>>(0, 32w0xFFFFFFFF) name;

@@ -12,6 +12,7 @@
 //   CLOCK_REGISTERS     SlotState's registers, where the target declares them in a control
 //   PORT_PACKET_COUNTER a per-port packet counter declared in a control, with the name the
 //                       target's controller reads
+//   SLOT_PORT_COUNTER   a per-(slot, port) packet-and-byte counter (port_energy.p4), likewise
 //   RANDOM32_DECL/RANDOM32  a uniform 32-bit draw
 //   TOR_ROUTE_TABLE_SIZE    the ToR's route table (memory on eBPF: NIKSS allocates it whole)
 //   INTERNAL_ACTION     an annotation for an action no controller writes: nothing where the

@@ -26,6 +26,9 @@ typedef bit<32>     Span_t;
 #define P4ROTOR_STR(x) #x
 #define PORT_PACKET_COUNTER(c) \
     @name(P4ROTOR_STR(.c)) counter(MAX_PORTS, CounterType.packets) c
+// A per-(slot, port) packet-and-byte counter (port_energy.p4), with its top-level name too.
+#define SLOT_PORT_COUNTER(c) \
+    @name(P4ROTOR_STR(.c)) counter(ENERGY_CELLS, CounterType.packets_and_bytes) c
 
 // A uniform 32-bit draw.
 #define RANDOM32_DECL(name)

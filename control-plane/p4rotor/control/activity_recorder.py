@@ -1,0 +1,167 @@
+"""Measured per-slot activity: the switches' per-(slot, port) counters, read by the controller
+into the run's ``activity.json`` (what ``p4rotor energy RUN`` reads; docs/energy.md).
+
+The data plane counts, per slot position of its cycle (a rotor: the live matching; a ToR: the
+slice) and port, the frames and bytes that came in and that left (``slot_rx_counter``,
+``slot_tx_counter``: p4src/shared/control/port_energy.p4).  Each switch's cells are read every
+``cycles_per_read`` whole cycles (at least ``MIN_READ_S`` apart: a P4Runtime read is not free),
+and what moved since the last read is written as one interval, sparse.  Reads are not aligned
+to slot boundaries: the slot in progress at a read has its frames split between two intervals;
+every frame is in exactly one interval.  The file is rewritten after every read, so a run that is
+stopped still leaves what was measured.
+
+The file (``version`` 1)::
+
+    {"version": 1, "source": ..., "schedule": {...}, "cycles_per_read": n,
+     "switches": {NAME: {"kind": "rotor"|"tor", "cycle_us": C, "slot_spans_us": [[a, b], ...],
+                         "ports": {PORT: {"tx": {"link", "channel", "class", "rotor"},
+                                          "rx": {...}}}}},
+     "intervals": [{"t_s": seconds since the first read,
+                    "switches": {NAME: {"tx": {"PORT:SLOT": [frames, bytes]}, "rx": {...}}}}]}
+
+``tx``/``rx`` of a port name the transmitter whose frames they are (the energy accounting's
+port: a link and its channel, 0 up and 1 down); ``slot_spans_us`` place each slot position in
+the schedule's time (a rotor's slots from its offset, a ToR's slices).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import finsy as fy
+
+from .. import p4 as dp
+
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+    from .runtime import Controller
+
+MIN_READ_S = 0.2
+VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class EnergyPorts:
+    """One switch's ports as the energy accounting names them, and its slot positions' times."""
+
+    kind: str                                   # "rotor" or "tor"
+    cycle_us: int
+    slot_spans_us: tuple[tuple[int, int], ...]  # per slot position, in schedule time
+    ports: dict[int, dict[str, dict[str, Any]]]  # port -> {"tx": transmitter, "rx": transmitter}
+    schedule: "Schedule"
+
+    def doc(self) -> dict[str, Any]:
+        return {"kind": self.kind, "cycle_us": self.cycle_us, "slot_spans_us": [list(s) for s in self.slot_spans_us],
+                "ports": {str(p): v for p, v in sorted(self.ports.items())}}
+
+
+def _tx(link: str, channel: int, cls: str, rotor: int | None) -> dict[str, Any]:
+    return {"link": link, "channel": channel, "class": cls, "rotor": rotor}
+
+
+def rotor_ports(sched: "Schedule", rotor_name: str, port_map: dict[int, int]) -> EnergyPorts:
+    """A rotor: the port of rack i sends down the link tor<i>~<rotor> (channel 1, rotor-port) and
+    receives what that ToR's uplink sends (channel 0)."""
+    r = next(i for i, x in enumerate(sched.rotors) if x.name == rotor_name)
+    rot = sched.rotors[r]
+    spans = tuple((rot.offset_us + j * sched.slot_us, rot.offset_us + (j + 1) * sched.slot_us)
+                  for j in range(len(rot.matchings)))
+    ports = {p: {"tx": _tx(f"tor{i}~{rotor_name}", 1, "rotor-port", r),
+                 "rx": _tx(f"tor{i}~{rotor_name}", 0, "tor-uplink", r)} for i, p in port_map.items()}
+    return EnergyPorts("rotor", len(rot.matchings) * sched.slot_us, spans, ports, sched)
+
+
+def tor_ports(sched: "Schedule", rack: int, hosts: dict[str, int], uplinks: dict[str, int],
+              slices: list[tuple[int, int]]) -> EnergyPorts:
+    """A ToR: a host's port sends down its host link (channel 1) and receives what the host sends
+    (channel 0); an uplink sends up to its rotor (channel 0) and receives the rotor port's frames."""
+    index = {x.name: i for i, x in enumerate(sched.rotors)}
+    ports: dict[int, dict[str, dict[str, Any]]] = {}
+    for h, p in hosts.items():
+        ports[p] = {"tx": _tx(f"{h}~tor{rack}", 1, "host-link", None), "rx": _tx(f"{h}~tor{rack}", 0, "host-link", None)}
+    for name, p in uplinks.items():
+        r = index[name]
+        ports[p] = {"tx": _tx(f"tor{rack}~{name}", 0, "tor-uplink", r), "rx": _tx(f"tor{rack}~{name}", 1, "rotor-port", r)}
+    return EnergyPorts("tor", sched.hyperperiod_us, tuple(slices), ports, sched)
+
+
+class ActivityRecorder:
+    """Reads every switch's per-slot counters and keeps ``path`` up to date (module docstring)."""
+
+    def __init__(self, ctl: "Controller", path: Path, views: dict[str, EnergyPorts]):
+        self.ctl, self.path, self.views = ctl, Path(path), views
+        sched = next(iter(views.values())).schedule
+        cycle_s = max(v.cycle_us for v in views.values()) / 1e6 if views else 1.0
+        self.cycles_per_read = max(1, -(-MIN_READ_S // cycle_s)) if cycle_s > 0 else 1
+        self.every_s = self.cycles_per_read * cycle_s
+        self.last: dict[str, dict[str, dict[str, tuple[int, int]]]] = {}
+        self.pending: dict[str, dict[str, dict[str, list[int]]]] = {}
+        self.intervals: list[dict[str, Any]] = []
+        self.t0: float | None = None
+        self.doc = {"version": VERSION, "source": "measured: the switches' per-slot counters "
+                    f"({dp.C_SLOT_RX}, {dp.C_SLOT_TX}) read by the controller",
+                    "schedule": sched.to_json(), "cycles_per_read": int(self.cycles_per_read),
+                    "read_every_s": self.every_s, "switches": {n: v.doc() for n, v in sorted(views.items())}}
+
+    def cells(self, name: str) -> list[int]:
+        v = self.views[name]
+        return [dp.energy_cell(j, p) for j in range(len(v.slot_spans_us)) for p in v.ports]
+
+    async def read(self, sw: Any) -> dict[str, dict[str, tuple[int, int]]]:
+        """{"tx"|"rx": {"PORT:SLOT": (frames, bytes)}} cumulative, for the switch's ports."""
+        v = self.views[sw.name]
+        by_cell = {dp.energy_cell(j, p): f"{p}:{j}" for j in range(len(v.slot_spans_us)) for p in v.ports}
+        out: dict[str, dict[str, tuple[int, int]]] = {}
+        for d, counter in (("rx", dp.C_SLOT_RX), ("tx", dp.C_SLOT_TX)):
+            cur: dict[str, tuple[int, int]] = {}
+            async for e in sw.read([fy.P4CounterEntry(counter, index=c) for c in by_cell]):
+                if e.data is not None and (e.data.packet_count or e.data.byte_count):
+                    cur[by_cell[e.index]] = (e.data.packet_count, e.data.byte_count)
+            out[d] = cur
+        return out
+
+    def add(self, name: str, now: dict[str, dict[str, tuple[int, int]]]) -> dict[str, dict[str, list[int]]]:
+        """What moved since the last read of switch ``name`` (sparse); the first read is the base."""
+        before = self.last.get(name)
+        self.last[name] = now
+        if before is None:
+            return {}
+        moved: dict[str, dict[str, list[int]]] = {}
+        for d, cells in now.items():
+            for key, (pk, by) in cells.items():
+                b = before.get(d, {}).get(key, (0, 0))
+                if pk - b[0] or by - b[1]:
+                    moved.setdefault(d, {})[key] = [pk - b[0], by - b[1]]
+        return moved
+
+    def interval(self, moves: dict[str, dict[str, dict[str, list[int]]]], t_s: float) -> None:
+        self.intervals.append({"t_s": round(t_s, 6), "switches": moves})
+        self.write()
+
+    def write(self) -> None:
+        doc = dict(self.doc, intervals=self.intervals)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+        os.replace(tmp, self.path)
+
+    async def run(self, switches: dict[str, Any]) -> None:
+        """Read every switch once per ``every_s``; one interval per round (all switches)."""
+        self.write()
+        while True:
+            t = time.monotonic()
+            if self.t0 is None:
+                self.t0 = t
+            moves = {}
+            for name, sw in switches.items():
+                m = self.add(name, await self.read(sw))
+                if m:
+                    moves[name] = m
+            if len(self.last) == len(switches) and t > self.t0:
+                self.interval(moves, t - self.t0)
+            await asyncio.sleep(max(0.0, self.every_s - (time.monotonic() - t)))
