@@ -226,18 +226,23 @@ CONTROL_DILATION, CONTROL_SKEW_US = 10, 8
 FIDELITY_FPS = 20_000
 
 
-def stamp_on_egress(netns: str, iface: str, obj: Path) -> None:
-    """tc_stamp.o at the egress of ``iface`` (namespace ``netns``): each bench frame carries the
-    kernel clock of its departure.  Loaded with a private bpffs, as fabric/nikss.attach_xdp_pass."""
+def _stamp(netns: str, iface: str, obj: Path, hook: str) -> None:
+    """tc_stamp.o on ``iface`` (namespace ``netns``), loaded with a private bpffs as
+    fabric/nikss.attach_xdp_pass: at ``egress`` section ``tc`` (bytes 14..21), at ``ingress pref 1``
+    section ``tc_rx`` (bytes 22..29)."""
+    sec = "tc" if hook == "egress" else "tc_rx"
     with_private_bpffs(f"/var/run/netns/{netns}", 'tc qdisc add dev "$0" clsact && '
-                       'exec tc filter add dev "$0" egress bpf da obj "$1" sec tc', iface, str(obj))
+                       f'exec tc filter add dev "$0" {hook} bpf da obj "$1" sec {sec}', iface, str(obj))
+
+
+def stamp_on_egress(netns: str, iface: str, obj: Path) -> None:
+    """Each bench frame carries the kernel clock of its departure from ``iface``."""
+    _stamp(netns, iface, obj, "egress")
 
 
 def stamp_on_ingress(netns: str, iface: str, obj: Path) -> None:
-    """tc_stamp.o's ``tc_rx`` at the ingress of ``iface``: each bench frame also carries the kernel
-    clock of its arrival at the receiver's veth (bytes 22..29)."""
-    with_private_bpffs(f"/var/run/netns/{netns}", 'tc qdisc add dev "$0" clsact && '
-                       'exec tc filter add dev "$0" ingress pref 1 bpf da obj "$1" sec tc_rx', iface, str(obj))
+    """Each bench frame also carries the kernel clock of its arrival at ``iface`` (a receiver's veth)."""
+    _stamp(netns, iface, obj, "ingress pref 1")
 
 
 def bracket_error_ns(sent: int, arrived: int, day_start: int, day_end: int, cycle: int) -> int:
