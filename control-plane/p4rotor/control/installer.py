@@ -63,6 +63,7 @@ class Installer:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
         t = time.perf_counter()
+        rt.install_phases = {"ready_ns": time.time_ns()}
         cmp = None
         async with self._sem:
             if self.port_sets[sw.name]:
@@ -74,10 +75,14 @@ class Installer:
                 # (the probes see it too).  Before slot 0 (the first install) nothing is live.
                 rt.injected_skew_us = ctl.injector.skew_now(sw.name)
                 # Clock mode and timed changes need the offset; signal mode uses it to time acks.
+                p = time.perf_counter()
                 rt.offset = await ctl.prober.probe(sw, rt)
+                rt.install_phases["probe_ms"] = _ms_since(p)
                 ctl.on_event(f"{sw.name}: clock offset {rt.offset.offset_us} us ({rt.offset.describe()})")
             if self.adopt:
+                p = time.perf_counter()
                 cmp = await self._read_and_compare(sw, rt)
+                rt.install_phases["read_ms"] = _ms_since(p)
         clock, why = await self._adoptable(sw, rt, cmp)
         if clock is not None:
             self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
@@ -164,7 +169,7 @@ class Installer:
             sw.name, cmp.entries, elapsed_ms, rt.offset.offset_us, rt.offset, adopted=True,
             writes=rt.writes, clears=rt.clears, generation=rt.generation, epoch_us=round(clock.epoch_us),
             installed_epoch_us=round(clock.installed_epoch_us), installed_offset_us=round(clock.installed_offset_us),
-            cycle_us=cycle_us, **ctl.keeper.status(rt))
+            cycle_us=cycle_us, phases=dict(rt.install_phases), **ctl.keeper.status(rt))
         since = (ctl.clock.now_us() - clock.epoch_us) / 1e6
         ctl.on_event(f"{sw.name}: adopted: it holds what this controller would install ({cmp.entries} "
                      f"entries and defaults); its clock runs on: generation {rt.generation}, epoch "
@@ -176,7 +181,9 @@ class Installer:
     async def _clear_and_write(self, sw: fy.Switch, rt: SwitchRuntime, why: str) -> None:
         """Clear, then write everything: safe to run again after a restart."""
         ctl = self.ctl
+        p = time.perf_counter()
         await sw.delete_all()
+        rt.install_phases["clear_ms"] = _ms_since(p)
         rt.clears += 1
         rt.adopted = False
         rt.t0_common_us = None
@@ -193,8 +200,10 @@ class Installer:
             await rt.write(sw, starts)
         await rt.write(sw, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
+        rt.install_phases["write_ms"] = round(rt.install_ms, 3)
         rt.entities = len(ents)
-        extra: dict[str, Any] = dict(adopted=False, writes=rt.writes, clears=rt.clears, generation=rt.generation)
+        extra: dict[str, Any] = dict(adopted=False, writes=rt.writes, clears=rt.clears, generation=rt.generation,
+                                     phases=dict(rt.install_phases))
         if ctl.mode_code == dp.MODE_CLOCK:
             extra["epoch_us"] = epoch
             extra.update(ctl.keeper.status(rt))
@@ -205,3 +214,7 @@ class Installer:
         ctl.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
                      f"({ctl.mode} mode)")
         rt.ready.set()
+
+
+def _ms_since(t: float) -> float:
+    return round((time.perf_counter() - t) * 1e3, 3)

@@ -149,6 +149,9 @@ class SwitchRuntime:
     acks: list[tuple[int, int, int, float]] = dataclasses.field(default_factory=list)
     error: BaseException | None = None
     install_ms: float | None = None
+    # Where the last install's time went (ms): ready (the handler began, wall ns), probe, read,
+    # clear, write; what a restarted switch's recovery is made of (docs/faults.md).
+    install_phases: dict[str, float] = dataclasses.field(default_factory=dict)
     entities: int = 0
     # Adoption (clock mode): this switch's own slot 0 (common us) when it runs a clock another run
     # installed (None: the controller's t0); entity updates written and clears done by this run.

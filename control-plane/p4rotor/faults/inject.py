@@ -105,12 +105,19 @@ class Injector:
             if sw.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{f.switch} did not come back (exit {sw.proc.poll()})")
             time.sleep(0.01)
-        self._note(f, "listening", after_ms=(time.time_ns() - restarted) / 1e6)
+        listening = time.time_ns()
+        self._note(f, "listening", after_ms=(listening - restarted) / 1e6)
         while True:  # the controller's re-install: its clears count grows (structured status)
             st = _switch_status(self.emu, f.switch)
             if st.get("clears", 0) > before.get("clears", 0) or st.get("writes", 0) > before.get("writes", 0):
+                # Where the time went: listening -> the controller's ready handler (gRPC reconnect,
+                # arbitration, the pipeline pushed), then its probe, read, clear and write.
+                phases = dict(st.get("phases") or {})
+                ready_ns = phases.pop("ready_ns", None)
+                if ready_ns is not None:
+                    phases = {"connect_ms": round((ready_ns - listening) / 1e6, 3), **phases}
                 self._note(f, "reinstalled", after_ms=(time.time_ns() - restarted) / 1e6,
-                           entities=st.get("entities"))
+                           entities=st.get("entities"), phases=phases)
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{f.switch}: the controller did not re-install it within 60 s")
