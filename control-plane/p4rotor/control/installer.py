@@ -70,19 +70,23 @@ class Installer:
                 # The CPU port first: PacketOut probes (and their replies) need it.  Value sets
                 # take MODIFY only, and writing the same port again disturbs nothing.
                 await rt.write(sw, self.port_sets[sw.name])
+            # The probe and the read at once: what is compared leaves out the offset (a run
+            # field), and a restarted switch is back only when both are done.
+            jobs = []
             if ctl.mode_code == dp.MODE_CLOCK or ctl.signal.ack_every or ctl.signal.timed:
                 # A switch (re)installed while a skew fault is live: its clock has jumped already
                 # (the probes see it too).  Before slot 0 (the first install) nothing is live.
                 rt.injected_skew_us = ctl.injector.skew_now(sw.name)
                 # Clock mode and timed changes need the offset; signal mode uses it to time acks.
-                p = time.perf_counter()
-                rt.offset = await ctl.prober.probe(sw, rt)
-                rt.install_phases["probe_ms"] = _ms_since(p)
+                jobs.append(self._timed(rt, "probe_ms", ctl.prober.probe(sw, rt)))
+            if self.adopt:
+                jobs.append(self._timed(rt, "read_ms", self._read_and_compare(sw, rt)))
+            done = await asyncio.gather(*jobs)
+            if ctl.mode_code == dp.MODE_CLOCK or ctl.signal.ack_every or ctl.signal.timed:
+                rt.offset = done[0]
                 ctl.on_event(f"{sw.name}: clock offset {rt.offset.offset_us} us ({rt.offset.describe()})")
             if self.adopt:
-                p = time.perf_counter()
-                cmp = await self._read_and_compare(sw, rt)
-                rt.install_phases["read_ms"] = _ms_since(p)
+                cmp = done[-1]
         clock, why = await self._adoptable(sw, rt, cmp)
         if clock is not None:
             self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
@@ -94,6 +98,13 @@ class Installer:
             rt.generation = (rt.generation + 1) & 0xFFFF or 1
         async with self._sem:
             await self._clear_and_write(sw, rt, why)
+
+    @staticmethod
+    async def _timed(rt: SwitchRuntime, phase: str, job: Any) -> Any:
+        p = time.perf_counter()
+        out = await job
+        rt.install_phases[phase] = _ms_since(p)
+        return out
 
     async def _read_and_compare(self, sw: fy.Switch, rt: SwitchRuntime) -> Comparison:
         """What the switch holds (every table entry, the defaults the role sets) against what

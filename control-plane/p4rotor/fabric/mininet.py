@@ -30,12 +30,8 @@ from ..control.status import read_status
 from . import nikss
 from .cpu import IdlePoll
 from .shaping import qdisc_drops
-from .switch import HarnessError, missing_tools, run, signals_held, stop_process_group
-
-
-def _tcp_listening(port: int) -> bool:
-    r = run(["ss", "-Hltn", f"sport = :{port}"], check=False)
-    return bool(r.stdout.strip())
+from .switch import (CONTROLLER_RT_PRIORITY, HarnessError, missing_tools, priority_prefix, run, signals_held,
+                     stop_process_group, tcp_listening)
 
 
 @dataclasses.dataclass
@@ -96,7 +92,7 @@ class Emulation:
         for prog in () if ebpf else ("oneswitch",) if one else ("rotor", "tor"):
             if not (self.build / f"{prog}.json").exists():
                 raise HarnessError(f"{self.build / prog}.json missing: run 'make build'")
-        busy = [str(p) for _, _, p in t.switches() if not ebpf and _tcp_listening(p)]
+        busy = [str(p) for _, _, p in t.switches() if not ebpf and tcp_listening(p)]
         if busy:
             raise HarnessError(f"gRPC ports already in use: {', '.join(busy)} (another emulation running?)")
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -183,7 +179,7 @@ class Emulation:
             for name, sw in list(pending.items()):
                 if sw.proc.poll() is not None:
                     raise HarnessError(f"{name} exited during start:\n{sw.log_tail()}")
-                if _tcp_listening(sw.grpc_port):
+                if tcp_listening(sw.grpc_port):
                     del pending[name]
             if time.monotonic() > deadline:
                 raise HarnessError(f"switches not listening after {timeout:.0f} s: {', '.join(pending)}")
@@ -354,6 +350,8 @@ class Emulation:
         clk = [c for c in cmd if c.startswith(("--clock-iface=", "--pipeline="))]
         self.say("[run] starting controller: " + " ".join(c for c in cmd[2:] if c not in clk)
                  + (f" (and --clock-iface or --pipeline for each of the {len(clk)} switches)" if clk else ""))
+        if self.realtime:
+            cmd = priority_prefix(True, CONTROLLER_RT_PRIORITY, 0) + cmd
         self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         seen = -1
         while True:
@@ -497,4 +495,4 @@ def leftovers(topo: TP.Topology, target: str = "bmv2") -> list[str]:
         if any(ifname.startswith((n + "-eth", clock_iface_names(n)[0])) for n in names):
             out.append(f"interface {ifname}")
     ports = [p for _, _, p in topo.switches()]
-    return out + [f"listener on {p}" for p in ports if _tcp_listening(p)]
+    return out + [f"listener on {p}" for p in ports if tcp_listening(p)]

@@ -51,6 +51,24 @@ def run(cmd: Sequence[str], check: bool = True, **kw) -> subprocess.CompletedPro
     return r
 
 
+def tcp_listening(port: int) -> bool:
+    """Whether a socket of this (root) namespace listens on TCP ``port``: /proc/net/tcp{,6}, not
+    `ss` (a process per poll: under load the harness saw a restarted switch listen late)."""
+    want = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for line in f:
+                    cols = line.split()
+                    # local_address ends in :PORT (hex); state 0A is LISTEN
+                    if len(cols) > 3 and cols[3] == "0A" and cols[1].endswith(want):
+                        return True
+        except OSError:
+            continue
+    return False
+
+
 def stop_process_group(proc: subprocess.Popen | None, sig: int = signal.SIGTERM, timeout: float = 5.0) -> None:
     """Stop a process we started (in its own session) and its children, by PID; escalate to SIGKILL."""
     if proc is None or proc.poll() is not None:
@@ -147,6 +165,11 @@ HOST_RT_PRIORITY = SWITCH_RT_PRIORITY - 10
 # Below them it was still 2.05; holding this priority only while an agent holds bulk
 # (host/priority.py) gave 1.80 but lost the bulk bound (fabric/agents.py: ``rt_always``).
 AGENT_RT_PRIORITY = HOST_RT_PRIORITY - 5
+# The controller, when the switches run under SCHED_RR: below every host process that keeps
+# time, above every process at the default policy.  A restarted switch is back only once the
+# controller has re-installed it; at the default policy, under load, it waited for the agents
+# and the harness (docs/faults.md, "A restarted switch").
+CONTROLLER_RT_PRIORITY = AGENT_RT_PRIORITY - 1
 
 
 @functools.cache

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..control.status import read_status
-from ..fabric.switch import stop_process_group
+from ..fabric.switch import CONTROLLER_RT_PRIORITY, realtime_allowed, stop_process_group, tcp_listening
 from ..control.fault_plan import Fault, FaultPlan
 
 HARNESS_KINDS = ("link-down", "switch-crash", "controller-crash", "host-pause", "agent-kill")
@@ -88,6 +88,10 @@ class Injector:
 
     def _switch_crash(self, f: Fault) -> None:
         sw = self.emu.net.get(f.switch)
+        if self.emu.realtime and realtime_allowed():
+            # This thread alone, as the controller: its times (restarted, listening, re-installed)
+            # are when things happened, not when a loaded machine let it look.
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(CONTROLLER_RT_PRIORITY))
         self._sleep_until(self.wall(f.start_us))
         before = _switch_status(self.emu, f.switch)
         sw.kill_process()
@@ -98,13 +102,11 @@ class Injector:
         sw.start([])
         restarted = time.time_ns()
         self._note(f, "restarted", pid=sw.proc.pid)
-        from ..fabric.mininet import _tcp_listening
-
         deadline = time.monotonic() + 60
-        while not _tcp_listening(sw.grpc_port):
+        while not tcp_listening(sw.grpc_port):
             if sw.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{f.switch} did not come back (exit {sw.proc.poll()})")
-            time.sleep(0.01)
+            time.sleep(0.002)
         listening = time.time_ns()
         self._note(f, "listening", after_ms=(listening - restarted) / 1e6)
         while True:  # the controller's re-install: its clears count grows (structured status)
