@@ -151,10 +151,11 @@ def _measured(doc: dict, run: Path) -> Activity:
                     a, b = spans[int(slot)]
                     mid = (a + b) / 2 / dil
                     p = act.ports[chan]
+                    t0 = first * cycle + mid
                     if d in ("tx", "rx"):   # the frames; all low-latency if no end counts the class
-                        _add(act, p, first * cycle + mid, cycle, per, frames, nbytes, nbytes if chan not in ll_from else 0)
+                        _add(act, p, t0, cycle, per, frames, nbytes, 0 if chan in ll_from else nbytes)
                     else:                   # the low-latency bytes among them
-                        _add(act, p, first * cycle + mid, cycle, per, 0, 0, nbytes)
+                        _add(act, p, t0, cycle, per, 0, 0, nbytes)
         start_us = end_us
     act.horizon_us = start_us
     act.notes = {"mode": "measured", "intervals": n_int, "cycles_per_read": doc.get("cycles_per_read"),
