@@ -131,8 +131,10 @@ def moved(test, before: dict) -> dict:
 
 class TorLowLatencyCountersTakeAHostsClass(TorTest):
     """A ToR counts apart, in the cells of the live slice, the frames not known to be bulk: a
-    host's bulk frame (DSCP 0) and its low-latency one (DSCP 46) both move the host port's rx
-    total and their uplinks' tx totals; the low-latency cells move for the DSCP 46 frame only."""
+    host's bulk frame (DSCP 0) and its low-latency one (DSCP 46), of one length, both move the
+    host port's rx total and their uplinks' tx totals; the low-latency cells move for the DSCP 46
+    frame only, by the bytes the total counted for it.  (At egress BMv2 counts a frame's bytes as
+    it came in, eBPF as it leaves, fabric header added: the totals' bytes, whichever, not a length.)"""
 
     def runTest(self):
         from p4rotor.schedule import routes as R
@@ -152,20 +154,22 @@ class TorLowLatencyCountersTakeAHostsClass(TorTest):
             sent[t] = (f, out, UP[hops[t].rotor])
         tu.verify_no_other_packets(self)
         m = moved(self, before)
-        ll_in, ll_out, ll_up = sent[R.TCLASS_LOW_LATENCY]
-        self.assertEqual(m[(dp.C_SLOT_RX, k, H0)], (2, sum(len(s[0]) for s in sent.values())), m)
+        ll_in, _, ll_up = sent[R.TCLASS_LOW_LATENCY]
+        self.assertEqual(m[(dp.C_SLOT_RX, k, H0)], (2, 2 * len(ll_in)), m)
         self.assertEqual(m[(dp.C_SLOT_RX_LL, k, H0)], (1, len(ll_in)), m)
-        self.assertEqual(m[(dp.C_SLOT_TX_LL, k, ll_up)], (1, len(ll_out)), m)
+        up_frames, up_bytes = (sum(m[(dp.C_SLOT_TX, k, p)][i] for p in UP.values()) for i in (0, 1))
+        self.assertEqual(up_frames, 2, m)
+        self.assertEqual(m[(dp.C_SLOT_TX_LL, k, ll_up)], (1, up_bytes // 2), m)
         bulk_up = sent[R.TCLASS_BULK][2]
         if bulk_up != ll_up:
             self.assertEqual(m[(dp.C_SLOT_TX_LL, k, bulk_up)], (0, 0), m)
-        self.assertEqual(sum(m[(dp.C_SLOT_TX, k, p)][0] for p in UP.values()), 2, m)
 
 
 class TorLowLatencyCountersTakeTheFabricHeadersClass(TorTest):
     """Frames from an uplink carry their class in the fabric header: a bulk one and a
-    low-latency one delivered to a host both move the uplink's rx total and the host port's tx
-    total; the low-latency cells (rx on the uplink, tx on the host port) move for the second only."""
+    low-latency one, of one length, delivered to a host both move the uplink's rx total and the
+    host port's tx total; the low-latency cells (rx on the uplink, tx on the host port) move for
+    the second only, by the bytes the total counted for it (at egress: as the previous test says)."""
 
     def runTest(self):
         from p4rotor.schedule import routes as R
@@ -183,11 +187,12 @@ class TorLowLatencyCountersTakeTheFabricHeadersClass(TorTest):
             frames[t] = (f, inner)
         tu.verify_no_other_packets(self)
         m = moved(self, before)
-        f, inner = frames[R.TCLASS_LOW_LATENCY]
-        self.assertEqual(m[(dp.C_SLOT_RX, 1, UP[1])], (2, sum(len(x[0]) for x in frames.values())), m)
-        self.assertEqual(m[(dp.C_SLOT_TX, 1, H1)], (2, sum(len(x[1]) for x in frames.values())), m)
+        f, _ = frames[R.TCLASS_LOW_LATENCY]
+        self.assertEqual(m[(dp.C_SLOT_RX, 1, UP[1])], (2, 2 * len(f)), m)
         self.assertEqual(m[(dp.C_SLOT_RX_LL, 1, UP[1])], (1, len(f)), m)
-        self.assertEqual(m[(dp.C_SLOT_TX_LL, 1, H1)], (1, len(inner)), m)
+        tx_frames, tx_bytes = m[(dp.C_SLOT_TX, 1, H1)]
+        self.assertEqual(tx_frames, 2, m)
+        self.assertEqual(m[(dp.C_SLOT_TX_LL, 1, H1)], (1, tx_bytes // 2), m)
 
 
 class TorUnclassifiedFrameCountsAsLowLatency(TorTest):
