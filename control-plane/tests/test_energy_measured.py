@@ -79,7 +79,7 @@ def test_recorder_writes_what_moved_per_slot_and_port(tmp_path):
     base = {rotor: {(dp.C_SLOT_TX, 2, p): (5, 500)}}          # before the run: the base, not recorded
     later = {rotor: {(dp.C_SLOT_TX, 2, p): (8, 800), (dp.C_SLOT_RX, 0, p): (1, 64)}}
     doc = json.loads(record(tmp_path, [base, later]).read_text())
-    assert doc["version"] == 1 and doc["source"].startswith("measured")
+    assert doc["version"] == 2 and doc["source"].startswith("measured")
     assert doc["switches"][rotor]["ports"][str(p)]["tx"] == {"link": f"tor1~{rotor}", "channel": 1,
                                                              "class": "rotor-port", "rotor": 0}
     assert doc["switches"][tor]["kind"] == "tor"

@@ -47,6 +47,7 @@ control RotorIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.bridged.in_port = in_port;
             hdr.bridged.slot_end = meta.slot.slot_end;
             hdr.bridged.offset = meta.slot.offset;
+            hdr.bridged.tclass = TCLASS_LOW_LATENCY;   // not read: the rotor parses no class
             send_to_port(ostd, (PortId_t) out_port);
         } else {
             drop_counter.count(verdict);   // PSA starts every frame as dropped

@@ -34,6 +34,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
     TorRouting() routing;
     PortMtu() port_mtu;
     SlotRx() slot_rx;
+    SlotRxLowLatency() slot_rx_ll;
     apply {
         Port_t in_port = (Port_t) istd.ingress_port;
         meta.in_port = in_port;
@@ -43,6 +44,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
         Port_t out_port;
         bit<32> verdict;
         routing.apply(hdr, meta, istd.parser_error == error.NoError, out_port, verdict);
+        slot_rx_ll.apply(meta.slot.index, in_port, meta.route.tclass);  // its class read
         if (verdict == NO_DROP) {
             // The MTU check is here, before the redirect: the kernel drops a frame redirected to
             // a veth whose MTU it exceeds before the egress program could count it.  The frame
@@ -66,6 +68,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta,
                 hdr.bridged.in_port = in_port;
                 hdr.bridged.slot_end = meta.slot.slot_end;
                 hdr.bridged.offset = meta.slot.offset;
+                hdr.bridged.tclass = meta.route.tclass;
                 send_to_port(ostd, (PortId_t) out_port);
             }
         }
@@ -105,6 +108,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_inpu
     StaleGuard() stale_guard;
     PortSleep() port_sleep;
     SlotTx() slot_tx;
+    SlotTxLowLatency() slot_tx_ll;
     apply {
         UNBRIDGE(hdr, meta);
         Port_t out_port = (Port_t) istd.egress_port;
@@ -125,6 +129,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, in psa_egress_inpu
         if (verdict == NO_DROP) {
             tx_port_counter.count(out_port);
             slot_tx.apply(meta.slot.index, out_port);
+            slot_tx_ll.apply(meta.slot.index, out_port, meta.route.tclass);
         } else {
             egress_drop_counter.count(verdict);
             egress_drop(ostd);

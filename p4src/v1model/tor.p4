@@ -25,6 +25,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
     ClockProbe() clock_probe;
     TorRouting() routing;
     SlotRx() slot_rx;
+    SlotRxLowLatency() slot_rx_ll;
     apply {
         slot_state.apply(meta, std.ingress_global_timestamp);
         if (hdr.packet_out.isValid()) {
@@ -37,6 +38,7 @@ control TorIngress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t 
             Port_t out_port;
             bit<32> verdict;
             routing.apply(hdr, meta, std.parser_error == error.NoError, out_port, verdict);
+            slot_rx_ll.apply(meta.slot.index, std.ingress_port, meta.route.tclass);  // its class read
             if (verdict == NO_DROP) {
                 std.egress_spec = out_port;
             } else {
@@ -54,6 +56,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t s
     StaleGuard() stale_guard;
     PortSleep() port_sleep;
     SlotTx() slot_tx;
+    SlotTxLowLatency() slot_tx_ll;
     apply {
         if (std.egress_port == CPU_PORT) {
             packet_in_header.apply(hdr, meta, std);
@@ -90,6 +93,7 @@ control TorEgress(inout headers_t hdr, inout metadata_t meta, inout std_meta_t s
             if (verdict == NO_DROP) {
                 tx_port_counter.count((bit<32>) std.egress_port);
                 slot_tx.apply(meta.slot.index, std.egress_port);
+                slot_tx_ll.apply(meta.slot.index, std.egress_port, meta.route.tclass);
             } else {
                 drop_counter.count(verdict);
                 mark_to_drop(std);

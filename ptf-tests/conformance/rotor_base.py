@@ -186,7 +186,7 @@ class NikssTestSwitch:
         ingress and at egress (PSA counters live in a control), summed as BMv2 counts them."""
         from p4rotor.control.nikss import counter_name
 
-        if name in dp.SLOT_COUNTERS:   # the controller's way: the cell looked up, not the 65 536 printed
+        if name in dp.SLOT_COUNTERS + dp.SLOT_LL_COUNTERS:   # the controller's way: the cell looked up, not the 65 536 printed
             return self.ctl.slot_cells(counter_name(name, self.ctl.kind), [index]).get(index, (0, 0))
         pk = by = 0
         for c in (name, "egress_drop_counter") if name == dp.C_DROP else (name,):

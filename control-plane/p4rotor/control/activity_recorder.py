@@ -3,21 +3,30 @@ into the run's ``activity.json`` (what ``p4rotor energy RUN`` reads; docs/energy
 
 The data plane counts, per slot position of its cycle (a rotor: the live matching; a ToR: the
 slice) and port, the frames and bytes that came in and that left (``slot_rx_counter``,
-``slot_tx_counter``: p4src/shared/control/port_energy.p4).  Each switch's cells are read every
+``slot_tx_counter``: p4src/shared/control/port_energy.p4); a ToR also counts, in the same cells,
+the frames of them not known to be bulk (``slot_rx_ll_counter``, ``slot_tx_ll_counter``: the
+low-latency class, or a frame it could not classify; the rotor parses no class).  Each switch's
+cells are read every
 ``cycles_per_read`` whole cycles (at least ``MIN_READ_S`` apart: a P4Runtime read is not free),
 and what moved since the last read is written as one interval, sparse.  Reads are not aligned
 to slot boundaries: the slot in progress at a read has its frames split between two intervals;
 every frame is in exactly one interval.  The file is rewritten after every read, so a run that is
 stopped still leaves what was measured.
 
-The file (``version`` 1)::
+The file (``version`` 2)::
 
-    {"version": 1, "source": ..., "schedule": {...}, "cycles_per_read": n,
+    {"version": 2, "source": ..., "schedule": {...}, "cycles_per_read": n,
      "switches": {NAME: {"kind": "rotor"|"tor", "cycle_us": C, "slot_spans_us": [[a, b], ...],
+                         "low_latency": true|false,
                          "ports": {PORT: {"tx": {"link", "channel", "class", "rotor"},
                                           "rx": {...}}}}},
      "intervals": [{"t_s": seconds since the first read,
-                    "switches": {NAME: {"tx": {"PORT:SLOT": [frames, bytes]}, "rx": {...}}}}]}
+                    "switches": {NAME: {"tx": {"PORT:SLOT": [frames, bytes]}, "rx": {...},
+                                        "tx_ll": {...}, "rx_ll": {...}}}}]}
+
+``low_latency``: the switch counts its frames by class, and ``tx_ll``/``rx_ll`` hold what moved
+of its low-latency counts (a cell absent: none); a switch without (the rotor), and every switch
+of a version 1 file (no class counted), has only ``tx``/``rx``: its frames' classes are not known.
 
 ``tx``/``rx`` of a port name the transmitter whose frames they are (the energy accounting's
 port: a link and its channel, 0 up and 1 down); ``slot_spans_us`` place each slot position in
@@ -43,7 +52,11 @@ if TYPE_CHECKING:
     from .runtime import Controller
 
 MIN_READ_S = 0.2
-VERSION = 1
+VERSION = 2
+# What a switch's read returns, per direction: its total counter, and its low-latency counter
+# where it has one (the ToR).
+TOTALS = (("rx", dp.C_SLOT_RX), ("tx", dp.C_SLOT_TX))
+LOW_LATENCY = (("rx_ll", dp.C_SLOT_RX_LL), ("tx_ll", dp.C_SLOT_TX_LL))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,9 +69,14 @@ class EnergyPorts:
     ports: dict[int, dict[str, dict[str, Any]]]  # port -> {"tx": transmitter, "rx": transmitter}
     schedule: "Schedule"
 
+    @property
+    def low_latency(self) -> bool:
+        """The switch counts its low-latency frames apart (the ToR parses the class; the rotor not)."""
+        return self.kind == "tor"
+
     def doc(self) -> dict[str, Any]:
         return {"kind": self.kind, "cycle_us": self.cycle_us, "slot_spans_us": [list(s) for s in self.slot_spans_us],
-                "ports": {str(p): v for p, v in sorted(self.ports.items())}}
+                "low_latency": self.low_latency, "ports": {str(p): v for p, v in sorted(self.ports.items())}}
 
 
 def _tx(link: str, channel: int, cls: str, rotor: int | None) -> dict[str, Any]:
@@ -105,7 +123,8 @@ class ActivityRecorder:
         self.intervals: list[dict[str, Any]] = []
         self.t0: float | None = None
         self.doc = {"version": VERSION, "source": "measured: the switches' per-slot counters "
-                    f"({dp.C_SLOT_RX}, {dp.C_SLOT_TX}) read by the controller",
+                    f"({dp.C_SLOT_RX}, {dp.C_SLOT_TX}; a ToR's {dp.C_SLOT_RX_LL}, {dp.C_SLOT_TX_LL}) "
+                    "read by the controller",
                     "schedule": sched.to_json(), "cycles_per_read": int(self.cycles_per_read),
                     "read_every_s": self.every_s, "switches": {n: v.doc() for n, v in sorted(views.items())}}
 
@@ -114,11 +133,13 @@ class ActivityRecorder:
         return [dp.energy_cell(j, p) for j in range(len(v.slot_spans_us)) for p in v.ports]
 
     async def read(self, sw: Any) -> dict[str, dict[str, tuple[int, int]]]:
-        """{"tx"|"rx": {"PORT:SLOT": (frames, bytes)}} cumulative, for the switch's ports."""
+        """{"tx"|"rx"[|"tx_ll"|"rx_ll"]: {"PORT:SLOT": (frames, bytes)}} cumulative, for the
+        switch's ports.  Reads are not atomic: a frame counted between the total's read and the
+        low-latency one's is in one interval of each, not the same (the reader never subtracts)."""
         v = self.views[sw.name]
         by_cell = {dp.energy_cell(j, p): f"{p}:{j}" for j in range(len(v.slot_spans_us)) for p in v.ports}
         out: dict[str, dict[str, tuple[int, int]]] = {}
-        for d, counter in (("rx", dp.C_SLOT_RX), ("tx", dp.C_SLOT_TX)):
+        for d, counter in TOTALS + (LOW_LATENCY if v.low_latency else ()):
             cur: dict[str, tuple[int, int]] = {}
             async for e in sw.read([fy.P4CounterEntry(counter, index=c) for c in by_cell]):
                 if e.data is not None and (e.data.packet_count or e.data.byte_count):

@@ -60,15 +60,17 @@ COUNTERS = {"drop_counter": "{Kind}Ingress.drop_counter", "egress_drop_counter":
             **{c: "RotorEgress.optical_loss." + c for c in ("link_in_counter", "link_in_loss_counter",
                                                             "link_out_counter", "link_out_loss_counter")},
             "slot_rx_counter": "{Kind}Ingress.slot_rx.slot_rx_counter",
-            "slot_tx_counter": "{Kind}Egress.slot_tx.slot_tx_counter"}
+            "slot_tx_counter": "{Kind}Egress.slot_tx.slot_tx_counter",
+            "slot_rx_ll_counter": "{Kind}Ingress.slot_rx_ll.slot_rx_ll_counter",
+            "slot_tx_ll_counter": "{Kind}Egress.slot_tx_ll.slot_tx_ll_counter"}
 # Counters indexed by (slot position, port) (p4/program.py energy_cell): the port part is translated.
-SLOT_PORT_COUNTERS = ("slot_rx_counter", "slot_tx_counter")
+SLOT_PORT_COUNTERS = ("slot_rx_counter", "slot_tx_counter", "slot_rx_ll_counter", "slot_tx_ll_counter")
 # Drop counters by cause: the ingress's and the egress's (PSA counters live in a control).
 DROP_COUNTERS = (COUNTERS["drop_counter"], COUNTERS["egress_drop_counter"])
-# Every frame an egress control counts still carries the bridged header in front (23 bytes:
+# Every frame an egress control counts still carries the bridged header in front (24 bytes:
 # p4src/psa/include/metadata.p4): PSA counts a frame's bytes as they are, so the bytes of a
 # counter kept at egress are read less that much per packet.
-BRIDGED_BYTES = 23
+BRIDGED_BYTES = 24
 # The contract's counters the PSA programs lack: the CPU path's (no PacketOut on NIKSS).
 ABSENT_COUNTERS = ("ctrl_counter",)
 # A table the PSA rotor lacks: its MTU check.  A frame it carries left a ToR that checked it

@@ -13,9 +13,18 @@ or of the uplink's rotor, that holds the slice's middle).
 
 Times: the file's schedule is the one the switches ran (wall time); with the run's dilation
 (``dilation`` in any of the run's JSON files, else 1) every time is divided back into schedule
-time, as the reconstructions do.  Counters do not tell a frame's traffic class: every frame is
-taken as low-latency (its time within the slot not known ahead), so the predictive policy sleeps
-only through nights and slots a port measured empty: the conservative reading.
+time, as the reconstructions do.
+
+Traffic class (version 2): a ToR counts apart, in the same cells, the frames not known to be bulk
+(``tx_ll``/``rx_ll``: low-latency, or a frame it could not classify).  A port's low-latency bytes
+of a slot are those counts; the rest of its frames are bulk, granted per slot at OFFER time
+(RotorLB), so the predictive policy places them back to back from the day's start and sleeps
+after them (account.busy); a slot with any low-latency byte keeps its whole day awake.  The rotor
+parses no class: a rotor port's low-latency bytes are those its receiving ToR counted coming in
+on the uplink (the same channel's frames, counted at its other end).  A transmitter whose class
+neither end counts (a version 1 file, or a switch without the counter) has every frame taken as
+low-latency, as before: the conservative reading.  The reactive policies see the totals only, the
+same frames whatever the class.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from ..inputs import MALFORMED, read_json
 from .activity import Activity, Port
 from .model import CLASSES, EnergyError
 
+VERSIONS = (1, 2)        # 1: no traffic class counted (every frame low-latency); 2: a ToR's low-latency counts
 DEFAULT_RATE_BPS = 1e9   # a link's rate when the run records none (veth links are not shaped)
 
 
@@ -103,14 +113,15 @@ def from_run(run: Path) -> Activity:
 
 def _measured(doc: dict, run: Path) -> Activity:
     where = f"{run}/activity.json"
-    if doc.get("version") != 1:
-        raise EnergyError(f"{where}: version {doc.get('version')!r}, this reads 1")
+    if doc.get("version") not in VERSIONS:
+        raise EnergyError(f"{where}: version {doc.get('version')!r}, this reads {' or '.join(map(str, VERSIONS))}")
     dil = _dilation(run)
     s = _scaled(doc["schedule"], dil)
     rate_bps, rate_from = _rates(run, s)
     act = Activity(s, 0.0, rate_bps, {}, f"measured: the data plane's per-slot counters ({where})")
     switches = doc["switches"]
     measured_tx = {(v["tx"]["link"], v["tx"]["channel"]) for sw in switches.values() for v in sw["ports"].values()}
+    ll_from = _class_sources(doc)
     for sw in switches.values():
         for v in sw["ports"].values():
             for d in ("tx", "rx"):
@@ -128,28 +139,67 @@ def _measured(doc: dict, run: Path) -> Activity:
             first = round(start_us / cycle)
             per = max(1, round(end_us / cycle) - first)
             spans = sw["slot_spans_us"]
-            for d in ("tx", "rx"):
+            for d in ("tx", "rx", "tx_ll", "rx_ll"):
                 for key, (frames, nbytes) in moves.get(d, {}).items():
                     port, slot = key.split(":")
-                    t = sw["ports"][port][d]
-                    if d == "rx" and (t["link"], t["channel"]) in measured_tx:
+                    t = sw["ports"][port][d[:2]]
+                    chan = (t["link"], int(t["channel"]))
+                    if d == "rx" and chan in measured_tx:
                         continue   # that transmitter is measured where it sends
+                    if d in ("tx_ll", "rx_ll") and ll_from.get(chan) != (name, d[:2]):
+                        continue   # its class is read at the other end (not both: not twice)
                     a, b = spans[int(slot)]
                     mid = (a + b) / 2 / dil
-                    p = act.ports[(t["link"], int(t["channel"]))]
-                    _add(act, p, first * cycle + mid, cycle, per, frames, nbytes)
+                    p = act.ports[chan]
+                    t0 = first * cycle + mid
+                    if d in ("tx", "rx"):   # the frames; all low-latency if no end counts the class
+                        _add(act, p, t0, cycle, per, frames, nbytes, 0 if chan in ll_from else nbytes)
+                    else:                   # the low-latency bytes among them
+                        _add(act, p, t0, cycle, per, 0, 0, nbytes)
         start_us = end_us
     act.horizon_us = start_us
     act.notes = {"mode": "measured", "intervals": n_int, "cycles_per_read": doc.get("cycles_per_read"),
-                 "dilation": dil, "rate": rate_from, "alone_floor_us": None}
+                 "dilation": dil, "rate": rate_from, "alone_floor_us": None,
+                 "classes": _classes_note(act, ll_from)}
     return act
 
 
-def _add(act: Activity, p: Port, t0: float, cycle: float, per: int, frames: float, nbytes: float) -> None:
-    """A cell's counts of one interval, spread evenly over its ``per`` cycles starting at t0."""
+def _class_sources(doc: dict) -> dict[tuple[str, int], tuple[str, str]]:
+    """Where each transmitter's low-latency counts are read: (switch, "tx") where it is measured
+    sending, if that switch counts the class; else (switch, "rx"), the switch at its other end.
+    A transmitter absent is one whose class no end counts (a version 1 file: none)."""
+    if doc["version"] < 2:
+        return {}
+    out: dict[tuple[str, int], tuple[str, str]] = {}
+    for d in ("rx", "tx"):   # tx last: where the sender counts the class, its count is taken
+        for name, sw in doc["switches"].items():
+            if sw.get("low_latency") is not True:
+                continue
+            for v in sw["ports"].values():
+                t = v[d]
+                chan = (t["link"], int(t["channel"]))
+                out[chan] = (name, d)
+    return out
+
+
+def _classes_note(act: Activity, ll_from: dict) -> str:
+    if not ll_from:
+        return "not counted (activity.json version 1): every frame taken as low-latency"
+    unknown = sorted(f"{link}/{ch}" for (link, ch) in act.ports if (link, ch) not in ll_from)
+    return ("low-latency counted by the ToRs (a rotor port's at its receiving ToR); the rest bulk"
+            + (f"; not counted, all low-latency: {', '.join(unknown)}" if unknown else ""))
+
+
+def _add(act: Activity, p: Port, t0: float, cycle: float, per: int, frames: float, nbytes: float,
+         ll_bytes: float) -> None:
+    """A cell's counts of one interval (frames, bytes, and the bytes of low-latency frames among
+    them), spread evenly over its ``per`` cycles starting at t0."""
     s = act.schedule
     off = 0 if p.rotor is None else s.rotors[p.rotor].offset_us
     for c in range(per):
         k = int((t0 + c * cycle - off) // s.slot_us)
-        p.add(k, frames / per, nbytes / per, low_latency=True)
+        b = p.bins[k]
+        b[0] += frames / per
+        b[1] += nbytes / per
+        b[2] += ll_bytes / per
 

@@ -251,7 +251,7 @@ def _load_locked(pid: int, netns: str, obj: Path, wait: float = 5.0) -> None:
 
 # What a switch's port must take beyond its link's MTU: the kernel checks a frame an XDP program
 # redirects against the target's MTU before the egress program (the port's devmap program) runs,
-# and until then the frame carries the PSA programs' bridged header (23 bytes,
+# and until then the frame carries the PSA programs' bridged header (24 bytes,
 # p4src/psa/include/metadata.p4).  The link's MTU stays the peer's and the ToR's MTU check's.
 BRIDGE_ROOM = 32
 

@@ -51,6 +51,11 @@ LINK_COUNTERS = {"in": (C_LINK_IN, C_LINK_IN_LOSS), "out": (C_LINK_OUT, C_LINK_O
 C_SLOT_RX = "slot_rx_counter"
 C_SLOT_TX = "slot_tx_counter"
 SLOT_COUNTERS = (C_SLOT_RX, C_SLOT_TX)
+# The same cells counting only the frames not known to be bulk (the ToR only: the rotor parses no
+# traffic class), what the predictive policy must keep a slot's day awake for.
+C_SLOT_RX_LL = "slot_rx_ll_counter"
+C_SLOT_TX_LL = "slot_tx_ll_counter"
+SLOT_LL_COUNTERS = (C_SLOT_RX_LL, C_SLOT_TX_LL)
 
 
 def energy_cell(slot: int, port: int) -> int:

@@ -7,7 +7,7 @@
 // decision travels in front of the frame, as on TNA.  The ingress deparser emits it, the egress
 // parser extracts it and the egress deparser leaves it out.  Egress counters count it too
 // (PSA counts the frame as it is): the adapter (control/nikss.py, BRIDGED_BYTES) reads their
-// bytes less its 23 per packet.
+// bytes less its 24 per packet.
 const bit<8> BRIDGE_UNTIMED = 0;   // a frame with no deadline (a ToR delivering to a host)
 const bit<8> BRIDGE_TIMED   = 1;   // a frame whose slot (rotor) or slice (ToR uplink) ends at slot_end
 header bridged_t {
@@ -16,6 +16,7 @@ header bridged_t {
     bit<32> in_port;    // rotor: its ingress port (optical loss: a link direction)
     Time_t  slot_end;   // common time its slot or slice ends (StaleGuard)
     Time_t  offset;     // the config's offset: egress local time + offset = common time
+    bit<8>  tclass;     // ToR: the frame's class as routing read it (port_energy.p4's class counter)
 }
 
 struct headers_t {
@@ -41,5 +42,6 @@ struct empty_t {}
     meta.slot.index = hdr.bridged.matching; \
     meta.slot.slot_end = hdr.bridged.slot_end; \
     meta.slot.offset = hdr.bridged.offset; \
-    meta.in_port = hdr.bridged.in_port
+    meta.in_port = hdr.bridged.in_port; \
+    meta.route.tclass = hdr.bridged.tclass
 #endif

@@ -8,6 +8,17 @@
 // without having to read at the boundary.  Cell (slot << ENERGY_PORT_BITS) | port: shifts only
 // (Tofino has no run-time multiplication); a counter index is one field.
 //
+// SlotRxLowLatency / SlotTxLowLatency (the ToR only): the same cells, counting only the frames
+// whose traffic class is not known to be bulk (TCLASS_LOW_LATENCY, or a frame the ToR could not
+// classify: routing sets the class, low-latency until it knows).  Bulk (TCLASS_BULK,
+// TCLASS_BULK_TRANSIT: RotorLB's agents, DSCP 8) is granted per slot at OFFER time, so its
+// amount is known ahead; a low-latency frame's time is not (docs/energy.md).  Low-latency rather
+// than bulk is counted because the energy reader's question is "did any low-latency frame cross
+// this port in this slot": a zero here is exact, where a bulk count taken from the total would
+// leave a frame or two counted between the two counters' reads (reads are not atomic) as
+// spurious low-latency.  The rotor parses no data frame (a circuit carries any bytes) and has
+// none: its transmitters' low-latency frames are counted where they arrive, at the ToR's uplink.
+//
 // PortSleep: the predictive policy's sleep, set by the controller from a plan (a port asleep in
 // the slot positions it is known to carry nothing).  A frame that comes in on or would leave
 // through a port asleep in the frame's slot is a wrong prediction; the top drops it and counts
@@ -35,6 +46,27 @@ control SlotTx(in bit<16> slot, in Port_t out_port) {
     SLOT_PORT_COUNTER(slot_tx_counter);
     apply {
         slot_tx_counter.count(ENERGY_CELL(slot, out_port));
+    }
+}
+
+// A frame's class counts as low-latency unless it is one of the bulk classes.
+#define ENERGY_LOW_LATENCY(tclass) ((tclass) != TCLASS_BULK && (tclass) != TCLASS_BULK_TRANSIT)
+
+control SlotRxLowLatency(in bit<16> slot, in Port_t in_port, in bit<8> tclass) {
+    SLOT_PORT_COUNTER(slot_rx_ll_counter);
+    apply {
+        if (ENERGY_LOW_LATENCY(tclass)) {
+            slot_rx_ll_counter.count(ENERGY_CELL(slot, in_port));
+        }
+    }
+}
+
+control SlotTxLowLatency(in bit<16> slot, in Port_t out_port, in bit<8> tclass) {
+    SLOT_PORT_COUNTER(slot_tx_ll_counter);
+    apply {
+        if (ENERGY_LOW_LATENCY(tclass)) {
+            slot_tx_ll_counter.count(ENERGY_CELL(slot, out_port));
+        }
     }
 }
 

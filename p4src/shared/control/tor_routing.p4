@@ -111,6 +111,10 @@ control TorRouting(inout headers_t hdr, inout metadata_t meta, in bool parsed,
     apply {
         out_port = 0;
         verdict = NO_DROP;
+        // Low-latency until the frame's class is read: a frame dropped before (a header the ToR
+        // cannot route) counts as low-latency in port_energy.p4's class counters, not as bulk
+        // (TCLASS_BULK is 0, what unset metadata reads).
+        meta.route.tclass = TCLASS_LOW_LATENCY;
         tor_config.apply();
         if (!parsed || !hdr.ipv4.isValid()) {
             drop_for(DROP_BAD_HEADER);
