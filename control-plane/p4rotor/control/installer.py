@@ -64,29 +64,25 @@ class Installer:
             self._sem = asyncio.Semaphore(self.concurrency)
         t = time.perf_counter()
         rt.install_phases = {"ready_ns": time.time_ns()}
-        cmp = None
         async with self._sem:
             if self.port_sets[sw.name]:
                 # The CPU port first: PacketOut probes (and their replies) need it.  Value sets
                 # take MODIFY only, and writing the same port again disturbs nothing.
                 await rt.write(sw, self.port_sets[sw.name])
-            # The probe and the read at once: what is compared leaves out the offset (a run
-            # field), and a restarted switch is back only when both are done.
-            jobs = []
-            if ctl.mode_code == dp.MODE_CLOCK or ctl.signal.ack_every or ctl.signal.timed:
+            # Clock mode and timed changes need the offset; signal mode uses it to time acks.
+            probe = ctl.mode_code == dp.MODE_CLOCK or ctl.signal.ack_every or ctl.signal.timed
+            if probe:
                 # A switch (re)installed while a skew fault is live: its clock has jumped already
                 # (the probes see it too).  Before slot 0 (the first install) nothing is live.
                 rt.injected_skew_us = ctl.injector.skew_now(sw.name)
-                # Clock mode and timed changes need the offset; signal mode uses it to time acks.
-                jobs.append(self._timed(rt, "probe_ms", ctl.prober.probe(sw, rt)))
-            if self.adopt:
-                jobs.append(self._timed(rt, "read_ms", self._read_and_compare(sw, rt)))
-            done = await asyncio.gather(*jobs)
-            if ctl.mode_code == dp.MODE_CLOCK or ctl.signal.ack_every or ctl.signal.timed:
-                rt.offset = done[0]
+            # The probe and the read at once: what is compared leaves out the offset (a run
+            # field), and a restarted switch is back only when both are done.
+            offset, cmp = await asyncio.gather(
+                self._timed(rt, "probe_ms", ctl.prober.probe(sw, rt)) if probe else _nothing(),
+                self._timed(rt, "read_ms", self._read_and_compare(sw, rt)) if self.adopt else _nothing())
+            if probe:
+                rt.offset = offset
                 ctl.on_event(f"{sw.name}: clock offset {rt.offset.offset_us} us ({rt.offset.describe()})")
-            if self.adopt:
-                cmp = done[-1]
         clock, why = await self._adoptable(sw, rt, cmp)
         if clock is not None:
             self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
@@ -229,3 +225,7 @@ class Installer:
 
 def _ms_since(t: float) -> float:
     return round((time.perf_counter() - t) * 1e3, 3)
+
+
+async def _nothing() -> None:
+    return None
