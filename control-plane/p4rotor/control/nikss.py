@@ -24,6 +24,7 @@ and default actions on the pipeline's pinned maps in-process (nikss_maps.py), th
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import math
@@ -352,13 +353,19 @@ class NikssSwitch:
             out[phys[k]] = (pk, by)
         return out
 
+    @functools.cached_property
+    def _logical_by_low_bits(self) -> dict[int, int]:
+        """{an ifindex's low bits (a per-slot cell's port part): logical port}."""
+        from ..p4 import MAX_PORTS
+
+        return {ifx & (MAX_PORTS - 1): p for ifx, p in self.logical.items()}
+
     def _slot_cell(self, idx: int) -> int:
         """A per-slot counter's cell with its port part (the ifindex's low bits) made logical."""
         from ..p4 import ENERGY_PORT_BITS, MAX_PORTS, energy_cell
 
-        low = {ifx & (MAX_PORTS - 1): p for ifx, p in self.logical.items()}
         port = idx & (MAX_PORTS - 1)
-        return energy_cell(idx >> ENERGY_PORT_BITS, low.get(port, port))
+        return energy_cell(idx >> ENERGY_PORT_BITS, self._logical_by_low_bits.get(port, port))
 
     @property
     def kind(self) -> str:
