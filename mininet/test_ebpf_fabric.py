@@ -158,6 +158,38 @@ def test_a_failed_load_leaves_nothing(netns, tmp_path):
     assert nikss.leftovers(["nkt-bad"]) == []
 
 
+def test_ctrl_c_while_the_namespace_is_named_waits_for_the_name_then_removes_it(portfwd, tmp_path, monkeypatch):
+    """Ctrl-C while `ip netns attach` runs (here a slow one): the naming finishes before the
+    interrupt is delivered, and the unload that follows deletes the name.  An interrupted
+    subprocess.run kills its child after 0.25 s without waiting for it, so a slow naming used to
+    land after the unload looked and leave the name behind (the CI run that found it)."""
+    real_ip, done = shutil.which("ip"), tmp_path / "attached"
+    shim = tmp_path / "bin" / "ip"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\n[ "$2" = attach ] && sleep 0.6\n{real_ip} "$@" || exit\n'
+                    f'[ "$2" = attach ] && touch {done}\nexit 0\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "30"])
+    ns = nikss.netns_path("nkt-int")
+    timer = threading.Timer(0.1, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+    try:
+        time.sleep(0.1)  # unshare has made the namespace and exec'd sleep
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            nikss.Pipeline.load("nkt-int", portfwd, ns, {}, holder=holder.pid)
+            time.sleep(1)  # the interrupt may come just after the load returns: not counted as a pass
+    finally:
+        timer.cancel()
+        holder.kill()
+        holder.wait()
+        if os.path.exists(ns):
+            run([real_ip, "netns", "delete", Path(ns).name], check=False)
+            pytest.fail(f"{ns} left behind")
+    assert done.exists(), "the naming was cut short (the interrupt did not wait for it)"
+    assert nikss.leftovers(["nkt-int"]) == []
+
+
 def test_a_killed_runs_pipeline_is_reported_then_unloaded(netns, portfwd):
     code = ("import sys, time; from pathlib import Path; from p4rotor.fabric import nikss; "
             f"p = nikss.Pipeline.load('nkt-killed', Path('{portfwd}'), '{netns}', {{1: 'pa'}}); "

@@ -171,13 +171,16 @@ class Pipeline:
                                if i not in used and not (BPFFS / f"pipeline{i}").exists())
                     me = cls(pid, switch, netns, dict(ifaces))
                     me._write_record(obj)  # from here on the id is ours, and a killed run's id is found again
-                    if holder is not None and attempt == 0:
-                        run(["ip", "netns", "attach", Path(netns).name, str(holder)])
                     try:
-                        # Ctrl-C or SIGTERM waits until the load is done: a nikss-ctl killed
-                        # halfway leaves its maps pinned at the top of the bpffs, where they
-                        # would block every later load.
+                        # Ctrl-C or SIGTERM waits until the naming and the load are done: a
+                        # nikss-ctl killed halfway leaves its maps pinned at the top of the bpffs,
+                        # where they would block every later load; and an interrupted
+                        # subprocess.run waits only 0.25 s for its child before it kills it without
+                        # waiting, so a slow `ip netns attach` could name the namespace after the
+                        # unload below looked for the name (CI found one left behind).
                         with signals_held():
+                            if holder is not None and attempt == 0:
+                                run(["ip", "netns", "attach", Path(netns).name, str(holder)])
                             _load_locked(pid, netns, Path(obj))
                         break
                     except HarnessError as ex:
