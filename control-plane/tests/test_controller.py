@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 
@@ -255,47 +254,6 @@ def test_switch_restart_reinstalls_everything(blob):
     fake2 = run(main())
     assert fake2.pipelines == 1
     assert len(fake2.updates_for(dp.T_CIRCUIT)) == 12
-
-
-def test_a_restart_raises_the_controller_until_the_switch_is_installed_again(blob, tmp_path):
-    """--rt-while-recovering: the default policy through the first install, SCHED_RR from the
-    channel going down until the restarted switch is installed, then the default again."""
-    from p4rotor.control.recovery_priority import RecoveryPriority
-
-    log: list[tuple[int, int]] = []
-
-    async def main():
-        fake = await FakeSwitch(P4INFO, addr="127.0.0.1:0").start()
-        port = fake.port
-        ctl = make_ctl(fake, blob, rt_while_recovering=4, status_file=tmp_path / "status.json")
-        # The policy changes recorded, not made: this test's process keeps its own.
-        ctl.recovery = RecoveryPriority(4, set_policy=lambda tid, pol, prio: log.append((pol, prio)),
-                                        threads=lambda: [1])
-        task = asyncio.create_task(ctl.run(duration=40))
-        await wait_for(lambda: fake.updates_for(dp.T_CONFIG))
-        assert log == [] and ctl.recovery.raised == 0
-        await asyncio.sleep(2.2)  # past finsy's 10 s hold-off for a switch that failed within 2 s
-        await fake.stop()
-        await wait_for(lambda: log == [(os.SCHED_RR, 4)], timeout=10)
-        fake2 = await FakeSwitch(P4INFO, addr=f"127.0.0.1:{port}").start()
-        await wait_for(lambda: fake2.updates_for(dp.T_CONFIG), timeout=30)
-        await wait_for(lambda: len(log) == 2, timeout=10)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await fake2.stop()
-        return json.loads((tmp_path / "status.json").read_text())
-
-    st = run(main())
-    assert log == [(os.SCHED_RR, 4), (os.SCHED_OTHER, 0)]
-    rp = st["recovery_priority"]
-    assert rp["raised"] == 1 and rp["down"] == [] and rp["raised_ms"] > 0 and rp["error"] is None
-
-
-def test_a_recovery_priority_outside_1_to_99_is_refused(blob):
-    with pytest.raises(C.ControllerError, match="real-time priority 0: 1 to 99"):
-        C.RotorController(sched4(), [C.SwitchSpec("rotor0", "h", 1)], mode="signal", p4info=P4INFO, p4blob=blob,
-                          rt_while_recovering=0)
 
 
 def test_unknown_rotor_name(blob):

@@ -69,9 +69,6 @@ def add_parser(sub) -> None:
                     help="signal mode: ask every Nth slot change for an ack and report the delay")
     pc.add_argument("--counters-every", type=float, default=0.0, metavar="S",
                     help="read every switch's drop counter every S seconds into the status file (0: never)")
-    pc.add_argument("--rt-while-recovering", type=int, metavar="N",
-                    help="run under SCHED_RR priority N from a switch's channel going down until it is "
-                         "installed again, at the default policy otherwise (control/recovery_priority.py)")
     pc.add_argument("--faults", metavar="PLAN.json",
                     help="with --topology, clock mode: inject the fault plan's clock-skew faults (the slot "
                          "config's offset jumps by offset_us from start_us to end_us, schedule time); its other "
@@ -195,7 +192,7 @@ def cmd_control(a: argparse.Namespace) -> int:
     common = dict(mode=mode, target=target, trace=Path(a.trace) if a.trace else None, election_id=a.election_id,
                   lead_s=a.lead, install_concurrency=a.install_concurrency, on_event=say,
                   status_file=Path(a.status_file) if a.status_file else None,
-                  counters_every=a.counters_every, adopt=not a.no_adopt, rt_while_recovering=a.rt_while_recovering,
+                  counters_every=a.counters_every, adopt=not a.no_adopt,
                   signal=SignalOptions(lead_us=_lead_arg(a.signal_lead_us), timed=a.signal_timed,
                                        ack_every=a.ack_every),
                   resync=ResyncOptions(every=a.resync_every, bound_us=a.resync_bound_us))

@@ -60,7 +60,6 @@ from .entities import check_egress_guard, port_value_set_entries
 from .roles import with_sleep
 from .errors import ControllerError, NotPrimaryError
 from .fault_injector import FaultInjector
-from .recovery_priority import RecoveryPriority
 from .installer import INSTALL_CONCURRENCY, Installer
 from .nikss import ebpf_contract
 from .options import CorrOptOptions, InjectedFaults, ResyncOptions, SignalOptions
@@ -88,8 +87,7 @@ class Controller:
                  install_concurrency: int = INSTALL_CONCURRENCY, adopt: bool = True, counters_every: float = 0.0,
                  signal: SignalOptions = SignalOptions(), resync: ResyncOptions = ResyncOptions(),
                  faults: InjectedFaults = InjectedFaults(), corropt: CorrOptOptions | None = None,
-                 activity: Path | None = None, port_sleep: dict[str, dict[int, dict[str, list[int]]]] | None = None,
-                 rt_while_recovering: int | None = None):
+                 activity: Path | None = None, port_sleep: dict[str, dict[int, dict[str, list[int]]]] | None = None):
         # Checked before anything is written (the status file either): one line, nothing started.
         if mode not in ("signal", "clock"):
             raise ControllerError(f"unknown mode {mode!r} (signal or clock)")
@@ -98,8 +96,6 @@ class Controller:
         if not roles:
             raise ControllerError("no switch given (--switch; --pipeline on target ebpf)")
         signal.check(mode)
-        if rt_while_recovering is not None and not 1 <= rt_while_recovering <= 99:
-            raise ControllerError(f"bad real-time priority {rt_while_recovering}: 1 to 99")
         if install_concurrency < 1:
             raise ControllerError(f"bad install concurrency {install_concurrency}: at least 1")
         if counters_every < 0:
@@ -125,7 +121,6 @@ class Controller:
         self.election_id = election_id
         self.signal = signal
         self._stop: asyncio.Event | None = None  # set when the run must end (taken over)
-        self._stopping = False  # run() is ending: a channel closing then is not a switch going down
         self.on_event = on_event or (lambda msg: LOG.info("%s", msg))
         blobs: dict[Path, Path | bytes] = {}
         schemas: dict[Path, fy.P4Schema] = {}
@@ -172,8 +167,6 @@ class Controller:
         self.loss_monitor = corropt.monitor if corropt is not None else None
         # What other processes read (phase, switches installed, epoch, error); log text is for people.
         self.status = StatusFile(status_file, mode, {n: rt.role.kind for n, rt in self.runtimes.items()})
-        self.recovery = (RecoveryPriority(rt_while_recovering, on_event=self.on_event)
-                         if rt_while_recovering is not None else None)
         self.switches = self._switches(blobs)
 
     def _switches(self, blobs: dict[Path, Path | bytes]) -> list[Any]:
@@ -187,21 +180,10 @@ class Controller:
                                       "(--pipeline NAME=ID[@NETNS])")
             return [NikssDriver(rt.spec.name, rt.spec.pipeline, rt.spec.netns, rt.role.p4info, self._ready)
                     for rt in self.runtimes.values()]
-        switches = [fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
-                        p4info=rt.role.p4info, p4blob=blobs[rt.role.p4blob], device_id=rt.spec.device_id,
-                        initial_election_id=self.election_id, ready_handler=self._ready))
-                    for rt in self.runtimes.values()]
-        if self.recovery is not None:  # a NIKSS pipeline has no channel to lose
-            for sw in switches:
-                sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, self._channel_down)
-        return switches
-
-    def _channel_down(self, sw: fy.Switch) -> None:
-        assert self.recovery is not None
-        if self._stopping:
-            return
-        self.recovery.switch_down(sw.name)
-        self.status.recovery(self.recovery.summary())
+        return [fy.Switch(rt.spec.name, rt.spec.address, fy.SwitchOptions(
+                    p4info=rt.role.p4info, p4blob=blobs[rt.role.p4blob], device_id=rt.spec.device_id,
+                    initial_election_id=self.election_id, ready_handler=self._ready))
+                for rt in self.runtimes.values()]
 
     @property
     def t0_common_us(self) -> int:
@@ -220,9 +202,6 @@ class Controller:
             rt.generation = (rt.generation + 1) & 0xFFFF or 1
             sw.create_task(read_packets(sw, rt))
             await self.installer.install(sw, rt)
-            if self.recovery is not None and sw.name in self.recovery.down:
-                self.recovery.switch_installed(sw.name)
-                self.status.recovery(self.recovery.summary())
             sw.create_task(self.rotator.task(sw, rt))
             if self.mode_code == dp.MODE_CLOCK:
                 if self.injector.skewed(sw.name):
@@ -281,7 +260,6 @@ class Controller:
         else:
             controller = fy.Controller(self.switches)
         self._stop = asyncio.Event()
-        self._stopping = False
         monitor: asyncio.Task | None = None
         recording: asyncio.Task | None = None
         task = asyncio.create_task(controller.run())
@@ -311,7 +289,6 @@ class Controller:
             self.status.failed(f"P4Runtime: {ex}")
             raise
         finally:
-            self._stopping = True  # channels closed from here on are ours, not switches going down
             self.status.stopped()
             if monitor is not None:
                 monitor.cancel()

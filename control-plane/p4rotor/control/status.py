@@ -35,9 +35,6 @@ With ``--corropt-threshold`` (the live CorrOpt monitor, control/loss_monitor.py)
 ``rate``, ``action`` disable/keep, ``reason`` (one line: the slice connectivity that decided it),
 ``t_ns``, ``applied_ns`` (disable: when the masked routes and circuits were written), ``writes``)
 and ``disabled`` (the links off now).
-With ``--rt-while-recovering N`` (control/recovery_priority.py), top level ``recovery_priority``
-once a switch's channel went down: ``priority``, ``raised`` (times), ``raised_ms`` (in all),
-``down`` (switches not installed again yet) and ``error`` (why the policy could not change).
 
 The launcher (fabric/mininet.py), experiments and bench wait on ``phase`` and ``t0_ns``; the log
 text is for people and free to change.
@@ -105,11 +102,6 @@ class StatusFile:
     def corropt(self, **fields: Any) -> None:
         """The live CorrOpt monitor's state (module docstring): threshold, rates, decisions, disabled."""
         self.data.setdefault("corropt", {}).update(fields)
-        self._write()
-
-    def recovery(self, summary: dict[str, Any]) -> None:
-        """``--rt-while-recovering``: the priority, times raised, ms raised, switches down, error."""
-        self.data["recovery_priority"] = summary
         self._write()
 
     def running(self, t0_ns: int) -> None:

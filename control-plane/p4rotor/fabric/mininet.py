@@ -30,7 +30,7 @@ from ..control.status import read_status
 from . import nikss
 from .cpu import IdlePoll
 from .shaping import qdisc_drops
-from .switch import (CONTROLLER_RT_PRIORITY, HarnessError, missing_tools, realtime_allowed, run, signals_held,
+from .switch import (CONTROLLER_RT_PRIORITY, HarnessError, missing_tools, priority_prefix, run, signals_held,
                      stop_process_group, tcp_listening)
 
 
@@ -350,8 +350,8 @@ class Emulation:
         clk = [c for c in cmd if c.startswith(("--clock-iface=", "--pipeline="))]
         self.say("[run] starting controller: " + " ".join(c for c in cmd[2:] if c not in clk)
                  + (f" (and --clock-iface or --pipeline for each of the {len(clk)} switches)" if clk else ""))
-        if self.realtime and realtime_allowed():  # raised only while a restarted switch comes back
-            cmd += ["--rt-while-recovering", str(CONTROLLER_RT_PRIORITY)]
+        if self.realtime:
+            cmd = priority_prefix(True, CONTROLLER_RT_PRIORITY, 0) + cmd
         self.controller = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         seen = -1
         while True:
