@@ -134,6 +134,25 @@ def test_type_error_inside_an_experiment_is_not_bad_input(monkeypatch, tmp_path,
         cli.main(["experiment", "shuffle", "--output", str(tmp_path / "o")])
 
 
+def test_run_json_records_the_commit_the_run_started_at(monkeypatch, tmp_path, keep_signals):
+    """A commit made while an experiment runs (an FCT point takes an hour) is not the code that
+    ran: run.json keeps the commit read before the run, with "+dirty" if the package differed."""
+    from p4rotor import experiments
+    from p4rotor.experiments import cli as ecli
+
+    commits = iter(["a" * 40 + "+dirty", "b" * 40])
+    monkeypatch.setattr(ecli, "code_commit", lambda mark_dirty=False: next(commits))
+
+    def fake(build, out, dilation=1.0):
+        out.mkdir(parents=True)
+        return {"verdict": "ok"}
+
+    monkeypatch.setitem(experiments.EXPERIMENTS, "shuffle", fake)
+    cli.main(["experiment", "shuffle", "--output", str(tmp_path / "o")])
+    got = json.loads((tmp_path / "o" / "run.json").read_text())
+    assert got["code_commit"] == "a" * 40 + "+dirty" and got["results_commit"] is None
+
+
 def test_control_topology_clock_ifaces(tmp_path):
     """--clock-iface with --topology: applied to the named switch's role (also when CorrOpt
     replans), an unknown name is one line and exit 2 before any switch is dialled."""

@@ -148,6 +148,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     from ..workload.cdf import WorkloadError
 
     t0 = time.monotonic()
+    # The code as it was loaded: a commit made while a run of an hour goes on is not what ran.
+    commit = code_commit(mark_dirty=True)
     try:
         res = run(build, out, **kw)
     except HarnessError as ex:
@@ -160,18 +162,18 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         from ..energy.report import summary_for
         print("\n".join(summary_for(out)))
     if out.is_dir():
-        write_run_json(out, a, time.monotonic() - t0)
+        write_run_json(out, a, time.monotonic() - t0, commit)
     print(f"results in {out}/", file=sys.stderr)
     return 0
 
 
-def write_run_json(out: Path, a: argparse.Namespace, wall_s: float) -> None:
-    """``out``/run.json: how this folder was made (the command, the code's commit, the target,
-    the wall time and, for fct, the calibration it divided by) -- what every results folder
-    keeps (docs/experiments.md).  ``results_commit`` stays None until the folder is committed."""
+def write_run_json(out: Path, a: argparse.Namespace, wall_s: float, commit: str | None) -> None:
+    """``out``/run.json: how this folder was made (the command, the code's commit when the run
+    started, "+dirty" if the package differed from it, the target, the wall time and, for fct,
+    the calibration it divided by) -- what every results folder keeps (docs/experiments.md).
+    ``results_commit`` stays None until the folder is committed."""
     import json
 
-    commit = code_commit()
     m, sec = divmod(round(wall_s), 60)
     (out / "run.json").write_text(json.dumps({
         "command": "p4rotor " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["experiment"]
