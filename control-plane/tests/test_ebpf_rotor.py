@@ -220,3 +220,59 @@ def test_adapter_expands_unequal_spans_into_grains_and_refuses_a_cycle_of_too_ma
     with pytest.raises(NikssError, match="is not up to 65536 grains"):
         bad.write([+e for e in C.phase_entries([(0, 1), (1, 70_000)], target=EBPF)] +
                   [~C.slot_config_entry(dp.MODE_CLOCK, 2, 70_000, 0, target=EBPF)])
+
+
+_SEND = ("import socket,struct,sys,time\n"
+         "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW);s.bind((sys.argv[1],0));n=0\n"
+         "end=time.monotonic()+float(sys.argv[2])\n"
+         "while time.monotonic()<end:\n"
+         " s.send(bytes(12)+b'\\x88\\xb5'+struct.pack('!Q',time.clock_gettime_ns(time.CLOCK_MONOTONIC))"
+         "+bytes(40));n+=1;time.sleep(0.0005)\n"
+         "print(n)\n")
+
+
+def _register(pipeline: int, name: str, value: int | None = None) -> int:
+    cmd = ["nikss-ctl", "register", "set" if value is not None else "get", "pipe", str(pipeline), name,
+           "index", "0"] + (["value", str(value)] if value is not None else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return 0 if value is not None else int(json.loads(out)[name][0]["value"]["field0"], 16)
+
+
+@pytest.mark.skipif(_kernel_skip() is not None, reason=_kernel_skip() or "")
+def test_a_cycle_start_ahead_of_a_frames_clock_is_taken_from_the_epoch_again():
+    """Ingress runs on several CPUs at once: a frame may read the clock, then find the cycle
+    registers moved by another CPU to a cycle that began after that reading.  The switch then
+    counts from the epoch again, for that frame, and stays on the epoch's grid: here the start is
+    set 10.05 cycles ahead of now (off the grid), and every frame after still crosses the matching
+    of its send time, and the registers come back onto the grid.  (Before: now - start wrapped,
+    the start ran ahead until the 64-bit time wrapped, and the rotor kept a start 150 ms off.)"""
+    from p4rotor.fabric.nikss import ebpf_bench
+
+    slot_us, night_us = 100_000, 20_000
+    s = sched(slot_us, night_us)
+    start_reg = "RotorIngress_slot_state_clock_cycle_start"
+    with ebpf_bench(BUILD / "rotor.o", BUILD / "xdp_pass.o") as (ns, sw, far):
+        ctl = NikssSwitch("r0", sw.pipeline, BUILD / "rotor.p4info.txtpb", sw.ports, runner=cli_runner(ns.name))
+        epoch_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000 - 1_000_000
+        ctl.write(C.rotor_entities(s, s.rotors[0], C.default_port_map(4), dp.MODE_CLOCK, epoch_us=epoch_us,
+                                   target=EBPF))
+        send = ["ip", "netns", "exec", ns.name, "python3", "-c", _SEND, far[1]]
+        subprocess.run(send + ["0.05"], capture_output=True, check=True)  # the registers now hold a cycle
+        cycle = 2 * EBPF.duration_units(slot_us)
+        # Ahead of every frame sent below (10.05 cycles: 2 s), and off the epoch's grid.
+        ahead = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + 10 * cycle + cycle // 20
+        _register(sw.pipeline, start_reg, ahead)
+        assert _register(sw.pipeline, start_reg) == ahead
+        rx = {p: _receiver(ns.name, far[p], 3.0) for p in (2, 3)}
+        sent = int(subprocess.run(send + ["1.0"], capture_output=True, text=True, check=True).stdout)
+        got = {p: json.loads(r.communicate(timeout=30)[0]) for p, r in rx.items()}
+        drops = ctl.drops()
+        start_after = _register(sw.pipeline, start_reg)
+    epoch = EBPF.to_units(epoch_us)
+    slot, night_ns = EBPF.duration_units(slot_us), EBPF.duration_units(night_us)
+    wrong = sum((((ts - epoch) % cycle) // slot) != want for port, want in ((2, 0), (3, 1)) for ts in got[port])
+    assert len(got[2]) > 0 and len(got[3]) > 0, (sent, drops)
+    assert wrong == 0, f"{wrong} frames crossed another matching than their send time's"
+    assert (start_after - epoch) % cycle == 0, "the cycle start is off the epoch's grid"
+    assert start_after <= time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    assert drops.get(dp.DropCause.NOT_STARTED, 0) == 0, drops

@@ -119,7 +119,15 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                 REG_READ(clock_generation, g, cell);
                 REG_READ(clock_cycle_start, start, cell);
                 REG_READ(clock_cycle, n, cell);
-                if (g != generation) {
+                if (g != generation || now < start) {
+                    // now < start: another CPU moved the registers to a cycle that began after
+                    // this frame read the clock (a target that runs ingress on several CPUs at
+                    // once, as eBPF does).  Left alone, now - start wraps to a huge delta, the
+                    // steps below push the start ahead by up to 2^24 cycles per frame until it
+                    // wraps the Time_t, and the switch keeps a cycle start off the epoch's grid:
+                    // every slice wrong from then on (a ToR on eBPF dropped 4 M frames
+                    // NO_ROUTE in one run).  From the epoch instead; the next frame of the later
+                    // cycle steps it forward again.
                     start = epoch;
                     n = 0;
                 }
