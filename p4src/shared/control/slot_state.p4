@@ -125,9 +125,8 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                     // once, as eBPF does).  Left alone, now - start wraps to a huge delta, the
                     // steps below push the start ahead by up to 2^24 cycles per frame until it
                     // wraps the Time_t, and the switch keeps a cycle start off the epoch's grid:
-                    // every slice wrong from then on (a ToR on eBPF dropped 4 M frames
-                    // NO_ROUTE in one run).  From the epoch instead; the next frame of the later
-                    // cycle steps it forward again.
+                    // every slice wrong from then on (docs/notes/datamining-40.md).  From the
+                    // epoch instead; the next frame of the later cycle steps it forward again.
                     start = epoch;
                     n = 0;
                 }
