@@ -199,3 +199,11 @@ def test_idle_poll_on_another_experiment_is_bad_input(tmp_path, capsys, keep_sig
         cli.main(["experiment", "duty-cycle", "--no-idle-poll", "--output", str(tmp_path / "o")])
     assert ex.value.code == 2
     assert capsys.readouterr().err.strip() == "p4rotor: error: experiment duty-cycle takes no --idle-poll"
+
+
+def test_record_activity_on_an_experiment_that_records_none_is_bad_input(tmp_path, capsys, keep_signals):
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["experiment", "duty-cycle", "--record-activity", "--output", str(tmp_path / "o")])
+    assert ex.value.code == 2
+    assert capsys.readouterr().err.strip() == "p4rotor: error: experiment duty-cycle takes no --record-activity"
+    assert not (tmp_path / "o").exists()

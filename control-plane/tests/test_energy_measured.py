@@ -193,3 +193,63 @@ def test_the_schedule_plan_sleeps_only_where_nothing_can_go():
             asleep = plan[rack.tor.name][port]["out"]
             assert asleep and all(hop.rotor != r for sl in asleep for key, hop in routes[sl].hops.items()
                                   if key[0] == rack.id)
+
+
+def _timed(doc: dict, t0_unix: float, ends: list[float]) -> dict:
+    """``doc`` (a recorder's file) with its first read at ``t0_unix`` and one interval ending at
+    each of ``ends`` (seconds after it), each moving one frame of 100 bytes on one cell."""
+    out = dict(doc, t0_unix=t0_unix)
+    rotor = next(n for n, v in doc["switches"].items() if v["kind"] == "rotor")
+    port = next(iter(doc["switches"][rotor]["ports"]))
+    out["intervals"] = [{"t_s": t, "switches": {rotor: {"tx": {f"{port}:0": [1, 100]}}}} for t in ends]
+    return out
+
+
+def test_a_window_is_the_reads_around_it_counted_from_the_read_before_it(tmp_path):
+    """An fct mode's run is cut out of the whole emulation's file: from the last read at or before
+    its start to the first after its end, times from that read; nothing outside, nothing lost."""
+    from p4rotor.control.activity_recorder import window
+
+    doc = _timed(json.loads(record(tmp_path, [{}, {}]).read_text()), 1000.0, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    part = window(doc, 1002.5, 1004.2)      # 2.5 s to 4.2 s after the first read
+    assert [iv["t_s"] for iv in part["intervals"]] == [1.0, 2.0, 3.0]     # the reads at 3, 4, 5, from 2
+    assert part["t0_unix"] == 1002.0 and part["window"] == {"asked_unix": [1002.5, 1004.2],
+                                                            "asked_s": [0.5, 2.2], "read_s": [0.0, 3.0]}
+    assert part["switches"] == doc["switches"] and part["schedule"] == doc["schedule"]
+    assert [iv["t_s"] for iv in window(doc, 1000.0, 1001.0)["intervals"]] == [1.0, 2.0]
+    # a window past the last read keeps what there is; one before the first read or with none in it fails
+    assert [iv["t_s"] for iv in window(doc, 1005.5, 1009.0)["intervals"]] == [1.0]
+    for a, b in ((1006.5, 1008.0), (1003.0, 1002.0)):
+        with pytest.raises(ValueError, match="no read"):
+            window(doc, a, b)
+    with pytest.raises(ValueError, match="t0_unix"):
+        window(dict(doc, t0_unix=None), 1002.5, 1004.2)
+
+
+def test_an_fct_run_reads_each_modes_measured_activity_and_reconstructs_the_rest(tmp_path):
+    from fuzz_cli import energy_fct_doc, energy_flows_doc
+    from p4rotor.control.activity_recorder import window
+    from p4rotor.experiments.fct.activity import cut_activity
+
+    run = tmp_path / "run"
+    (run / "run").mkdir(parents=True)
+    fct = dict(energy_fct_doc(), dilation=1.0, access_mbps=10.0)
+    (run / "fct.json").write_text(json.dumps(fct))
+    (run / "flows.json").write_text(json.dumps(energy_flows_doc()))
+    doc = _timed(json.loads(record(tmp_path, [{}, {}]).read_text()), 1000.0, [1.0, 2.0, 3.0, 4.0])
+    whole = run / "run" / "activity.json"
+    whole.write_text(json.dumps(doc))
+    # opera ran 0.5-1.5 s after the first read; rotornet after the last read: not covered
+    assert cut_activity(whole, run, {"opera": (1000.5, 1001.5), "rotornet": (1010.0, 1011.0)}) == {
+        "opera": "activity-opera.json"}
+    assert json.loads((run / "activity-opera.json").read_text()) == window(doc, 1000.5, 1001.5)
+    rows = evaluate([run], M.load())
+    assert [(r["mode"], r["activity"]) for r in rows] == [("opera", "measured"), ("rotornet", "reconstructed")]
+    act = MS.from_run(run, "opera")
+    assert sum(b[1] for p in act.ports.values() for b in p.bins.values()) == pytest.approx(200)   # 2 reads' bytes
+    assert act.rate_bps["host-link"] == 10e6 and act.notes["rate"] == "fct.json: access_mbps"
+    assert act.notes["window"]["read_s"] == [0.0, 2.0]
+    assert [r["activity"] for r in evaluate([run], M.load(), reconstructed=True)] == ["reconstructed"] * 2
+    (run / "activity-opera.json").write_text(json.dumps({"version": 9}))
+    _, err = check(["energy", str(run)], refused=True)
+    assert "activity-opera.json: version 9" in err

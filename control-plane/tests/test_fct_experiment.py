@@ -250,11 +250,17 @@ def test_agents_stop_shares_one_deadline_and_reports_an_agent_without_a_summary(
                              "def bye(*_):\n"
                              f"    pathlib.Path(sys.argv[1]).write_text({summary!r}); sys.exit(0)\n"
                              "signal.signal(signal.SIGTERM, bye)\n"
-                             "time.sleep(60)\n", str(tmp_path / "agent-well.json")], start_new_session=True)
+                             "pathlib.Path(sys.argv[2]).touch()\n"
+                             "time.sleep(60)\n", str(tmp_path / "agent-well.json"), str(tmp_path / "well-ready")],
+                            start_new_session=True)
     stuck = subprocess.Popen([sys.executable, "-c",
-                              "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                              "time.sleep(60)\n"], start_new_session=True)
-    time.sleep(0.5)  # both have set their handlers
+                              "import signal, sys, time, pathlib\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                              "pathlib.Path(sys.argv[1]).touch()\n"
+                              "time.sleep(60)\n", str(tmp_path / "stuck-ready")], start_new_session=True)
+    for _ in range(600):  # both have set their handlers (a fixed wait was too short on a loaded machine)
+        if (tmp_path / "well-ready").exists() and (tmp_path / "stuck-ready").exists():
+            break
+        time.sleep(0.05)
     agents = Agents(tmp_path, procs=[("stuck", stuck), ("well", well)], where={"stuck": (0, 0), "well": (1, 0)})
     t = time.monotonic()
     got = agents.stop(timeout=1.0)

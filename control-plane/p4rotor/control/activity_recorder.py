@@ -15,7 +15,7 @@ stopped still leaves what was measured.
 
 The file (``version`` 2)::
 
-    {"version": 2, "source": ..., "schedule": {...}, "cycles_per_read": n,
+    {"version": 2, "source": ..., "schedule": {...}, "cycles_per_read": n, "t0_unix": T,
      "switches": {NAME: {"kind": "rotor"|"tor", "cycle_us": C, "slot_spans_us": [[a, b], ...],
                          "low_latency": true|false,
                          "ports": {PORT: {"tx": {"link", "channel", "class", "rotor"},
@@ -23,6 +23,9 @@ The file (``version`` 2)::
      "intervals": [{"t_s": seconds since the first read,
                     "switches": {NAME: {"tx": {"PORT:SLOT": [frames, bytes]}, "rx": {...},
                                         "tx_ll": {...}, "rx_ll": {...}}}}]}
+
+``t0_unix``: the wall clock (Unix seconds) of the first read, from which every ``t_s`` counts
+(absent until that read); :func:`window` cuts a part of a run out by it.
 
 ``low_latency``: the switch counts its frames by class, and ``tx_ll``/``rx_ll`` hold what moved
 of its low-latency counts (a cell absent: none); a switch without (the rotor), and every switch
@@ -178,6 +181,7 @@ class ActivityRecorder:
             t = time.monotonic()
             if self.t0 is None:
                 self.t0 = t
+                self.doc["t0_unix"] = round(time.time(), 6)
             moves = {}
             for name, sw in switches.items():
                 m = self.add(name, await self.read(sw))
@@ -186,3 +190,30 @@ class ActivityRecorder:
             if len(self.last) == len(switches) and t > self.t0:
                 self.interval(moves, t - self.t0)
             await asyncio.sleep(max(0.0, self.every_s - (time.monotonic() - t)))
+
+
+def window(doc: dict[str, Any], start_unix: float, end_unix: float) -> dict[str, Any]:
+    """The part of a recorder's file (``doc``) that covers ``[start_unix, end_unix]`` of wall
+    time, as a file of its own: the intervals from the last read at or before the start to the
+    first read after the end (every frame moved in the window is in them; up to a read's worth
+    of time on each side is not the window's), times counted from that first read.  ``window``
+    says what was asked (``asked_s``) and what the reads cover (``read_s``) in those times.  Raises ValueError when the file has no
+    ``t0_unix`` or no read ends in the window."""
+    if not isinstance(doc.get("t0_unix"), (int, float)):
+        raise ValueError("the activity file has no t0_unix (no read was made, or an older recorder wrote it)")
+    a, b = start_unix - doc["t0_unix"], end_unix - doc["t0_unix"]
+    ivs = doc["intervals"]
+    ends = [float(iv["t_s"]) for iv in ivs]
+    first = next((i for i, t in enumerate(ends) if t > a), None)
+    if first is None or b <= a:
+        raise ValueError(f"no read of the activity file ends in the window ({a:.1f} s to {b:.1f} s after its "
+                         f"first read; its last read at {ends[-1] if ends else 0:.1f} s)")
+    last = next((i for i, t in enumerate(ends) if t > b), len(ends) - 1)
+    base = ends[first - 1] if first else 0.0
+    out = {k: v for k, v in doc.items() if k != "intervals"}
+    out["t0_unix"] = round(doc["t0_unix"] + base, 6)
+    out["intervals"] = [dict(iv, t_s=round(float(iv["t_s"]) - base, 6)) for iv in ivs[first:last + 1]]
+    out["window"] = {"asked_unix": [round(start_unix, 6), round(end_unix, 6)],
+                     "asked_s": [round(a - base, 6), round(b - base, 6)],
+                     "read_s": [0.0, round(ends[last] - base, 6)]}
+    return out

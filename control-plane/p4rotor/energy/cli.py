@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
     p.add_argument("--output", help="write energy.json, energy.png and table.md into this directory (it must exist)")
     p.add_argument("--doc", help="also replace the energy block of this markdown file with the table")
     p.add_argument("--reconstructed", action="store_true",
-                   help="reconstruct the activity even where the run holds the measured one (activity.json)")
+                   help="reconstruct the activity even where the run holds the measured one "
+                        "(activity.json; an fct run's activity-MODE.json)")
     p.set_defaults(fn=cmd_energy)
 
 
@@ -51,7 +52,8 @@ def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | Non
              reconstructed: bool = False) -> list[dict[str, Any]]:
     """One entry per (run, mode): what :func:`account.account` gives, with the run's name and load.
     A run with its measured activity (activity.json, unless ``reconstructed``): that, once; an fct
-    run: each fabric mode it holds (or ``modes``); a rotorlb run: RotorLB's rows.  Each entry says
+    run: each fabric mode it holds (or ``modes``), measured where the run recorded that mode
+    (activity-MODE.json, unless ``reconstructed``); a rotorlb run: RotorLB's rows.  Each entry says
     which activity it read (``activity``: "measured" or "reconstructed")."""
     out = []
     for run in runs:
@@ -75,8 +77,9 @@ def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | Non
         for mode in (modes or have):
             if mode not in have:
                 raise M.EnergyError(f"{run}: no {mode!r} mode in fct.json (it has: {', '.join(have) or 'none'})")
-            res = account(A.from_fct_run(run, mode), model)
-            res.update(run=str(run), mode=mode, activity="reconstructed", **_point(run))
+            measured = not reconstructed and MS.has_activity(run, mode)
+            res = account(MS.from_run(run, mode) if measured else A.from_fct_run(run, mode), model)
+            res.update(run=str(run), mode=mode, activity="measured" if measured else "reconstructed", **_point(run))
             out.append(res)
     return out
 

@@ -41,15 +41,21 @@ VERSIONS = (1, 2)        # 1: no traffic class counted (every frame low-latency)
 DEFAULT_RATE_BPS = 1e9   # a link's rate when the run records none (veth links are not shaped)
 
 
-def has_activity(run: Path) -> bool:
-    return (Path(run) / "activity.json").is_file()
+def activity_file(run: Path, mode: str | None = None) -> Path:
+    """A run's measured activity: ``activity.json``, or for one mode of an fct run
+    ``activity-MODE.json`` (the experiment cuts each mode's run out of the recorder's file)."""
+    return Path(run) / (f"activity-{mode}.json" if mode else "activity.json")
+
+
+def has_activity(run: Path, mode: str | None = None) -> bool:
+    return activity_file(run, mode).is_file()
 
 
 def _run_value(run: Path, key: str) -> tuple[float, str] | None:
     """The first positive number ``key`` at the top of the run's other JSON files, and the file."""
     for p in sorted(Path(run).glob("*.json")):
-        if p.name == "activity.json":
-            continue
+        if p.name.startswith("activity"):
+            continue   # the measured activity itself (large): none of the run's settings
         try:
             d = read_json(p, EnergyError, nonfinite=True)
         except EnergyError:
@@ -78,6 +84,11 @@ def _rates(run: Path, s: S.Schedule) -> tuple[dict[str, float], str]:
             circuit = cap * FRAME_BYTES * 8 / ((s.slot_us - s.reconfig_us) / 1e6)
             return ({"host-link": circuit * len(s.rotors), "tor-uplink": circuit, "rotor-port": circuit},
                     "rotorlb.json: a slot capacity fills the day")
+    if (run / "fct.json").is_file():
+        access = read_json(run / "fct.json", EnergyError).get("access_mbps")
+        if isinstance(access, (int, float)) and not isinstance(access, bool) and math.isfinite(access) and access > 0:
+            # as the fct reconstruction takes it: every link at the hosts' access rate
+            return {c: access * 1e6 * _dilation(run) for c in CLASSES}, "fct.json: access_mbps"
     found = _run_value(run, "link_mbps")
     if found:
         return {c: found[0] * 1e6 for c in CLASSES}, f"{found[1]}: link_mbps"
@@ -98,21 +109,22 @@ def _scaled(sched_doc: dict, dil: float) -> S.Schedule:
     return S.from_json(j)
 
 
-def from_run(run: Path) -> Activity:
-    doc = read_json(Path(run) / "activity.json", EnergyError)
+def from_run(run: Path, mode: str | None = None) -> Activity:
+    """``mode``: that mode's part of an fct run (``activity-MODE.json``)."""
+    path = activity_file(run, mode)
+    doc = read_json(path, EnergyError)
     try:
-        return _measured(doc, Path(run))
+        return _measured(doc, Path(run), path.name)
     except EnergyError:
         raise
     except S.ScheduleError as ex:
-        raise EnergyError(f"{run}/activity.json: schedule: {ex}") from None
+        raise EnergyError(f"{path}: schedule: {ex}") from None
     except MALFORMED as ex:
-        raise EnergyError(f"{run}/activity.json: not a recorder's activity ({type(ex).__name__}: "
-                          f"{str(ex)[:60]})") from None
+        raise EnergyError(f"{path}: not a recorder's activity ({type(ex).__name__}: {str(ex)[:60]})") from None
 
 
-def _measured(doc: dict, run: Path) -> Activity:
-    where = f"{run}/activity.json"
+def _measured(doc: dict, run: Path, name: str = "activity.json") -> Activity:
+    where = f"{run}/{name}"
     if doc.get("version") not in VERSIONS:
         raise EnergyError(f"{where}: version {doc.get('version')!r}, this reads {' or '.join(map(str, VERSIONS))}")
     dil = _dilation(run)
@@ -160,7 +172,9 @@ def _measured(doc: dict, run: Path) -> Activity:
     act.horizon_us = start_us
     act.notes = {"mode": "measured", "intervals": n_int, "cycles_per_read": doc.get("cycles_per_read"),
                  "dilation": dil, "rate": rate_from, "alone_floor_us": None,
-                 "classes": _classes_note(act, ll_from)}
+                 "classes": _classes_note(act, ll_from),
+                 # an fct mode's part of the recorder's file (control/activity_recorder.window)
+                 **({"window": doc["window"]} if isinstance(doc.get("window"), dict) else {})}
     return act
 
 

@@ -69,7 +69,7 @@ def markdown(rows: Sequence[dict], model: str) -> str:
 
 def _how(r: dict) -> str:
     if r.get("activity") == "measured":
-        return "measured by the data plane's per-slot counters (runs with activity.json)"
+        return "measured by the data plane's per-slot counters (runs with activity.json or activity-MODE.json)"
     if r["mode"] == "rotorlb" and r["source"].startswith("reconstructed"):
         return "RotorLB's per-slot plan scaled to the frames delivered (rotorlb runs)"
     if r["source"].startswith("reconstructed"):

@@ -19,8 +19,9 @@ def add_parser(sub) -> None:
     pe.add_argument("--quick", action="store_true", help="a short variant (rotorlb: densities 1 and 56)")
     pe.add_argument("--output", help="results directory (default results/NAME)")
     pe.add_argument("--record-activity", action="store_true", default=None,
-                    help="rotorlb: the controller records every switch's per-slot counters into OUTPUT/activity.json "
-                         "(p4rotor energy then reads the measured activity; docs/energy.md)")
+                    help="rotorlb, fct: the controller records every switch's per-slot counters into "
+                         "OUTPUT/activity.json (fct: each fabric mode's run into OUTPUT/activity-MODE.json); "
+                         "p4rotor energy then reads the measured activity (docs/energy.md)")
     pe.add_argument("--port-sleep", metavar="PLAN.json|schedule",
                     help="rotorlb: the controller's sleep plan (p4rotor control --port-sleep; docs/energy.md)")
     fct = pe.add_argument_group("fct")
@@ -139,7 +140,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("idle_poll", "--idle-poll"), ("switch_cpus", "--switch-cpus"),
                       ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows"),
                       ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay"),
-                      ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic")):
+                      ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic"),
+                      ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

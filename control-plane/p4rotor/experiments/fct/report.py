@@ -69,7 +69,7 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
                               "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
                               "agents_priority": r.get("agents_priority"),
-                              "agents_loops": r.get("agents_loops")}
+                              "agents_loops": r.get("agents_loops"), "activity": r.get("activity")}
         if bound and any(d.cls == "bulk" for d in r["done"]):
             res["modes"][mode]["bulk_bound"] = B.bulk_bound_check(r["done"], **bound, share=share, shared=shared)
             res["modes"][mode]["bulk_bound"]["above"] = B.above_bound(r["done"], r.get("bulk_paths", {}), **bound)

@@ -22,6 +22,7 @@ from ...workload.scale import for_emulation
 from ..runner import launch, say
 from .denominators import (FABRIC, PACKET_SWITCH, cutoff_of, fingerprint, judged, measure_calibration,
                             measured, read_calibration, replay_alone, write_calibration)
+from .activity import cut_activity
 from .hosts import shape_hosts
 from .mode import run_mode
 from .options import (EPSILON_US, MODES, WARM_MAX_LOAD, parse_modes, replayed, share_choice, switch_cpu_choice,
@@ -39,7 +40,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         epsilon_us: float = EPSILON_US, share_circuits: str | bool | None = "auto", idle_poll: bool = True,
         switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2",
         datapath: str = "python", calibration: str | None = None, calibrate_only: bool = False,
-        replay: int = REPLAY_SAMPLE, cutoff_real: float | None = None) -> dict:
+        replay: int = REPLAY_SAMPLE, cutoff_real: float | None = None, record_activity: bool = False) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -63,7 +64,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     and stop); without one the run calibrates its idle fabric first; ``replay``: this many of the
     run's flows (a random sample, ``seed``) replayed one at a time after each mode's run, for the
     slowdown against each flow alone (workload/ideal.py); ``cutoff_real``: the class cutoff in
-    real-system bytes (Opera's 15 MB), scaled by the run's factor (instead of ``cutoff``)."""
+    real-system bytes (Opera's 15 MB), scaled by the run's factor (instead of ``cutoff``);
+    ``record_activity``: the controller records the switches' per-slot counters and each fabric
+    mode's run is cut out of them into ``activity-MODE.json`` (what ``p4rotor energy`` then
+    reads as that mode's measured activity: docs/energy.md)."""
     chosen = parse_modes(modes)
     if type(replay) is not int or not 0 <= replay <= 100_000:
         raise C.WorkloadError(f"--replay must be a whole number of flows in 0..100000, got {replay!r}")
@@ -141,12 +145,14 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         how = "a rack's hosts share its circuits" if share_circuits else "a RotorLB plane per host"
         why = f"auto, load {wl.meta.get('load')}" if asked in (None, "auto") else asked
         say(f"[experiment] fct: {how} (--share-circuits {why})")
-    runs, polled, replays = {}, None, {}
+    runs, polled, replays, windows = {}, None, {}, {}
     if fabric_modes:
         # The switches under SCHED_RR: 16 agents and 16 TCP senders otherwise delay them by
         # milliseconds per hop, and frames miss their circuits (fabric/switch.py).
+        recorded = (out / "run" / "activity.json").resolve() if record_activity else None
         emu, topo = launch(sched, dilation, hosts_per_rack, build, out / "run", epsilon_us=epsilon_us,
-                           realtime=True, idle_poll=idle_poll, switch_cpus=pin, warm_ms=warm, target=target)
+                           realtime=True, idle_poll=idle_poll, switch_cpus=pin, warm_ms=warm, target=target,
+                           controller_args=("--activity", str(recorded)) if recorded else ())
         polled = emu.polling  # idle CPUs poll (fabric/cpu.py): recorded beside the results
         clock = R.PathClock(ds, R.compute(ds, epsilon_us=epsilon_us * dilation))
         racks = {h.name: k.id for k in topo.racks for h in k.hosts}
@@ -170,8 +176,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             say_curve("alone", cals[FABRIC].curve, access_bps)
             for mode in ([] if calibrate_only else fabric_modes):
                 c = cutoff_of(MODES[mode], cutoff, default_cutoff)
+                began = time.time()
                 runs[mode] = run_mode(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps,
                                       shared=share_circuits, datapath=datapath)
+                windows[mode] = (began, time.time())
                 replays[mode] = replay_alone(run_mode, emu, topo, ds, wl, c, out / f"{mode}-alone", rate, guard_us,
                                              access_bps, cals[FABRIC], None, replay, seed, shared=share_circuits,
                                              datapath=datapath)
@@ -180,6 +188,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                 r["warm"] = warmed
         finally:
             emu.stop()
+        if recorded:
+            for mode, name in cut_activity(recorded, out, windows).items():
+                runs[mode]["activity"] = name
         for mode, r in runs.items():
             r["done"] = judged(r["done"], cals[FABRIC], key_of.of, replays[mode]["alone"])
             r["by_path"] = by_path(r["done"], cals[FABRIC], key_of)
