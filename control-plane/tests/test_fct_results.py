@@ -407,6 +407,9 @@ def test_merge_puts_each_sessions_mode_in_one_result(tmp_path, capsys):
     flows = [Flow(i, "h0x0", "h1x0", 1460, i * 0.5) for i in range(12)]
     a = _mode_run(tmp_path / "a", "opera", 0.004, flows)
     b = _mode_run(tmp_path / "b", "rotornet", 0.150, flows)
+    (a / "run.json").write_text(json.dumps({"command": "p4rotor experiment fct A", "wall_s": 60.0}))
+    (a / "activity-opera.json").write_text("{}")
+    (a / "fct.png").write_bytes(b"png")
     assert main(["workload", "merge", str(a), str(b), "-o", str(tmp_path / "ab")]) == 0
     assert "opera from" in capsys.readouterr().out
     r = json.loads((tmp_path / "ab" / "fct.json").read_text())
@@ -415,6 +418,13 @@ def test_merge_puts_each_sessions_mode_in_one_result(tmp_path, capsys):
     assert "alone_one_packet_s" not in r
     assert r["merged_from"][str(b)]["alone_one_packet_s"]["from"] == str(b)
     assert (tmp_path / "ab" / "flows.json").read_text() == (a / "flows.json").read_text()
+    # How the folder was made: both sources' run.json (one had none), a mode's activity, its plots.
+    assert json.loads((tmp_path / "ab" / "run.json").read_text())["merged_from"] == [
+        {"run": str(a), "modes": ["opera"], "run_json": {"command": "p4rotor experiment fct A", "wall_s": 60.0}},
+        {"run": str(b), "modes": ["rotornet"], "run_json": None}]
+    assert (tmp_path / "ab" / "activity-opera.json").read_text() == "{}"
+    assert (tmp_path / "ab" / "fct-opera.png").read_bytes() == b"png"
+    assert not (tmp_path / "ab" / "fct-rotornet.png").exists()
     # The cross-mode check now has both modes: 150 ms against 4 ms.
     rn = [c for c in checks(r) if c[0].startswith("rotornet one-packet")]
     assert rn and rn[0][1] is True

@@ -176,9 +176,55 @@ def cmd_merge(a: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "flows.json").write_text((Path(a.runs[0]) / "flows.json").read_text())
     write_fct(out, res)
+    copied = _merge_files(out, res["merged_from"])
     print(f"wrote {out / 'fct.json'}: " + ", ".join(f"{m} from {n}" for n, s in res["merged_from"].items()
-                                                     for m in s["modes"]) + "; plots stay in each run's fct.png")
+                                                     for m in s["modes"])
+          + (f"; {', '.join(copied)}" if copied else "") + "; run.json")
     return 0
+
+
+def _merge_files(out, sources: dict) -> list[str]:
+    """Beside a merged ``fct.json``: each source's plots, named by its modes (``fct-opera.png``),
+    each mode's measured activity (``activity-MODE.json``), and ``run.json`` saying how the
+    folder was made -- the merge's command and each source's own run.json (its command, commit
+    and wall time), with the wall times summed.  Returns the files copied."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+
+    copied, made = [], []
+    for name, src in sources.items():
+        d, tag = Path(name), "-".join(src["modes"])
+        for plot in ("fct", "bulk", "paths"):
+            if (d / f"{plot}.png").is_file():
+                shutil.copyfile(d / f"{plot}.png", out / f"{plot}-{tag}.png")
+                copied.append(f"{plot}-{tag}.png")
+        for mode in src["modes"]:
+            if (d / f"activity-{mode}.json").is_file():
+                shutil.copyfile(d / f"activity-{mode}.json", out / f"activity-{mode}.json")
+                copied.append(f"activity-{mode}.json")
+        try:
+            run = json.loads((d / "run.json").read_text())
+        except (OSError, ValueError):
+            run = None
+        made.append({"run": name, "modes": src["modes"], "run_json": run if isinstance(run, dict) else None})
+    walls = [m["run_json"].get("wall_s") for m in made if m["run_json"]]
+    wall = sum(walls) if walls and len(walls) == len(made) and all(isinstance(w, (int, float)) for w in walls) else None
+
+    def common(key):
+        vals = {json.dumps(m["run_json"].get(key)) if m["run_json"] else None for m in made}
+        return json.loads(vals.pop()) if len(vals) == 1 and None not in vals else None
+
+    (out / "run.json").write_text(json.dumps({
+        "command": "p4rotor " + " ".join(sys.argv[1:]) if sys.argv[1:3] == ["workload", "merge"]
+        else f"p4rotor workload merge {' '.join(sources)} -o {out}",
+        "code_commit": common("code_commit"), "results_commit": None, "target": common("target"),
+        "wall_time": f"{int(wall // 60)} min {round(wall % 60)} s (the sources' sum)" if wall is not None
+        else "not known (a source without run.json)",
+        "wall_s": None if wall is None else round(wall, 1), "calibration": common("calibration"),
+        "merged_from": made}, indent=1) + "\n")
+    return copied
 
 
 def cmd_stability(a: argparse.Namespace) -> int:
