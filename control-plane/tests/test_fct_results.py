@@ -262,6 +262,24 @@ def test_checks_pending_bytes_by_the_models_verdict(stability, stable, verdict):
     assert ok is verdict and (numbers == stability.get("why") or "trend 5 B" in numbers)
 
 
+def test_pending_bytes_numbers_say_the_bulk_offered_against_the_agents_ceiling():
+    """Two hosts (1 rack of 2), 30 MB of bulk over 10 s: 12 Mb/s a host, against every circuit's
+    agent rate (40 Mb/s of frames) for 0.5 of a slot, of 1368 of each 1442 wire bytes."""
+    r = dict(_fct_result(), workload="datamining", load=0.4, access_mbps=50.0, agent_rate=880.0, hosts_per_rack=2,
+             calibration={"fabric": {"fingerprint": {"racks": 1}}})
+    m = r["modes"]["opera"]
+    m.update(stable=False, stability={"capacity": {"stable": False}, "why": "past RotorLB's capacity"},
+             arrivals_s=10.0, bulk_bound={"flows": 0, "bulk_mbps": 40.0, "duty": 0.5},
+             per_flow=[[0, "bulk", ">10MB", 1.0, 20_000_000], [1, "bulk", ">10MB", None, 10_000_000],
+                       [2, "low-latency", "<100KB", 0.01, 1460]])
+    ok, numbers = _checked(r)["opera: pending bytes flat"]
+    ceiling = 40.0 * 0.5 * 1368 / 1442
+    assert ok is None and numbers == (
+        f"past RotorLB's capacity; capacity: bulk offered 12.00 Mb/s a host (0.240 of the access rate), the "
+        f"agents' ceiling {ceiling:.2f} Mb/s ({ceiling / 50:.3f}: every circuit at 880 frames/s for 0.50 of a "
+        f"slot), offered/ceiling {12 / ceiling:.2f} before RotorLB's relays")
+
+
 def test_table_rejudges_older_runs_by_their_flow_list(tmp_path, capsys):
     """An fct.json from before sizes and arrivals were kept: the flows.json beside it gives the
     one-packet flows and the last arrival (pending bytes that climb while flows arrive and fall

@@ -9,6 +9,7 @@ Opera's.
 from __future__ import annotations
 
 from ..stats import percentile
+from ..rotorlb.wire import DATA_HEADER
 from .bound import bulk_bound_verdict, rack_alone_numbers
 from .fct import class_mean
 from .scale import MSS
@@ -57,7 +58,8 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
         stable = bool(m.get("stable", True))
         if "capacity" in st:
             past = not st["capacity"].get("stable", True)
-            out.append((f"{mode}: pending bytes flat", None if past else stable, st.get("why", "")))
+            out.append((f"{mode}: pending bytes flat", None if past else stable,
+                        st.get("why", "") + _offered_numbers(r, m)))
         elif st.get("why"):  # judged, with nothing for the model (no bulk flows: the packet switch)
             out.append((f"{mode}: pending bytes flat", True if stable else None, st["why"]))
         else:  # results from before the capacity check: the trend alone
@@ -151,3 +153,27 @@ def _alone_numbers(bb: dict) -> str:
             f"{ra['median_ratio']:.2f}x" + (f" ({ra['excess_slots_median']:+.1f} slots)" if slots else "")
             + f", p90 {ra['p90_ratio']:.2f}x" + (f" ({ra['excess_slots_p90']:+.1f}), {ra['within_one_slot']}/{n} "
                                                  "within a slot of it" if slots else ""))
+
+
+AGENT_FRAME = 1400   # an agent frame's UDP payload (workload/plane.py: FRAME); its wire adds 42 bytes
+
+
+def _offered_numbers(r: dict, m: dict) -> str:
+    """The capacity the pending-bytes verdict comes down to, in numbers: the bulk a host offered
+    (its flows' bytes over the arrivals, per host) against the most its agent can send (every
+    circuit at the agents' rate, ``duty`` of each slot: ``bulk_bound``), both as a share of the
+    access rate; RotorLB's relays then need more than that ceiling's unused part to spare.  Empty
+    for a run without them."""
+    bb, arr = m.get("bulk_bound") or {}, m.get("arrivals_s")
+    fp = ((r.get("calibration") or {}).get("fabric") or {}).get("fingerprint") or {}
+    hosts = fp.get("racks", 8) * (r.get("hosts_per_rack") or 1)
+    if not (bb.get("bulk_mbps") and bb.get("duty") and arr and r.get("access_mbps")):
+        return ""
+    bulk = sum(f[4] for f in m.get("per_flow", []) if f[1] == "bulk" and len(f) > 4)
+    offered = bulk * 8 / arr / hosts / 1e6
+    ceiling = bb["bulk_mbps"] * bb["duty"] * (AGENT_FRAME - DATA_HEADER) / (AGENT_FRAME + 42)
+    acc = r["access_mbps"]
+    return (f"; capacity: bulk offered {offered:.2f} Mb/s a host ({offered / acc:.3f} of the access rate), "
+            f"the agents' ceiling {ceiling:.2f} Mb/s ({ceiling / acc:.3f}: every circuit at "
+            f"{r.get('agent_rate', '?'):g} frames/s for {bb['duty']:.2f} of a slot), offered/ceiling "
+            f"{offered / ceiling:.2f} before RotorLB's relays")
