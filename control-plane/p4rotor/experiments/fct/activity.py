@@ -1,7 +1,8 @@
 """Each fabric mode's measured activity: the controller's recorder reads every switch's per-slot
-counters for the whole emulation (calibration, every mode, the replays alone); each mode's run is
-cut out of that file by its wall-clock window into ``activity-MODE.json``, what ``p4rotor energy``
-reads as that mode's activity (control/activity_recorder.window; docs/energy.md).
+counters for the whole emulation (calibration, every mode, the replays alone); each mode's flows
+-- first arrival to last byte delivered, the span the reconstruction covers -- are cut out of
+that file by the wall clock into ``activity-MODE.json``, what ``p4rotor energy`` reads as that
+mode's activity (control/activity_recorder.window; docs/energy.md).
 """
 
 from __future__ import annotations
@@ -36,6 +37,6 @@ def cut_activity(recorded: Path, out: Path, windows: dict[str, tuple[float, floa
         os.replace(tmp, out / name)
         w = part["window"]
         say(f"[experiment] fct: {mode}: measured activity in {name} ({len(part['intervals'])} reads over "
-            f"{w['read_s'][1]:.1f} s, the run {w['asked_s'][1] - w['asked_s'][0]:.1f} s of them)")
+            f"{w['read_s'][1]:.1f} s, the flows' {w['asked_s'][1] - w['asked_s'][0]:.1f} s of them)")
         written[mode] = name
     return written

@@ -191,7 +191,11 @@ def run_mode(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: floa
             f"host; the receiver read it {w['p50_ms']:.2f} ms later (median; p90 {w['p90_ms']:.2f} ms), not counted")
     acc = account(results, dead)
     lost = acc["accepted"] - acc["delivered"]
-    return {"done": done, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
+    # The flows' own span, first arrival to last byte delivered (unix s): what the measured
+    # activity is cut to (experiments/fct/activity.py), the span the reconstruction covers.
+    last_ns = max(done_ns.values(), default=0)
+    window = (base / 1e9, (last_ns if last_ns > base else time.time_ns()) / 1e9)
+    return {"done": done, "window_unix": window, "pending": sorted((b * ds.slot_us / 1e6, v) for b, v in pending.items()),
             "bulk_paths": bulk_paths(results, {i: planned[i] for i in frames if i in planned}, frames),
             "arrivals_s": span_s, "cutoff": cutoff, "agent_frames_lost": lost,
             # ... of which still queued when the agents stopped (a run cut off at the drain's end;

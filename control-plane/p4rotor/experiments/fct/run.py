@@ -176,10 +176,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
             say_curve("alone", cals[FABRIC].curve, access_bps)
             for mode in ([] if calibrate_only else fabric_modes):
                 c = cutoff_of(MODES[mode], cutoff, default_cutoff)
-                began = time.time()
                 runs[mode] = run_mode(emu, topo, ds, wl, c, out / mode, rate, guard_us, pace_bps=access_bps,
                                       shared=share_circuits, datapath=datapath)
-                windows[mode] = (began, time.time())
+                windows[mode] = runs[mode]["window_unix"]
                 replays[mode] = replay_alone(run_mode, emu, topo, ds, wl, c, out / f"{mode}-alone", rate, guard_us,
                                              access_bps, cals[FABRIC], None, replay, seed, shared=share_circuits,
                                              datapath=datapath)
