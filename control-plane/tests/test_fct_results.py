@@ -472,3 +472,28 @@ def test_merge_bad_input_one_line_exit2_nothing_written(tmp_path, capsys, case, 
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and needle in err and "\n" not in err, err
     assert not (out / "fct.json").exists()
+
+
+def test_a_calibration_from_another_boot_is_said_beside_the_below_1_share(tmp_path):
+    """The idle fabric's speed differs between boots and machines: a run says when the calibration
+    it divided by was measured elsewhere, and a file that does not record it says so too."""
+    import json as _json
+
+    from p4rotor.experiments.fct.denominators import calibration_machine, machine
+
+    here = machine()
+    assert here["boot_id"] and here["cpus"] >= 1
+    f = tmp_path / "calibration.json"
+    f.write_text(_json.dumps({"fabric": {"measured": {"machine": here}}}))
+    assert calibration_machine(str(f))["same_boot"] is True
+    f.write_text(_json.dumps({"fabric": {"measured": {"machine": dict(here, boot_id="another")}}}))
+    assert calibration_machine(str(f))["same_boot"] is False
+    f.write_text(_json.dumps({"fabric": {"measured": {"commit": "x"}}}))
+    assert calibration_machine(str(f))["same_boot"] is None and calibration_machine(None)["same_boot"] is None
+    r = dict(_fct_result(), workload="datamining", load=0.4, calibration_file=str(f))
+    below = next(k for k in _checked(r) if "below 1" in k)
+    for same, says in ((True, None), (False, "measured on another boot or machine"),
+                       (None, "does not say on which machine")):
+        r["calibration_machine"] = {"same_boot": same}
+        numbers = _checked(r)[below][1]
+        assert (says in numbers) if says else ("machine" not in numbers and "boot" not in numbers)

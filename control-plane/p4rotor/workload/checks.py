@@ -49,7 +49,8 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
                         f"{below} of {fin} ({below / max(1, fin):.2%}), least {min(v['slowdown_min'] for v in vs):.2f}"
                         + (f"; idle flows held out of the calibration: {ho['below_1']} of {ho['flows']}"
                            if ho.get("flows") else "")
-                        + ("" if calibrated else " (a run before the calibrated ideal: not judged)")))
+                        + ("" if calibrated else " (a run before the calibrated ideal: not judged)")
+                        + _calibration_machine(r)))
         # Flat at stable loads; past RotorLB's capacity the queue climbs, which is a finding
         # about the load (the run says "unstable"), not a failure: not judged then.  A fabric
         # whose queue falls behind the model's at a load within capacity fails
@@ -177,3 +178,13 @@ def _offered_numbers(r: dict, m: dict) -> str:
             f"the agents' ceiling {ceiling:.2f} Mb/s ({ceiling / acc:.3f}: every circuit at "
             f"{r.get('agent_rate', '?'):g} frames/s for {bb['duty']:.2f} of a slot), offered/ceiling "
             f"{offered / ceiling:.2f} before RotorLB's relays")
+
+
+def _calibration_machine(r: dict) -> str:
+    """Where the calibration file a run divided by was measured, if not on the run's boot."""
+    same = (r.get("calibration_machine") or {}).get("same_boot")
+    if same is False:
+        return "; the calibration was measured on another boot or machine"
+    if same is None and r.get("calibration_file"):
+        return "; the calibration file does not say on which machine it was measured"
+    return ""

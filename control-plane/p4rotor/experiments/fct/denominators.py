@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -140,4 +141,34 @@ def cutoff_of(mode_cutoff, cutoff, default_cutoff) -> float:
 def measured(t0: float) -> dict:
     """When and where a calibration was measured (stored beside it)."""
     return {"commit": code_commit(), "wall_s": round(time.monotonic() - t0, 1),
-            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine()}
+
+
+def machine() -> dict:
+    """What the idle fabric's speed depends on besides the code: this boot of this machine
+    (``boot_id``), its CPUs and kernel.  A one-packet base measured on one boot was 16 % slower
+    than the same code's on another (docs/notes/datamining-40.md)."""
+    def read(path: str) -> str | None:
+        try:
+            return Path(path).read_text()
+        except OSError:
+            return None
+
+    cpu = next((line.split(":", 1)[1].strip() for line in (read("/proc/cpuinfo") or "").splitlines()
+                if line.startswith("model name")), None)
+    return {"boot_id": (read("/proc/sys/kernel/random/boot_id") or "").strip() or None, "cpu": cpu,
+            "cpus": os.cpu_count(), "kernel": os.uname().release}
+
+
+def calibration_machine(path: str | None, emulation: str = FABRIC) -> dict:
+    """Whether ``path``'s ``emulation`` calibration was measured on this boot of this machine:
+    {"same_boot": True|False|None (not recorded), "measured_on": its machine, "run_on": this one}."""
+    here = machine()
+    there = None
+    if path is not None:
+        try:
+            there = (json.loads(Path(path).read_text()).get(emulation, {}).get("measured") or {}).get("machine")
+        except (OSError, ValueError, AttributeError):
+            there = None
+    same = None if not isinstance(there, dict) or not there.get("boot_id") else there["boot_id"] == here["boot_id"]
+    return {"same_boot": same, "measured_on": there, "run_on": here}

@@ -22,6 +22,7 @@ from .calibrate import SEGMENT
 def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: float, dilation: float,
             out: Path, hosts_per_rack: int = 1, bound: dict | None = None, epsilon_us: float | None = None,
             calibrations: dict | None = None, calibration_file: str | None = None,
+            calibration_machine: dict | None = None,
             share: dict[int, float] | None = None, judge=None, agent_rate: float | None = None,
             guard_us: float | None = None, shared: bool = False, idle_poll: bool | None = None,
             switch_cpus: str | None = None, warm_ms: float | None = None, target: str = "bmv2",
@@ -39,7 +40,7 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
            "agent_rate": agent_rate, "guard_us": guard_us, "shared_circuits": shared,
            "epsilon_us": epsilon_us, "scaling_factor": factor,
            "calibration": {k: v.to_json() for k, v in cals.items()},
-           "calibration_file": calibration_file,
+           "calibration_file": calibration_file, "calibration_machine": calibration_machine,
            "default_cutoff_bytes": default_cutoff, "switches_realtime": realtime_allowed(),
            "cpu_idle_poll": idle_poll, "switch_cpus": switch_cpus, "warm_ms": warm_ms, "modes": {}}
     lines = []

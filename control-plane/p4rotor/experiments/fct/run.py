@@ -20,8 +20,8 @@ from ...workload.paths import PathKeys, by_path
 from ...workload.plane import FRAME, HEADROOM, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
 from ..runner import launch, say
-from .denominators import (FABRIC, PACKET_SWITCH, cutoff_of, fingerprint, judged, measure_calibration,
-                            measured, read_calibration, replay_alone, write_calibration)
+from .denominators import (FABRIC, PACKET_SWITCH, calibration_machine, cutoff_of, fingerprint, judged,
+                            measure_calibration, measured, read_calibration, replay_alone, write_calibration)
 from .activity import cut_activity
 from .hosts import shape_hosts
 from .mode import run_mode
@@ -124,11 +124,18 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     fp_ps = fingerprint(PACKET_SWITCH, target, packet_switch_topology(topo, dilation), hosts_per_rack, dilation,
                         epsilon_us, access_bps)
     cals: dict = {}
+    cal_machine = None
     if calibration is not None:  # read and checked before anything is written or started
         if any(m in chosen for m in MODES):
             cals[FABRIC] = read_calibration(calibration, FABRIC, fp)
         if baseline:
             cals[PACKET_SWITCH] = read_calibration(calibration, PACKET_SWITCH, fp_ps)
+        cal_machine = calibration_machine(calibration, FABRIC if FABRIC in cals else PACKET_SWITCH)
+        if cal_machine["same_boot"] is not True:
+            say(f"[experiment] fct: WARNING: --calibration {calibration} was measured on "
+                + ("another boot or machine" if cal_machine["same_boot"] is False else "a machine it does not record")
+                + ": the idle fabric's speed differs between them (a one-packet base by 16 %), so slowdowns "
+                "below 1 may be the calibration's; measure one here with --calibrate-only")
     out.mkdir(parents=True, exist_ok=True)
     if not calibrate_only:  # a calibration runs no flow list: none is written beside it
         flowlist.write(out / "flows.json", wl.flows, wl.meta)
@@ -227,5 +234,5 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                    bound, epsilon_us=epsilon_us, calibrations=cals, calibration_file=calibration, share=share,
                    judge=stability_judge(sched, dilation, hosts_per_rack, rate, guard_us, share_circuits),
                    agent_rate=rate, guard_us=guard_us, shared=share_circuits, idle_poll=polled,
-                   switch_cpus=pin, warm_ms=warm, target=target, datapath=datapath)
+                   switch_cpus=pin, warm_ms=warm, target=target, datapath=datapath, calibration_machine=cal_machine)
 
