@@ -20,9 +20,9 @@ from ...workload.paths import PathKeys, by_path
 from ...workload.plane import FRAME, HEADROOM, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
 from ..runner import launch, say
+from .activity import cut_activity
 from .denominators import (FABRIC, PACKET_SWITCH, calibration_machine, cutoff_of, fingerprint, judged,
                             measure_calibration, measured, read_calibration, replay_alone, write_calibration)
-from .activity import cut_activity
 from .hosts import shape_hosts
 from .mode import run_mode
 from .options import (EPSILON_US, MODES, WARM_MAX_LOAD, parse_modes, replayed, share_choice, switch_cpu_choice,
@@ -66,7 +66,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     slowdown against each flow alone (workload/ideal.py); ``cutoff_real``: the class cutoff in
     real-system bytes (Opera's 15 MB), scaled by the run's factor (instead of ``cutoff``);
     ``record_activity``: the controller records the switches' per-slot counters and each fabric
-    mode's run is cut out of them into ``activity-MODE.json`` (what ``p4rotor energy`` then
+    mode's flows are cut out of them into ``activity-MODE.json`` (what ``p4rotor energy`` then
     reads as that mode's measured activity: docs/energy.md)."""
     chosen = parse_modes(modes)
     if type(replay) is not int or not 0 <= replay <= 100_000:
