@@ -12,6 +12,7 @@ from ..stats import percentile
 from ..rotorlb.wire import DATA_HEADER
 from .bound import bulk_bound_verdict, rack_alone_numbers
 from .fct import class_mean
+from .plane import FRAME
 from .scale import MSS
 
 
@@ -156,9 +157,6 @@ def _alone_numbers(bb: dict) -> str:
                                                  "within a slot of it" if slots else ""))
 
 
-AGENT_FRAME = 1400   # an agent frame's UDP payload (workload/plane.py: FRAME); its wire adds 42 bytes
-
-
 def _offered_numbers(r: dict, m: dict) -> str:
     """The capacity the pending-bytes verdict comes down to, in numbers: the bulk a host offered
     (its flows' bytes over the arrivals, per host) against the most its agent can send (every
@@ -172,7 +170,7 @@ def _offered_numbers(r: dict, m: dict) -> str:
         return ""
     bulk = sum(f[4] for f in m.get("per_flow", []) if f[1] == "bulk" and len(f) > 4)
     offered = bulk * 8 / arr / hosts / 1e6
-    ceiling = bb["bulk_mbps"] * bb["duty"] * (AGENT_FRAME - DATA_HEADER) / (AGENT_FRAME + 42)
+    ceiling = bb["bulk_mbps"] * bb["duty"] * (FRAME - DATA_HEADER) / (FRAME + 42)   # payload of the wire bytes
     acc = r["access_mbps"]
     return (f"; capacity: bulk offered {offered:.2f} Mb/s a host ({offered / acc:.3f} of the access rate), "
             f"the agents' ceiling {ceiling:.2f} Mb/s ({ceiling / acc:.3f}: every circuit at "
