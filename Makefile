@@ -20,7 +20,7 @@ P4_TOOLCHAIN ?= $(firstword $(wildcard ../shared/toolchain))
 
 help:
 	@echo "make deps   apt + a venv in $(VENV) + p4c/BMv2 if missing (P4_TOOLCHAIN=archive|dir; docs/toolchain.md)"
-	@echo "make native the RotorLB agents' compiled data path, $(BUILD)/rlbd (make deps builds it)"
+	@echo "make native the RotorLB agents' compiled data path, $(BUILD)/rlbd, and the energy accounting's loop (make deps builds them)"
 	@echo "make build  compile p4src/v1model/*.p4 to $(BUILD)/<program>.json + .p4info.txtpb (needs p4c)"
 	@echo "make build-tofino  compile p4src/tna/{rotor,tor}.p4 with bf-p4c into $(BUILD)/tofino/ + resource report"
 	@echo "make test   unit tests + ptf conformance against simple_switch_grpc (skipped loudly if absent)"
@@ -34,11 +34,17 @@ deps: venv toolchain native check-tools
 
 # The RotorLB agents' compiled data path (docs/rotorlb.md): C, built with the machine's cc.
 CC       ?= cc
-native: $(BUILD)/rlbd
+native: $(BUILD)/rlbd $(BUILD)/liblinkstate.so
 
 $(BUILD)/rlbd: control-plane/native/rlbd.c
 	@mkdir -p $(BUILD)
 	$(CC) -O2 -Wall -Wextra -o $@ $<
+
+# The energy accounting's per-frame loop (energy/fast.py loads it; docs/energy.md). No -ffast-math:
+# it must give the Python loop's numbers.
+$(BUILD)/liblinkstate.so: control-plane/native/linkstate.c
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -ffp-contract=off -Wall -Wextra -fPIC -shared -o $@ $< -lm
 
 toolchain:
 	@P4_TOOLCHAIN="$(P4_TOOLCHAIN)" bash scripts/install-toolchain.sh

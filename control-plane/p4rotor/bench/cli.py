@@ -13,7 +13,7 @@ EXIT_INTERRUPTED = 130  # the shell's status for a run stopped by a signal
 
 def add_parser(sub) -> None:
     pb = sub.add_parser("bench", help="benchmarks into results/bench.json (needs root, p4c build, BMv2)")
-    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents, datapath, fabric-agents, claims, kernel, kernel-scale, fabric-tcp")
+    pb.add_argument("--only", help="comma list of: slot, throughput, loss, dilation, control, scale, agents, datapath, fabric-agents, claims, kernel, kernel-scale, fabric-tcp, energy")
     pb.add_argument("--scale-sizes", help="scale: comma list of RACKS (4 rotors) or RACKSxROTORS (default 16,32,64)")
     pb.add_argument("--scale-kind", default="rotornet", help="scale: rotornet (default) or opera schedules")
     pb.add_argument("--scale-fabric", default="multi-switch",
@@ -42,7 +42,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if miss:
         die("benchmarks need: " + ", ".join(miss) + " (docs/toolchain.md)", EXIT_RUNTIME)
     every = ("slot", "throughput", "loss", "dilation", "control", "scale", "agents", "datapath", "fabric-agents", "claims", "kernel",
-             "kernel-scale", "fabric-tcp")
+             "kernel-scale", "fabric-tcp", "energy")
     only = set(a.only.split(",")) if a.only else set(every)
     unknown = only - set(every)
     if unknown:

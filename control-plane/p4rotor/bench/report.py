@@ -188,6 +188,24 @@ def markdown(res: dict) -> str:
             lines.append(f"| {r['rate_fps']} | {fmt(r['ratio_vs_one_hop'])} | {'yes' if r['keeps_up'] else 'no'} | "
                          f"{r['delivered_frames']} | {r['lost']} | {fmt(r['rlbd_cpu_s'])} |")
         lines.append("")
+    if res.get("energy"):
+        en = res["energy"]
+        lines += ["### The energy accounting's per-frame loop", "",
+                  "One link's generated frames (two channels, 1 ms slots with 100 µs nights) read under each "
+                  "reactive policy by energy/states.py's Python loop and by the compiled one "
+                  "(control-plane/native/linkstate.c through energy/fast.py); *same*: every outcome equal "
+                  "(bench/energy.py).", "",
+                  "| policy | frames | Python s | compiled s | Python frames/s | compiled frames/s | ratio | same |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in en["rows"]:
+            lines.append(f"| {r['policy']} | {r['frames']} | {r['python_s']} | {fmt(r['compiled_s'], 3)} | "
+                         f"{r['python_fps']} | {r['compiled_fps'] or '-'} | {fmt(r['ratio'], 0)} | "
+                         f"{'-' if r['same'] is None else 'yes' if r['same'] else 'NO'} |")
+        if en.get("run"):
+            ru = en["run"]
+            lines += ["", f"A whole FCT point, `{ru['path']}` ({ru['mode']}, {ru['frames']} frames over every "
+                      f"port): reconstructed and accounted in {ru['wall_s']:g} s with the compiled loop."]
+        lines.append("")
     if res.get("fabric_agents"):
         fa = res["fabric_agents"]
         lines += ["### One host's agent on the fabric", "",

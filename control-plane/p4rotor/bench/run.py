@@ -319,7 +319,7 @@ def merge_results(old: dict, new: dict, only: set[str], command: str) -> dict:
     sections = {"slot": ("slot_clock", "slot_signal", "slot_signal_timed", "slot_clock_packet_out", "slot_clock_guard"), "throughput": ("throughput",),
                 "control": ("control_plane",), "scale": ("scale",), "agents": ("agents",), "datapath": ("datapath",), "fabric-agents": ("fabric_agents",), "claims": ("claims",), "loss": ("loss",),
                 "dilation": ("dilation",), "kernel": ("kernel",),
-                "kernel-scale": ("kernel_scale",), "fabric-tcp": ("fabric_tcp",)}
+                "kernel-scale": ("kernel_scale",), "fabric-tcp": ("fabric_tcp",), "energy": ("energy",)}
     res = dict(old)
     for what in sorted(only):
         for key in sections.get(what, ()):
@@ -418,6 +418,10 @@ def run_all(build: Path, out: Path, only: set[str], quick: bool = False, rate: f
         else:
             _say("[bench] agents' data paths: one window at a target rate, Python pacer vs rlbd (loopback)")
             res["datapath"] = run_datapath(quick, say=_say)
+    if "energy" in only:
+        from .energy import run_energy
+        _say("[bench] energy accounting's per-frame loop: Python vs compiled (build/liblinkstate.so)")
+        res["energy"] = run_energy(quick, say=_say)
     if "fabric-agents" in only:
         from ..fabric.nikss import missing_tools as ebpf_missing
         from .fabric_agents import run_fabric_agents

@@ -14,9 +14,12 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
+from . import fast as F
 from .activity import Activity, Port
 from .model import CLASSES, SLEEP_STATES, PortClass, PowerModel, State
-from .states import Dark, Outcome, predictive, reactive
+from .states import Dark, Outcome, predictive
 
 POLICIES = ("always-on", "tos", "trs", "predictive")
 
@@ -37,22 +40,30 @@ def dark(act: Activity, p: Port) -> Dark | None:
     return Dark(s.rotors[p.rotor].offset_us, s.slot_us, s.reconfig_us)
 
 
-def frames(act: Activity, p: Port) -> list[tuple[float, float]]:
-    """(arrival, duration) us of the port's frames, evenly spaced in each slot's window."""
-    out = []
-    us_per_byte = 8e6 / act.rate_bps[p.cls]
-    for k in sorted(p.bins):
-        n_f, n_b, _ = p.bins[k]
-        if n_b <= 0:
-            continue
-        a, b = window(act, p, k)
-        if a >= act.horizon_us or b <= 0:
-            continue
-        n = max(1, round(n_f))
-        d = n_b * us_per_byte / n
-        step = max((b - a) / n, d)  # overloaded: back to back, past the window
-        out.extend((a + i * step, d) for i in range(n))
-    return out
+def frames(act: Activity, p: Port) -> tuple[np.ndarray, np.ndarray]:
+    """(arrival, duration) us of the port's frames as two arrays, evenly spaced in each slot's
+    window, slot by slot."""
+    s = act.schedule
+    ks = sorted(k for k, b in p.bins.items() if b[1] > 0)
+    if not ks:
+        return np.zeros(0), np.zeros(0)
+    k = np.array(ks, dtype=np.float64)
+    n_f = np.array([p.bins[x][0] for x in ks], dtype=np.float64)
+    n_b = np.array([p.bins[x][1] for x in ks], dtype=np.float64)
+    if p.rotor is None:
+        a, b = k * s.slot_us, (k + 1) * s.slot_us
+    else:  # window(): the day
+        start = s.rotors[p.rotor].offset_us + k * s.slot_us
+        a, b = start + s.reconfig_us, start + s.slot_us
+    keep = ~((a >= act.horizon_us) | (b <= 0))
+    a, b, n_f, n_b = a[keep], b[keep], n_f[keep], n_b[keep]
+    n = np.maximum(1.0, np.rint(n_f))
+    d = n_b * (8e6 / act.rate_bps[p.cls]) / n
+    step = np.maximum((b - a) / n, d)  # overloaded: back to back, past the window
+    counts = n.astype(np.int64)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    i = (np.arange(int(counts.sum()), dtype=np.int64) - first).astype(np.float64)
+    return np.repeat(a, counts) + i * np.repeat(step, counts), np.repeat(d, counts)
 
 
 def busy(act: Activity, p: Port) -> list[tuple[float, float]]:
@@ -114,22 +125,27 @@ def account(act: Activity, model: PowerModel) -> dict[str, Any]:
         classes = [model.classes[p.cls] for p in ports]
         chans = [frames(act, p) for p in ports]
         dk = dark(act, ports[0])
-        for p, fr in zip(ports, chans):
-            busy_us[p.cls] += sum(d for _, d in fr)
+        for p, (_, d) in zip(ports, chans):
+            busy_us[p.cls] += float(d.sum())
             if p.cls == "host-link" and p.channel == 0:
-                host_frames += len(fr)
-        merged = sorted((a, d, ch) for ch, fr in enumerate(chans) for a, d in fr)
-        outs = {"always-on": reactive(merged, len(ports), T, None, dk)}
+                host_frames += len(d)
+        # the link's frames by arrival (then duration, then channel), both directions together
+        a = np.concatenate([fa for fa, _ in chans])
+        d = np.concatenate([fd for _, fd in chans])
+        ch = np.concatenate([np.full(len(fa), c, dtype=np.intc) for c, (fa, _) in enumerate(chans)])
+        order = np.lexsort((ch, d, a))
+        a, d, ch = a[order], d[order], ch[order]
+        outs = {"always-on": F.reactive(a, d, ch, len(ports), T, None, dk)}
         tos = []
-        for ch, fr in enumerate(chans):
-            st = classes[ch].states["L0s"]
-            tos += reactive([(a, d, 0) for a, d in fr], 1, T, st if st.usable else None, dk)
+        for c, (fa, fd) in enumerate(chans):
+            st = classes[c].states["L0s"]
+            tos += F.reactive(fa, fd, np.zeros(len(fa), dtype=np.intc), 1, T, st if st.usable else None, dk)
         outs["tos"] = tos
         l1 = [c.states["L1"] for c in classes]
-        outs["trs"] = reactive(merged, len(ports), T, _joint(l1) if all(s.usable for s in l1) else None, dk)
+        outs["trs"] = F.reactive(a, d, ch, len(ports), T, _joint(l1) if all(s.usable for s in l1) else None, dk)
         outs["predictive"] = predictive([busy(act, p) for p in ports], classes, T)
-        for o, fr in zip(outs["predictive"], chans):
-            o.frames = len(fr)  # none waits: it wakes before each day it sends in
+        for o, (fa, _) in zip(outs["predictive"], chans):
+            o.frames = len(fa)  # none waits: it wakes before each day it sends in
         for pol, os_ in outs.items():
             for p, c, o in zip(ports, classes, os_):
                 tallies[pol][p.cls].add(o, c)
