@@ -53,13 +53,24 @@ def fabric():
     return s, topo, views
 
 
-def record(tmp_path: Path, rounds) -> Path:
+class FakeNikssSwitch(FakeSwitch):
+    """The eBPF switch's way: the cells as numbers (NikssDriver.read_cells), no entities."""
+
+    async def read(self, entities):
+        raise AssertionError("the recorder reads an eBPF switch's cells without entities")
+        yield
+
+    async def read_cells(self, counter, cells):
+        return {c: self.cells[(counter, c)] for c in cells if (counter, c) in self.cells}
+
+
+def record(tmp_path: Path, rounds, kind=FakeSwitch) -> Path:
     """Run the recorder's read/add/interval over ``rounds`` (each {switch: {(counter, slot, port): (pk, by)}},
     cumulative) and return the file."""
     s, topo, views = fabric()
     path = tmp_path / "activity.json"
     rec = ActivityRecorder(None, path, views)
-    sws = {n: FakeSwitch(n) for n in views}
+    sws = {n: kind(n) for n in views}
     for i, cum in enumerate(rounds):
         moves = {}
         for name, sw in sws.items():
@@ -85,6 +96,8 @@ def test_recorder_writes_what_moved_per_slot_and_port(tmp_path):
     assert doc["switches"][tor]["kind"] == "tor"
     assert doc["intervals"] == [{"t_s": round(doc["read_every_s"], 6),
                                  "switches": {rotor: {"tx": {f"{p}:2": [3, 300]}, "rx": {f"{p}:0": [1, 64]}}}}]
+    (tmp_path / "raw").mkdir()
+    assert json.loads(record(tmp_path / "raw", [base, later], FakeNikssSwitch).read_text()) == doc
     # Reads at least MIN_READ_S apart, whole cycles: a 3 ms cycle is read every 67 cycles.
     assert doc["cycles_per_read"] * 3000 >= 200_000 and doc["read_every_s"] == doc["cycles_per_read"] * 0.003
 
@@ -253,3 +266,29 @@ def test_an_fct_run_reads_each_modes_measured_activity_and_reconstructs_the_rest
     (run / "activity-opera.json").write_text(json.dumps({"version": 9}))
     _, err = check(["energy", str(run)], refused=True)
     assert "activity-opera.json: version 9" in err
+
+
+def test_recorder_appends_in_place_and_the_file_is_whole_after_each_read(tmp_path):
+    """Each read appends one interval over the closing brackets: after every one the file is the
+    whole document (header once, every interval in order), and its size grows by the interval only."""
+    from p4rotor.control.activity_recorder import load
+
+    s, topo, views = fabric()
+    path = tmp_path / "activity.json"
+    rec = ActivityRecorder(None, path, views)
+    rec.write()
+    sizes = []
+    for i in range(50):
+        rec.interval({"r": {"tx": {f"1:{i % 3}": [i, 100 * i]}}}, 0.2 * (i + 1))
+        doc = json.loads(path.read_text())
+        assert [iv["t_s"] for iv in doc["intervals"]] == [round(0.2 * (j + 1), 6) for j in range(i + 1)]
+        sizes.append(path.stat().st_size)
+    assert doc["switches"] == {n: v.doc() for n, v in views.items()} and doc["version"] == 2
+    assert max(b - a for a, b in zip(sizes, sizes[1:])) < 100  # one interval's bytes, not the file again
+    # a reader that catches an append halfway reads again; a file that stays torn is an error
+    whole = path.read_text()
+    path.write_text(whole[:-10])
+    with pytest.raises(ValueError):
+        load(path, tries=2)
+    path.write_text(whole)
+    assert load(path) == doc

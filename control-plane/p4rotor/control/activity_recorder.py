@@ -10,8 +10,11 @@ cells are read every
 ``cycles_per_read`` whole cycles (at least ``MIN_READ_S`` apart: a P4Runtime read is not free),
 and what moved since the last read is written as one interval, sparse.  Reads are not aligned
 to slot boundaries: the slot in progress at a read has its frames split between two intervals;
-every frame is in exactly one interval.  The file is rewritten after every read, so a run that is
-stopped still leaves what was measured.
+every frame is in exactly one interval.  Each read's interval is appended to the file in place
+(its closing ``]}`` overwritten by the interval and a new ``]}``), so a run that is stopped still
+leaves what was measured, and a read costs the same at the end of an hour's run as at its start
+(rewriting the whole file after each read grew with the run: 1.8 s of CPU per read at 18 000
+intervals).
 
 The file (``version`` 2)::
 
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
 
 MIN_READ_S = 0.2
 VERSION = 2
+TAIL = "]}\n"  # how the file ends: the intervals' list and the document closed
 # What a switch's read returns, per direction: its total counter, and its low-latency counter
 # where it has one (the ToR).
 TOTALS = (("rx", dp.C_SLOT_RX), ("tx", dp.C_SLOT_TX))
@@ -123,7 +127,7 @@ class ActivityRecorder:
         self.every_s = self.cycles_per_read * cycle_s
         self.last: dict[str, dict[str, dict[str, tuple[int, int]]]] = {}
         self.pending: dict[str, dict[str, dict[str, list[int]]]] = {}
-        self.intervals: list[dict[str, Any]] = []
+        self.n_intervals = 0  # written to the file (they are not kept: an hour's run holds ~20 000)
         self.t0: float | None = None
         self.doc = {"version": VERSION, "source": "measured: the switches' per-slot counters "
                     f"({dp.C_SLOT_RX}, {dp.C_SLOT_TX}; a ToR's {dp.C_SLOT_RX_LL}, {dp.C_SLOT_TX_LL}) "
@@ -142,11 +146,17 @@ class ActivityRecorder:
         v = self.views[sw.name]
         by_cell = {dp.energy_cell(j, p): f"{p}:{j}" for j in range(len(v.slot_spans_us)) for p in v.ports}
         out: dict[str, dict[str, tuple[int, int]]] = {}
+        raw = getattr(sw, "read_cells", None)  # the eBPF switch: the cells as numbers, in one batch
         for d, counter in TOTALS + (LOW_LATENCY if v.low_latency else ()):
             cur: dict[str, tuple[int, int]] = {}
-            async for e in sw.read([fy.P4CounterEntry(counter, index=c) for c in by_cell]):
-                if e.data is not None and (e.data.packet_count or e.data.byte_count):
-                    cur[by_cell[e.index]] = (e.data.packet_count, e.data.byte_count)
+            if raw is not None:
+                for c, (pk, by) in (await raw(counter, list(by_cell))).items():
+                    if pk or by:
+                        cur[by_cell[c]] = (pk, by)
+            else:
+                async for e in sw.read([fy.P4CounterEntry(counter, index=c) for c in by_cell]):
+                    if e.data is not None and (e.data.packet_count or e.data.byte_count):
+                        cur[by_cell[e.index]] = (e.data.packet_count, e.data.byte_count)
             out[d] = cur
         return out
 
@@ -165,14 +175,27 @@ class ActivityRecorder:
         return moved
 
     def interval(self, moves: dict[str, dict[str, dict[str, list[int]]]], t_s: float) -> None:
-        self.intervals.append({"t_s": round(t_s, 6), "switches": moves})
-        self.write()
+        if not self.path.exists():
+            self.write()
+        self.append({"t_s": round(t_s, 6), "switches": moves})
+        self.n_intervals += 1
 
     def write(self) -> None:
-        doc = dict(self.doc, intervals=self.intervals)
+        """The header and no interval, atomically (at the start, and when the first read sets
+        ``t0_unix``: before any interval).  "intervals" is the last key: append() relies on it."""
+        assert self.n_intervals == 0, "the header is rewritten only before the first interval"
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+        tmp.write_text(json.dumps(dict(self.doc, intervals=[]), separators=(",", ":"))[:-2] + TAIL)
         os.replace(tmp, self.path)
+
+    def append(self, iv: dict[str, Any]) -> None:
+        """One interval more, written over the file's closing ``]}`` in one write: the file is
+        whole JSON again as soon as the write returns (a reader that catches it halfway reads
+        again: :func:`load`)."""
+        text = ("," if self.n_intervals else "") + json.dumps(iv, separators=(",", ":")) + TAIL
+        with open(self.path, "r+b") as f:
+            f.seek(-len(TAIL), os.SEEK_END)
+            f.write(text.encode())
 
     async def run(self, switches: dict[str, Any]) -> None:
         """Read every switch once per ``every_s``; one interval per round (all switches)."""
@@ -182,6 +205,7 @@ class ActivityRecorder:
             if self.t0 is None:
                 self.t0 = t
                 self.doc["t0_unix"] = round(time.time(), 6)
+                self.write()
             moves = {}
             for name, sw in switches.items():
                 m = self.add(name, await self.read(sw))
@@ -190,6 +214,19 @@ class ActivityRecorder:
             if len(self.last) == len(switches) and t > self.t0:
                 self.interval(moves, t - self.t0)
             await asyncio.sleep(max(0.0, self.every_s - (time.monotonic() - t)))
+
+
+def load(path: Path, tries: int = 5) -> dict[str, Any]:
+    """A recorder's file, read while it may be appending (a read that catches an append halfway
+    is not JSON: read again, 20 ms later).  Raises OSError or ValueError."""
+    for i in range(tries):
+        try:
+            return json.loads(Path(path).read_text())
+        except ValueError:
+            if i == tries - 1:
+                raise
+            time.sleep(0.02)
+    raise AssertionError("unreachable")
 
 
 def window(doc: dict[str, Any], start_unix: float, end_unix: float) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from ...control.activity_recorder import window
+from ...control.activity_recorder import load, window
 from ..runner import say
 
 
@@ -20,7 +20,7 @@ def cut_activity(recorded: Path, out: Path, windows: dict[str, tuple[float, floa
     recorder's file ``recorded``; returns {mode: file name} of those written.  A mode the reads
     do not cover is said, in one line, and left to the reconstruction (the run's results stand)."""
     try:
-        doc = json.loads(Path(recorded).read_text())
+        doc = load(Path(recorded))
     except (OSError, ValueError) as ex:
         say(f"[experiment] fct: no measured activity: {recorded}: {str(ex)[:120]}")
         return {}
