@@ -4,6 +4,7 @@ path) and the short-flow process (host/flows.py) over loopback."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 
@@ -265,3 +266,15 @@ def test_a_paced_sender_sends_no_faster_than_its_pace(tmp_path):
     tx = json.loads((tmp_path / "tx.jsonl").read_text())
     assert tx["error"] is None and rx["bytes"] == 3_000_000
     assert (rx["done_ns"] - tx["issued_ns"]) / 1e9 >= 0.5
+
+
+def test_a_calibration_whose_own_idle_flows_fail_says_so():
+    """held_out over the criterion's 1 %: a warning line naming the share; within it: none."""
+    from p4rotor.workload import ideal as I
+
+    cal = I.Calibration({"1-1": 1e-3}, 1e-3, I.AloneCurve.from_samples([(2896, 1e-4)], 50e6), {}, {}, 1.0, {},
+                        I.CURVE_METHOD, {"all": {"flows": 1600, "below_1": 68, "below_1_share": 0.0425}})
+    w = I.held_out_warning(cal, "RUN/calibration.json")
+    assert w.startswith("WARNING: RUN/calibration.json: 68 of 1600") and "4.2 %" in w and "\n" not in w
+    ok = dataclasses.replace(cal, held_out={"all": {"flows": 1600, "below_1": 10, "below_1_share": 0.0063}})
+    assert I.held_out_warning(ok, "x") is None and I.held_out_warning(dataclasses.replace(cal, held_out={}), "x") is None

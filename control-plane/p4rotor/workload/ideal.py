@@ -188,6 +188,23 @@ def held_out(one_packet, sized, access_bps: float, q: float = BASE_PERCENTILE) -
     return out
 
 
+HELD_OUT_BOUND = 0.01  # the share of flows below 1 the FCT criterion allows (docs/fct.md)
+
+
+def held_out_warning(cal: "Calibration", where: str) -> str | None:
+    """A line when the calibration's own held-out idle flows score over the criterion's bound: an
+    idle run divided by it would already fail, so the fabric was not quiet or steady while it was
+    measured (other work on the machine, most often).  None when it scored within the bound."""
+    ho = cal.held_out.get("all") or {}
+    share = ho.get("below_1_share")
+    if share is None or share <= HELD_OUT_BOUND:
+        return None
+    return (f"WARNING: {where}: {ho['below_1']} of {ho['flows']} of its own held-out idle flows ({100 * share:.1f} %) "
+            f"are faster than the ideal it fits on the other half (the criterion allows {100 * HELD_OUT_BOUND:g} %): "
+            "the fabric was not steady while it was measured (other work on the machine?), and a run divided by it "
+            "counts flows below 1 that are the calibration's; measure it again on a quiet machine")
+
+
 def calibration_from(one_packet: Iterable[tuple[str | None, float, int]],
                      sized: Iterable[tuple[str | None, int, float, int]],
                      access_bps: float, fingerprint: dict, q: float = BASE_PERCENTILE) -> Calibration:

@@ -80,6 +80,9 @@ def measure_calibration(emu, topo, out: Path, key_of, access_bps: float, fp: dic
         f"{len(every)} hosts, {time.monotonic() - t0:.0f} s): base by path class "
         + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in sorted(cal.base_s.items()))
         + (f"; held-out flows below their ideal: {ho['below_1']} of {ho['flows']}" if ho else ""))
+    warn = I.held_out_warning(cal, f"the calibration of {fp['emulation']}")
+    if warn:
+        say(f"[experiment] fct: {warn}")
     return cal
 
 

@@ -15,7 +15,7 @@ from ...schedule import topology as TP
 from ...workload import cdf as C
 from ...workload import flowlist
 from ...workload.generate import generate, topology_hosts
-from ...workload.ideal import REPLAY_SAMPLE
+from ...workload.ideal import REPLAY_SAMPLE, held_out_warning
 from ...workload.paths import PathKeys, by_path
 from ...workload.plane import FRAME, HEADROOM, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
@@ -136,6 +136,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                 + ("another boot or machine" if cal_machine["same_boot"] is False else "a machine it does not record")
                 + ": the idle fabric's speed differs between them (a one-packet base by 16 %), so slowdowns "
                 "below 1 may be the calibration's; measure one here with --calibrate-only")
+        for c in cals.values():
+            warn = held_out_warning(c, f"--calibration {calibration}")
+            if warn:
+                say(f"[experiment] fct: {warn}")
     out.mkdir(parents=True, exist_ok=True)
     if not calibrate_only:  # a calibration runs no flow list: none is written beside it
         flowlist.write(out / "flows.json", wl.flows, wl.meta)
