@@ -192,23 +192,25 @@ bench-scale: build
 # sizes scaled by 0.51 (dilation 100 x the 50.7 Mb/s access rate 880 frames/s per circuit gives,
 # against 10 Gb/s), Opera's 15 MB cutoff in real-system bytes, 100 flows replayed alone per mode.
 # Dilation 20 and 50 were tried: the 16 Python agents' slot loops could not keep up on 2 cores
-# (docs/fct.md, "At Opera's sizes").  The fabric is calibrated once (results/fct/calibration-TARGET)
-# and every point divides by it.  A point already there is kept (delete its directory to re-run
-# it): the sweep resumes where it stopped.  A point may name its runs, WORKLOAD:LOAD:MODES.
+# (docs/fct.md, "At Opera's sizes").  Each point calibrates its idle fabric itself before its
+# flows (~4.5 min; the same code's idle fabric differed by 16 % between two boots), unless
+# FCT_CAL names a calibration directory every point then divides by (made once with
+# --calibrate-only if it is missing).  A point already there is kept (delete its directory to
+# re-run it): the sweep resumes where it stopped.  A point may name its runs, WORKLOAD:LOAD:MODES.
 # docs/fct.md says what each point costs.
 FCT_TARGET   ?= ebpf
 FCT_POINTS   ?= websearch:0.1 websearch:0.05 datamining:0.4 datamining:0.25 datamining:0.1 websearch:0.01 datamining:0.01
 FCT_FABRIC   ?= --target $(FCT_TARGET) --datapath c --dilation 100 --rate 880 --guard-us 2000
 FCT_ARGS     ?= --flows 10000 --cutoff-real 15e6 --replay 100
-FCT_CAL      ?= results/fct/calibration-$(FCT_TARGET)
+FCT_CAL      ?=
 fct-sweep: build build-ebpf native
-	@set -e; if [ ! -f $(FCT_CAL)/calibration.json ]; then echo "== $(FCT_CAL)"; \
+	@set -e; if [ -n "$(FCT_CAL)" ] && [ ! -f $(FCT_CAL)/calibration.json ]; then echo "== $(FCT_CAL)"; \
 	  $(VENV)/bin/p4rotor experiment fct --calibrate-only $(FCT_FABRIC) --output $(FCT_CAL); fi; \
 	for p in $(FCT_POINTS); do w=$$(echo $$p | cut -d: -f1); l=$$(echo $$p | cut -d: -f2); \
 	  m=$$(echo $$p | cut -s -d: -f3); d=results/fct/$$w-$$l; \
 	  if [ -f $$d/fct.json ]; then echo "== $$d: done already"; continue; fi; \
 	  echo "== $$d"; $(VENV)/bin/p4rotor experiment fct --workload $$w --load $$l $${m:+--modes $$m} \
-	    $(FCT_FABRIC) $(FCT_ARGS) --calibration $(FCT_CAL)/calibration.json --output $$d; done
+	    $(FCT_FABRIC) $(FCT_ARGS) $(if $(FCT_CAL),--calibration $(FCT_CAL)/calibration.json) --output $$d; done
 	$(VENV)/bin/p4rotor workload table results/fct/*/fct.json > results/fct/table.md
 	@echo "wrote results/fct/table.md"
 
