@@ -75,5 +75,5 @@ def test_the_batch_is_used(array_map):
     fd, pin = array_map
     _put(fd, 300, b"\x01" * 16)
     got = B._lookup_range(fd, 256, 1024, 16)
-    assert got is not None and len(got) == 1024 and got[44] == b"\x01" * 16 and got[0] == b"\0" * 16
+    assert got is not None and len(got) == 1024 * 16 and got[44 * 16:45 * 16] == b"\x01" * 16 and got[:16] == b"\0" * 16
     assert B._lookup_range(fd, 0, 70_000, 16) is not None           # from key 0 (no in_batch) to the end
