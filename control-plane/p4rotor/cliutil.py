@@ -42,6 +42,12 @@ def loss_rate(text: str) -> float:
     return rate
 
 
+def built(name: str) -> list[Path]:
+    """Where ``make`` puts a build product ``name``: the build directory (``default_build_dir``),
+    then the checkout's build/ beside this package."""
+    return [default_build_dir() / name, Path(__file__).resolve().parents[2] / "build" / name]
+
+
 def default_build_dir() -> Path:
     env = os.environ.get("P4ROTOR_BUILD")
     if env:

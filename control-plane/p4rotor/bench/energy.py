@@ -68,7 +68,7 @@ def run_energy(quick: bool, say: Callable[[str], None] = print, n: int | None = 
     if not quick and F.engine() == "compiled" and (RUN / "fct.json").exists():
         t0 = time.perf_counter()
         act = A.from_fct_run(RUN, "opera")
-        frames_n = sum(round(max(1, round(b[0]))) for p in act.ports.values() for b in p.bins.values() if b[1] > 0)
+        frames_n = sum(len(AC.frames(act, p)[0]) for p in act.ports.values())
         AC.account(act, model)
         wall = time.perf_counter() - t0
         res["run"] = {"path": "results/fct/datamining-0.4", "mode": "opera", "frames": frames_n,

@@ -142,7 +142,7 @@ class NikssDriver:
             if name in ABSENT_COUNTERS:
                 continue
             if name in SLOT_PORT_COUNTERS and idx is not None:   # a few cells of 65 536
-                cells = await self._call(self.adapter.slot_cells, counter_name(name, self.adapter.kind), sorted(idx))
+                cells = await self.read_cells(name, idx)
             else:
                 cells = await self._call(self.adapter.counter, counter_name(name, self.adapter.kind))
             for i in sorted(cells if idx is None else idx):

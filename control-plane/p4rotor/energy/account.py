@@ -43,18 +43,13 @@ def dark(act: Activity, p: Port) -> Dark | None:
 def frames(act: Activity, p: Port) -> tuple[np.ndarray, np.ndarray]:
     """(arrival, duration) us of the port's frames as two arrays, evenly spaced in each slot's
     window, slot by slot."""
-    s = act.schedule
     ks = sorted(k for k, b in p.bins.items() if b[1] > 0)
     if not ks:
         return np.zeros(0), np.zeros(0)
     k = np.array(ks, dtype=np.float64)
     n_f = np.array([p.bins[x][0] for x in ks], dtype=np.float64)
     n_b = np.array([p.bins[x][1] for x in ks], dtype=np.float64)
-    if p.rotor is None:
-        a, b = k * s.slot_us, (k + 1) * s.slot_us
-    else:  # window(): the day
-        start = s.rotors[p.rotor].offset_us + k * s.slot_us
-        a, b = start + s.reconfig_us, start + s.slot_us
+    a, b = window(act, p, k)  # every slot's window at once (k an array)
     keep = ~((a >= act.horizon_us) | (b <= 0))
     a, b, n_f, n_b = a[keep], b[keep], n_f[keep], n_b[keep]
     n = np.maximum(1.0, np.rint(n_f))

@@ -27,7 +27,7 @@ def _candidates() -> list[Path]:
     env = os.environ.get("P4ROTOR_LINKSTATE")
     if env:
         return [Path(env)]
-    return [cliutil.default_build_dir() / LIB_NAME, Path(__file__).resolve().parents[3] / "build" / LIB_NAME]
+    return cliutil.built(LIB_NAME)
 
 
 @functools.lru_cache(maxsize=None)

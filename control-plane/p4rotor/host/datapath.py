@@ -39,9 +39,7 @@ def binary() -> Path:
     env = os.environ.get("P4ROTOR_RLBD")
     if env:
         return Path(env)
-    built = cliutil.default_build_dir() / "rlbd"
-    here = Path(__file__).resolve().parents[3] / "build" / "rlbd"
-    for p in (built, here):
+    for p in cliutil.built("rlbd"):
         if p.is_file():
             return p
     found = shutil.which("rlbd")
