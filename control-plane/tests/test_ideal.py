@@ -39,14 +39,45 @@ def _key(d: F.Done) -> str:
     return "1-1" if d.flow.id % 2 else "3-3"
 
 
-def test_each_path_class_gets_the_first_percentile_of_its_own_idle_samples():
+def test_each_path_class_gets_the_rank_of_its_own_idle_samples_that_keeps_half_a_percent_below():
     cal = _cal()
-    assert cal.base_s["1-1"] == pytest.approx(0.7e-3 + 2e-5, abs=1e-5)
-    assert cal.base_s["3-3"] == pytest.approx(1.0e-3 + 1e-5, abs=1e-5)
+    # 200 samples: the largest k with k/201 <= 0.5 % is 1, the fastest; 100: the fastest too.
+    assert cal.base_s["1-1"] == pytest.approx(0.7e-3)
+    assert cal.base_s["3-3"] == pytest.approx(1.0e-3)
+    assert cal.to_json()["base_rank"] == {"exceedance": 0.005,
+                                          "expected_below": {"1-1": round(1 / 201, 5), "3-3": round(1 / 101, 5)}}
     assert cal.floor_s == pytest.approx(0.7e-3)
     # A class the calibration never met gets its slowest base: never a lower ideal than measured.
     assert cal.base("2-2") == cal.base_s["3-3"] and cal.base(None) == cal.base_s["3-3"]
     assert cal.samples == {"1-1": 200, "3-3": 100}
+
+
+def test_the_base_rank_keeps_the_expected_share_below_it_at_half_a_percent():
+    assert [I.base_rank(n) for n in (1, 48, 198, 199, 382, 466, 599, 1000)] == [1, 1, 1, 1, 1, 2, 3, 5]
+    for n in (199, 382, 466, 1000, 5000):
+        assert I.expected_below(n) <= 0.005 < (I.base_rank(n) + 1) / (n + 1)
+    # Too few samples for half a percent: the fastest, and its larger share is what is recorded.
+    assert I.expected_below(48) == pytest.approx(1 / 49)
+    assert I.base_of([3.0, 1.0, 2.0]) == 1.0 and I.base_of([float(i) for i in range(1000, 0, -1)]) == 5.0
+
+
+def test_an_older_calibration_keeps_its_percentile_and_its_bases():
+    d = _cal().to_json()
+    del d["base_rank"]
+    d["percentile"] = 1.0
+    old = I.Calibration.from_json(d, "old.json")
+    assert old.percentile == 1.0 and old.exceedance is None and old.base_s == _cal().base_s
+    assert "base_rank" not in old.to_json() and old.to_json()["percentile"] == 1.0
+    again = I.Calibration.from_json(_cal().to_json(), "new.json")
+    assert again.exceedance == 0.005 and again.percentile is None
+
+
+def test_a_judged_flow_keeps_its_path_class_for_another_calibration():
+    cal = _cal()
+    (j,) = I.with_ideal([F.Done(Flow(7, "a", "b", 100, 0.0), "low-latency", 0, 10**6)], cal, lambda _: None)
+    assert j.path == I.NO_PATH
+    (k,) = I.with_ideal([F.Done(Flow(8, "a", "b", 100, 0.0), "low-latency", 0, 10**6)], cal, lambda _: "3-3")
+    assert F.per_flow([k], 1.0) == [[8, "low-latency", "<100KB", 1e-3, 100, "3-3"]]
 
 
 def test_a_run_three_times_slower_triples_every_slowdown_under_both_denominators():

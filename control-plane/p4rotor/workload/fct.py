@@ -49,6 +49,9 @@ class Done:
     dsack: int | None = None
     # This flow's FCT when replayed alone on the idle fabric (workload/ideal.py); None: not sampled.
     replay_s: float | None = None
+    # The path class its ideal was taken for (workload/paths.py), so that the run can be divided
+    # again by another calibration; None: not judged against a calibration.
+    path: str | None = None
 
     @property
     def lost(self) -> int | None:
@@ -200,9 +203,10 @@ def _mean(xs: Sequence[float]) -> float | None:
 
 
 def per_flow(done: Sequence[Done], factor: float) -> list[list]:
-    """[id, class, size bucket, FCT s or None, size in emulated bytes] per flow: what a replay is
-    compared on, flow by flow (and what tells one-packet flows apart, checks.py)."""
-    return [[d.flow.id, d.cls, bucket_of(d.flow.size, factor), d.fct_s, d.flow.size] for d in done]
+    """[id, class, size bucket, FCT s or None, size in emulated bytes, path class or None] per
+    flow: what a replay is compared on, flow by flow (and what tells one-packet flows apart,
+    checks.py); the path class and the size are what another calibration divides it by."""
+    return [[d.flow.id, d.cls, bucket_of(d.flow.size, factor), d.fct_s, d.flow.size, d.path] for d in done]
 
 
 def mean_ci(xs: Sequence[float], z: float = 1.96) -> tuple[float, float] | None:

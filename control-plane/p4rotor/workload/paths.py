@@ -11,6 +11,7 @@ from pathlib import Path
 from ..schedule import routes as R
 from ..stats import percentile
 from . import fct as F
+from .ideal import expected_below
 from .scale import MSS
 
 
@@ -94,7 +95,11 @@ def by_path(done: list, cal, key_of) -> dict[str, dict]:
         if one_packet(d) and d.fct_s is not None:
             k = key_of.of(d)
             fcts.setdefault("none" if k is None else k, []).append(d.fct_s)
+    def expected(k):  # the share of unloaded flows expected below the base (None: an older calibration)
+        return None if cal.exceedance is None or not cal.samples.get(k) else round(
+            expected_below(cal.samples[k], cal.exceedance), 5)
     return {k: {"base_s": round(cal.base(k), 7), "calibration_samples": cal.samples.get(k, 0),
+                "calibration_expected_below": expected(k),
                 "calibration_fct_s": cal.spread.get(k), "run_flows": len(xs), "run_fct_s": _quantiles(sorted(xs)),
                 "run_below_base": sum(x < cal.base(k) for x in xs)}
             for k, xs in sorted(fcts.items())}

@@ -15,7 +15,11 @@ from ...workload.scale import MSS
 from .hosts import start_flows
 
 
-ALONE_ROUNDS = 16   # one-packet flows per rack pair alone, each in another phase of the hyperperiod
+# One-packet flows per rack pair alone, each in another phase of the hyperperiod.  32 puts ~100
+# samples in the rarest path class (3-3 on the default Opera fabric) where 16 put 48: its base is
+# its fastest sample either way (workload/ideal.py: base_rank), which another unloaded flow beats
+# with probability 1/(n+1): 1 % with 100 samples, 2 % with 48.
+ALONE_ROUNDS = 32
 
 
 def alone_round_ns(pairs: int, gap_ns: int, rounds: int, period_ns: int | None) -> int:

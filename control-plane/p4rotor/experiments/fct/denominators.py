@@ -60,7 +60,7 @@ def write_calibration(out: Path, emulation: str, cal: I.Calibration, meta: dict)
 
 def measure_calibration(emu, topo, out: Path, key_of, access_bps: float, fp: dict, period_ns: int | None,
                         hosts: list | None = None, tag: str = "") -> I.Calibration:
-    """One-packet flows alone between every rack pair in 16 phases of the hyperperiod, and flows of
+    """One-packet flows alone between every rack pair in 32 phases of the hyperperiod, and flows of
     a few sizes alone (calibrate.py), on the idle fabric; the calibration they make."""
     t0 = time.monotonic()
     measure_alone(emu, topo, out / f"alone{tag}", hosts=hosts, period_ns=period_ns, pace_bps=access_bps)
