@@ -12,7 +12,7 @@ from ..stats import percentile
 from ..rotorlb.wire import DATA_HEADER
 from .bound import bulk_bound_verdict, rack_alone_numbers
 from .fct import class_mean
-from .plane import FRAME
+from .plane import FRAME, WIRE_FRAME
 from .scale import MSS
 
 
@@ -170,7 +170,7 @@ def _offered_numbers(r: dict, m: dict) -> str:
         return ""
     bulk = sum(f[4] for f in m.get("per_flow", []) if f[1] == "bulk" and len(f) > 4)
     offered = bulk * 8 / arr / hosts / 1e6
-    ceiling = bb["bulk_mbps"] * bb["duty"] * (FRAME - DATA_HEADER) / (FRAME + 42)   # payload of the wire bytes
+    ceiling = bb["bulk_mbps"] * bb["duty"] * (FRAME - DATA_HEADER) / WIRE_FRAME   # payload of the wire bytes
     acc = r["access_mbps"]
     return (f"; capacity: bulk offered {offered:.2f} Mb/s a host ({offered / acc:.3f} of the access rate), "
             f"the agents' ceiling {ceiling:.2f} Mb/s ({ceiling / acc:.3f}: every circuit at "
