@@ -57,7 +57,7 @@ def test_rows_without_a_path_class_or_another_fabric_are_refused(tmp_path):
     other = dataclasses.replace(_cal(), fingerprint=dict(FP, dilation=50.0))
     with pytest.raises(WorkloadError, match="dilation"):
         RD.redivide(run, {"fabric": other}, "run", "cal")
-    with pytest.raises(WorkloadError, match="no packet-switch calibration"):
+    with pytest.raises(WorkloadError, match="no packet-switch calibration|mode packet-switch has no calibration"):
         RD.redivide(dict(run, modes={"packet-switch": run["modes"]["opera"]}), {"fabric": _cal()}, "run", "cal")
 
 

@@ -14,22 +14,7 @@ from __future__ import annotations
 
 from .cdf import WorkloadError
 from .fct import BUCKETS
-from .ideal import Calibration
-
-PACKET_SWITCH = "packet-switch"  # the mode (and emulation) with a calibration of its own
-
-
-def emulation_of(mode: str) -> str:
-    """The calibration a mode's flows were divided by (``fct.json: calibration``)."""
-    return PACKET_SWITCH if mode == PACKET_SWITCH else "fabric"
-
-
-def own_calibrations(run: dict, where: str) -> dict[str, Calibration]:
-    """The calibrations ``run`` (an fct.json) was divided by, per emulation."""
-    cals = run.get("calibration")
-    if not isinstance(cals, dict) or not cals:
-        raise WorkloadError(f"{where}: has no calibration (a run made before the calibrated ideal)")
-    return {emu: Calibration.from_json(c, f"{where}: calibration {emu}") for emu, c in cals.items()}
+from .ideal import Calibration, emulation_of, run_calibration
 
 
 def other_calibrations(cal_file: dict, where: str) -> dict[str, Calibration]:
@@ -44,15 +29,16 @@ def redivide(run: dict, other: dict[str, Calibration], where: str, other_where: 
     run's own calibration (``own``) and under ``other``.  A WorkloadError (one line) when a mode's
     rows have no path class, or ``other`` lacks the mode's emulation or was measured on another
     fabric (its fingerprint)."""
-    own = own_calibrations(run, where)
     rows = []
     for mode, m in sorted(run["modes"].items()):
         emu = emulation_of(mode)
-        if emu not in own:
-            raise WorkloadError(f"{where}: mode {mode} has no {emu} calibration to compare with")
+        mine = run_calibration(run, mode)
+        if mine is None:
+            raise WorkloadError(f"{where}: mode {mode} has no calibration (a run made before the calibrated ideal)")
+        own = Calibration.from_json(mine, f"{where}: mode {mode}'s calibration")
         if emu not in other:
             raise WorkloadError(f"{other_where}: has no {emu} calibration (mode {mode} needs it)")
-        other[emu].check(own[emu].fingerprint, other_where)
+        other[emu].check(own.fingerprint, other_where)
         per = m.get("per_flow") or []
         if any(len(f) < 6 for f in per):
             raise WorkloadError(f"{where}: mode {mode}: its per_flow rows have no path class (a run made before "
@@ -64,7 +50,7 @@ def redivide(run: dict, other: dict[str, Calibration], where: str, other_where: 
                     continue
                 fin = [f for f in fs if f[3] is not None]
                 row = {"mode": mode, "class": cls, "bucket": name, "flows": len(fs), "finished": len(fin)}
-                for tag, cal in (("own", own[emu]), ("other", other[emu])):
+                for tag, cal in (("own", own), ("other", other[emu])):
                     slow = [f[3] / cal.ideal_s(int(f[4]), f[5]) for f in fin]
                     row[tag] = {"below_1": sum(x < 1 for x in slow),
                                 "slowdown_mean": sum(slow) / len(slow) if slow else None}
