@@ -30,6 +30,9 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     t = sw.add_parser("table", help="fct.json results (a sweep) as one markdown table: slowdown mean and p99 "
                                     "per run (its directory), mode, class and size bucket; unstable runs say so")
     t.add_argument("results", nargs="+", metavar="RUN/fct.json")
+    t.add_argument("--paper", metavar="FILE",
+                   help="Opera's paper per bucket (results/fct/opera-nsdi20.json, scripts/opera_sim_buckets.py): "
+                        "a third table with each run's FCTs beside the paper's at its workload and load")
     t.set_defaults(fn=cmd_table)
 
     mg = sw.add_parser("merge", help="fct results of one flow list, each with other modes (a mode per session), "
@@ -296,8 +299,15 @@ def cmd_table(a: argparse.Namespace) -> int:
 
     runs = [(run_name(p), _fct_json(p)) for p in a.results]
     try:
+        doc = None if a.paper is None else parse_json(C.read_text(a.paper), a.paper, C.WorkloadError)
         runs = [(name, _with_sizes(r, p)) for (name, r), p in zip(runs, a.results)]
         lines = results.table(runs) + ["", "Issue #14's criteria, judged on these runs:", ""] + results.checks_table(runs)
+        if doc is not None:
+            from . import paper
+
+            lines += [""] + paper.table(runs, doc, a.paper)
+    except C.WorkloadError as ex:
+        die(str(ex))
     except MALFORMED as ex:
         die(f"not fct.json results ({type(ex).__name__}: {str(ex)[:80]})")
     print("\n".join(lines))
