@@ -145,7 +145,11 @@ def valid_files(d: Path) -> dict[str, Path]:
     lb = d / "energy-rotorlb"  # ... or a rotorlb run's rotorlb.json
     lb.mkdir(exist_ok=True)
     (lb / "rotorlb.json").write_text(json.dumps(energy_rotorlb_doc()))
-    return {"schedule": sp, "rotornet": rn, "topology": tp, "plan": plan, "flows": flows, "csv": csv,
+    cal = d / "calibration.json"
+    cal.write_text(json.dumps(calibration_doc()))
+    fct_cal = d / "fct-cal.json"
+    fct_cal.write_text(json.dumps(fct_cal_doc()))
+    return {"calibration": cal, "fct_cal": fct_cal, "schedule": sp, "rotornet": rn, "topology": tp, "plan": plan, "flows": flows, "csv": csv,
             "matrices": matrices, "cdf": cdf, "fct": fct, "energy_run": run, "energy_fct": run / "fct.json",
             "energy_flows": run / "flows.json", "power": model, "energy_rotorlb": lb / "rotorlb.json"}
 
@@ -184,6 +188,24 @@ def fct_doc() -> dict:
                                                           [2, "bulk", "small", 0.011]],
             "classes": {"bulk": {"small": bucket}}}
     return {"workload": "websearch", "load": 0.1, "flows": 3, "modes": {"opera": mode, "rotornet": dict(mode)}}
+
+
+def calibration_doc() -> dict:
+    """A calibration.json (``experiment fct --calibrate-only``) of the fabric ``fct_cal_doc`` ran on."""
+    from p4rotor.workload import ideal as I
+
+    one = [("1-1", 0.7e-3 + i * 1e-5, i % 2) for i in range(40)] + [("2-2", 0.9e-3 + i * 1e-5, i % 2) for i in range(40)]
+    sized = [("1-1", n * 1448, 0.7e-3 + (n - 1) * 2e-3, r) for n in (1, 2, 5) for r in range(2)]
+    cal = I.calibration_from(one, sized, 5.77e6, {"emulation": "fabric", "target": "ebpf", "racks": 4, "dilation": 100.0})
+    return {"fabric": cal.to_json()}
+
+
+def fct_cal_doc() -> dict:
+    """An fct.json whose per_flow rows keep their path class: what ``workload redivide`` reads."""
+    per = [[i, "low-latency", "<100KB", 0.8e-3 + 1e-4 * i, 100 + 1000 * i, ("1-1", "2-2", "none")[i % 3]]
+           for i in range(6)]
+    return {"workload": "websearch", "load": 0.1, "flows": 6, "calibration": calibration_doc(),
+            "modes": {"opera": {"unfinished": 0, "per_flow": per}}}
 
 
 # ---- fixtures the fuzz modules share (imported there: pytest finds them by name) -------------------

@@ -448,6 +448,32 @@ def test_merge_puts_each_sessions_mode_in_one_result(tmp_path, capsys):
     assert rn and rn[0][1] is True
 
 
+def test_merge_keeps_each_sources_calibration_with_its_modes_and_the_checks_judge_them(tmp_path, capsys):
+    """Two sessions each calibrated their own idle fabric: a merged point's modes keep the one
+    they were divided by (and where it was measured), so below-1 is still judged per mode."""
+    flows = [Flow(i, "h0x0", "h1x0", 1460, i * 0.5) for i in range(12)]
+    cal = {"fabric": {"base_s": {"1-1": 0.001}, "held_out": {"all": {"flows": 10, "below_1": 1}}, "fingerprint": {}}}
+    cal_b = {"fabric": {"base_s": {"1-1": 0.002}, "held_out": {"all": {"flows": 20, "below_1": 0}}, "fingerprint": {}}}
+    a = _mode_run(tmp_path / "a", "opera", 0.004, flows, calibration=cal)
+    b = _mode_run(tmp_path / "b", "rotornet", 0.150, flows, calibration=cal_b,
+                  calibration_machine={"same_boot": False}, calibration_file="x/calibration.json")
+    for d in (a, b):  # a class summary, as a run writes it, for the below-1 check
+        r = json.loads((d / "fct.json").read_text())
+        for m in r["modes"].values():
+            m["classes"] = {"low-latency": {"<100KB": {"flows": 12, "unfinished": 0, "slowdown_min": 1.2,
+                                                       "slowdown_below_1": 0, "slowdown_mean": 1.5}}}
+        (d / "fct.json").write_text(json.dumps(r))
+    assert main(["workload", "merge", str(a), str(b), "-o", str(tmp_path / "ab")]) == 0
+    capsys.readouterr()
+    r = json.loads((tmp_path / "ab" / "fct.json").read_text())
+    assert "calibration" not in r and "calibration_machine" not in r
+    assert r["modes"]["opera"]["calibration"] == cal["fabric"] and r["modes"]["rotornet"]["calibration"] == cal_b["fabric"]
+    below = {c[0].split(":")[0]: c for c in checks(r) if "below 1" in c[0]}
+    assert below["opera"][1] is True and "held out of the calibration: 1 of 10" in below["opera"][2]
+    assert below["rotornet"][1] is True and "0 of 20" in below["rotornet"][2]
+    assert "another boot" in below["rotornet"][2] and "another boot" not in below["opera"][2]
+
+
 @pytest.mark.parametrize("case, needle", [
     ("other list", "not runs of one flow list"),
     ("same mode", "mode 'opera' is also in"),

@@ -150,7 +150,9 @@ def _commands(kind: str, f: str, v: dict[str, Path], out: str) -> list[list[str]
                       "--measure-cycles", "2", "-o", out]],
         "cdf": [gen[:2] + ["--cdf", f] + gen[2:]],
         "fct": [["workload", "compare", f, str(v["fct"])], ["workload", "compare", f, f],
-                ["workload", "table", f, str(v["fct"])]],
+                ["workload", "table", f, str(v["fct"])], ["workload", "redivide", f, "--calibration", str(v["calibration"])]],
+        "fct_cal": [["workload", "redivide", f, "--calibration", str(v["calibration"])]],
+        "calibration": [["workload", "redivide", str(v["fct_cal"]), "--calibration", f]],
         "power": [["energy", str(v["energy_run"]), "--model", f, "--modes", "opera"]],
         # the run's files are written into a run directory under their own names (_fuzz)
         "energy_fct": [["energy", str(Path(f).parent), "--modes", "opera"]],
@@ -163,6 +165,7 @@ def _commands(kind: str, f: str, v: dict[str, Path], out: str) -> list[list[str]
 KINDS = [("schedule", mutated_json, 1500), ("rotornet", mutated_json, 400), ("topology", mutated_json, 800),
          ("plan", mutated_json, 800), ("flows", mutated_json, 1000), ("csv", mutated_lines, 600),
          ("matrices", mutated_json, 500), ("cdf", mutated_lines, 500), ("fct", mutated_json, 800),
+         ("fct_cal", mutated_json, 300), ("calibration", mutated_json, 300),
          ("power", mutated_json, 300), ("energy_fct", mutated_json, 200), ("energy_flows", mutated_json, 200),
          ("energy_rotorlb", mutated_json, 200)]
 

@@ -21,10 +21,11 @@ from .. import schedule as S
 from ..inputs import MALFORMED, check_work, read_json
 from ..rotorlb import model as RM
 from ..rotorlb.core import FabricState, add_local, run_slot
+from ..rotorlb.wire import UDP_OVERHEAD
 from .activity import Activity, fabric_ports
 from .model import EnergyError
 
-FRAME_BYTES = 1400 + 42   # the agents' data frame (host/agent_cli.py --frame) and its UDP/IP/Ethernet headers
+FRAME_BYTES = 1400 + UDP_OVERHEAD   # the agents' data frame (host/agent_cli.py --frame) on the wire
 WARMUP_CYCLES = 8         # as the model's own runs (rotorlb/model.py: simulate)
 MAX_MODEL_SLOTS = 10 ** 6  # rows x cycles x slots per cycle: the committed sweep needs 30 x 11 x 7
 

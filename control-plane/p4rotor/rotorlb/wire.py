@@ -26,6 +26,8 @@ _PAIR = struct.Struct("!HI")          # dst rack, frames
 _OFFER = struct.Struct("!IH")         # spare frames, entries
 _DATA = struct.Struct("!HIIHBIQ")     # origin, flow, seq, final dst, relayed, accepted slot, sent ns
 DATA_HEADER = _HEAD.size + _DATA.size
+# What the wire adds to each agent datagram: Ethernet (14), IPv4 (20) and UDP (8) headers.
+UDP_OVERHEAD = 42
 # The share of a circuit window's time an agent leaves free (its frames are paced in the rest):
 # a user-space sender cannot hit a window's last microseconds.  The models that predict the
 # agents' capacity (workload/plane.py) use the same share.

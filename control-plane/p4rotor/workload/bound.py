@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ..rotorlb.wire import UDP_OVERHEAD
 from ..stats import percentile
 from .fct import Done
 
@@ -18,9 +19,9 @@ from .fct import Done
 def bulk_bound_s(size: int, bulk_bps: float, duty: float, wait_s: float, frame: int = 1400) -> float:
     """Issue #14's low-load bound on a bulk flow's FCT: its bytes at the bulk rate while circuits
     are up (``bulk_bps`` x ``duty``) plus the wait for capacity (``wait_s``: matchings + 1 slots).
-    Bytes are the agents' frames: ``size`` in ``frame``-byte payloads, 42 bytes of headers each."""
+    Bytes are the agents' frames: ``size`` in ``frame``-byte payloads, ``UDP_OVERHEAD`` bytes of headers each."""
     frames = max(1, math.ceil(size / frame))
-    return 8 * (size + 42 * frames) / (bulk_bps * duty) + wait_s
+    return 8 * (size + UDP_OVERHEAD * frames) / (bulk_bps * duty) + wait_s
 
 
 def bulk_bound_check(done: Sequence[Done], bulk_bps: float, duty: float, wait_s: float,

@@ -12,7 +12,8 @@ from ..stats import percentile
 from ..rotorlb.wire import DATA_HEADER
 from .bound import bulk_bound_verdict, rack_alone_numbers
 from .fct import class_mean
-from .plane import FRAME
+from .ideal import run_calibration
+from .plane import FRAME, WIRE_FRAME
 from .scale import MSS
 
 
@@ -41,17 +42,17 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
             fin = sum(v["flows"] - v["unfinished"] for v in vs)
             # A fidelity figure of the calibrated ideal, never clamped away: a flow faster than
             # its path's idle base plus its size's extra beat the emulator's own idle fabric.
-            calibrated = bool(r.get("calibration"))
+            cal = run_calibration(r, mode)
+            calibrated = cal is not None
             # Beside it, what the calibration's own held-out idle flows scored (workload/ideal.py).
-            ho = ((r.get("calibration") or {}).get("packet-switch" if mode == "packet-switch" else "fabric")
-                  or {}).get("held_out", {}).get("all") or {}
+            ho = ((cal or {}).get("held_out") or {}).get("all") or {}
             out.append((f"{mode}: slowdowns below 1 <= {BELOW_1_MAX:.0%} (calibrated ideal)",
                         below <= BELOW_1_MAX * fin if calibrated else None,
                         f"{below} of {fin} ({below / max(1, fin):.2%}), least {min(v['slowdown_min'] for v in vs):.2f}"
                         + (f"; idle flows held out of the calibration: {ho['below_1']} of {ho['flows']}"
                            if ho.get("flows") else "")
                         + ("" if calibrated else " (a run before the calibrated ideal: not judged)")
-                        + _calibration_machine(r)))
+                        + _calibration_machine(r, m)))
         # Flat at stable loads; past RotorLB's capacity the queue climbs, which is a finding
         # about the load (the run says "unstable"), not a failure: not judged then.  A fabric
         # whose queue falls behind the model's at a load within capacity fails
@@ -61,7 +62,7 @@ def checks(r: dict, mss: int = MSS) -> list[tuple[str, bool | None, str]]:
         if "capacity" in st:
             past = not st["capacity"].get("stable", True)
             out.append((f"{mode}: pending bytes flat", None if past else stable,
-                        st.get("why", "") + _offered_numbers(r, m)))
+                        st.get("why", "") + _offered_numbers(r, m, mode)))
         elif st.get("why"):  # judged, with nothing for the model (no bulk flows: the packet switch)
             out.append((f"{mode}: pending bytes flat", True if stable else None, st["why"]))
         else:  # results from before the capacity check: the trend alone
@@ -157,20 +158,20 @@ def _alone_numbers(bb: dict) -> str:
                                                  "within a slot of it" if slots else ""))
 
 
-def _offered_numbers(r: dict, m: dict) -> str:
+def _offered_numbers(r: dict, m: dict, mode: str) -> str:
     """The capacity the pending-bytes verdict comes down to, in numbers: the bulk a host offered
     (its flows' bytes over the arrivals, per host) against the most its agent can send (every
     circuit at the agents' rate, ``duty`` of each slot: ``bulk_bound``), both as a share of the
     access rate; RotorLB's relays then need more than that ceiling's unused part to spare.  Empty
     for a run without them."""
     bb, arr = m.get("bulk_bound") or {}, m.get("arrivals_s")
-    fp = ((r.get("calibration") or {}).get("fabric") or {}).get("fingerprint") or {}
+    fp = (run_calibration(r, mode) or {}).get("fingerprint") or {}
     hosts = fp.get("racks", 8) * (r.get("hosts_per_rack") or 1)
     if not (bb.get("bulk_mbps") and bb.get("duty") and arr and r.get("access_mbps")):
         return ""
     bulk = sum(f[4] for f in m.get("per_flow", []) if f[1] == "bulk" and len(f) > 4)
     offered = bulk * 8 / arr / hosts / 1e6
-    ceiling = bb["bulk_mbps"] * bb["duty"] * (FRAME - DATA_HEADER) / (FRAME + 42)   # payload of the wire bytes
+    ceiling = bb["bulk_mbps"] * bb["duty"] * (FRAME - DATA_HEADER) / WIRE_FRAME   # payload of the wire bytes
     acc = r["access_mbps"]
     return (f"; capacity: bulk offered {offered:.2f} Mb/s a host ({offered / acc:.3f} of the access rate), "
             f"the agents' ceiling {ceiling:.2f} Mb/s ({ceiling / acc:.3f}: every circuit at "
@@ -178,11 +179,13 @@ def _offered_numbers(r: dict, m: dict) -> str:
             f"{offered / ceiling:.2f} before RotorLB's relays")
 
 
-def _calibration_machine(r: dict) -> str:
-    """Where the calibration file a run divided by was measured, if not on the run's boot."""
-    same = (r.get("calibration_machine") or {}).get("same_boot")
+def _calibration_machine(r: dict, m: dict) -> str:
+    """Where the calibration file a run (or, merged, its mode ``m``) divided by was measured, if
+    not on the run's boot."""
+    src = m if "calibration" in m else r
+    same = (src.get("calibration_machine") or {}).get("same_boot")
     if same is False:
         return "; the calibration was measured on another boot or machine"
-    if same is None and r.get("calibration_file"):
+    if same is None and src.get("calibration_file"):
         return "; the calibration file does not say on which machine it was measured"
     return ""

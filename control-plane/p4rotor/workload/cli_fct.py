@@ -1,4 +1,4 @@
-"""``p4rotor workload compare|table|merge|stability|paths``: the results of fct runs (``fct.json``,
+"""``p4rotor workload compare|table|merge|redivide|stability|paths``: the results of fct runs (``fct.json``,
 with the run's flow list and logs beside it) from the command line.
 
 Errors follow ``p4rotor/cli.py``'s contract: one line on stderr, exit 2, and nothing written.
@@ -30,6 +30,9 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     t = sw.add_parser("table", help="fct.json results (a sweep) as one markdown table: slowdown mean and p99 "
                                     "per run (its directory), mode, class and size bucket; unstable runs say so")
     t.add_argument("results", nargs="+", metavar="RUN/fct.json")
+    t.add_argument("--paper", metavar="FILE",
+                   help="Opera's paper per bucket (results/fct/opera-nsdi20.json, scripts/opera_sim_buckets.py): "
+                        "a third table with each run's FCTs beside the paper's at its workload and load")
     t.set_defaults(fn=cmd_table)
 
     mg = sw.add_parser("merge", help="fct results of one flow list, each with other modes (a mode per session), "
@@ -37,6 +40,13 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     mg.add_argument("runs", nargs="+", metavar="RUN", help="directories p4rotor experiment fct wrote")
     mg.add_argument("-o", "--output", required=True, metavar="DIR", help="where the merged fct.json and flows.json go")
     mg.set_defaults(fn=cmd_merge)
+
+    rd = sw.add_parser("redivide", help="an fct run's flows divided again by another calibration (another boot, "
+                                        "a quieter machine): flows below 1 and mean slowdowns under both")
+    rd.add_argument("result", metavar="RUN/fct.json")
+    rd.add_argument("--calibration", required=True, metavar="CALIBRATION.json",
+                    help="a calibration.json of the same fabric (experiment fct --calibrate-only, or a run's own)")
+    rd.set_defaults(fn=cmd_redivide)
 
     st = sw.add_parser("stability", help="judge an fct run's stability again from its fct.json and flows.json: "
                                          "within RotorLB's capacity (the model on the flows repeated), and "
@@ -289,9 +299,33 @@ def cmd_table(a: argparse.Namespace) -> int:
 
     runs = [(run_name(p), _fct_json(p)) for p in a.results]
     try:
+        doc = None if a.paper is None else parse_json(C.read_text(a.paper), a.paper, C.WorkloadError)
         runs = [(name, _with_sizes(r, p)) for (name, r), p in zip(runs, a.results)]
         lines = results.table(runs) + ["", "Issue #14's criteria, judged on these runs:", ""] + results.checks_table(runs)
+        if doc is not None:
+            from . import paper
+
+            lines += [""] + paper.table(runs, doc, a.paper)
+    except C.WorkloadError as ex:
+        die(str(ex))
     except MALFORMED as ex:
         die(f"not fct.json results ({type(ex).__name__}: {str(ex)[:80]})")
     print("\n".join(lines))
+    return 0
+
+
+def cmd_redivide(a: argparse.Namespace) -> int:
+    from . import redivide as RD
+
+    run = _fct_json(a.result)
+    try:
+        cal = parse_json(C.read_text(a.calibration), a.calibration, C.WorkloadError)
+        rows = RD.redivide(run, RD.other_calibrations(cal, a.calibration), a.result, a.calibration)
+        out = RD.lines(rows)
+    except C.WorkloadError as ex:
+        die(str(ex))
+    except MALFORMED as ex:
+        die(f"{a.result}: per_flow rows are not [id, class, bucket, FCT, size, path class] "
+            f"({type(ex).__name__}: {str(ex)[:80]})")
+    print("\n".join(out))
     return 0

@@ -127,6 +127,23 @@ class Calibration:
         return cal
 
 
+def emulation_of(mode: str) -> str:
+    """The emulation whose calibration a mode's flows are divided by: the packet switch has its own."""
+    return "packet-switch" if mode == "packet-switch" else "fabric"
+
+
+def run_calibration(run: dict, mode: str) -> dict | None:
+    """The calibration (as fct.json keeps it) ``mode``'s flows were divided by: the mode's own in a
+    merged result (``workload merge`` keeps each source's with its modes), else the run's for the
+    mode's emulation; None: a run made before the calibrated ideal."""
+    m = (run.get("modes") or {}).get(mode)
+    if isinstance(m, dict) and isinstance(m.get("calibration"), dict):
+        return m["calibration"]
+    cals = run.get("calibration")
+    c = cals.get(emulation_of(mode)) if isinstance(cals, dict) else None
+    return c if isinstance(c, dict) else None
+
+
 def size_extras(sized: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
     """``sized``: (size, FCT s) of flows alone, the smallest size one segment (the reference, sent
     between the same racks in the same phases as the others): (size, what it adds) for every

@@ -17,7 +17,7 @@ from . import cdf as C
 from . import fct as F
 from . import flowlist
 from . import stability as ST
-from .plane import FRAME, HEADROOM, pair_shares, rotorlb_alone, stability_judge, stability_plane
+from .plane import access_bps as access_of, pair_shares, rotorlb_alone, stability_judge, stability_plane
 
 
 def rejudge(run: Path, rate: float = 100.0, guard_us: float = 10000.0) -> dict:
@@ -72,7 +72,7 @@ def capacity_of(flow_list: str, hosts_per_rack: int = 2, dilation: float = 100.0
             if end not in plane.where:
                 raise C.WorkloadError(f"{flow_list}: flow {f.id}: host {end!r} is not in the default fabric with "
                                       f"{hosts_per_rack} hosts per rack (--hosts-per-rack?)")
-    access_bps = HEADROOM * len(s.rotors) * rate * (FRAME + 42) * 8
+    access_bps = access_of(len(s.rotors), rate)
     cutoff = access_bps / 8 * S.dilate(s, dilation).hyperperiod_us / 1e6
     plane = plane.rack_shared() if rack_shared else plane
     return {mode: dict(ST.capacity(s, flows, cut, plane), cutoff_bytes=cut)

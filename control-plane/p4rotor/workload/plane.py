@@ -11,11 +11,18 @@ from __future__ import annotations
 from .. import schedule as S
 from ..schedule import topology as TP
 from ..rotorlb.wire import DATA_HEADER as AGENT_HEADER
-from ..rotorlb.wire import WINDOW_SLACK
+from ..rotorlb.wire import UDP_OVERHEAD, WINDOW_SLACK
 from . import stability as ST
 
 FRAME = 1400                      # agent frame (UDP payload), as the RotorLB experiment
 HEADROOM = 1.25  # a host's access rate over its agents' rate: room for the low-latency class
+WIRE_FRAME = FRAME + UDP_OVERHEAD  # an agent frame's bytes on the wire
+
+
+def access_bps(rotors: int, rate: float) -> float:
+    """A host's access rate: its agents' frames at ``rate`` a second on each of ``rotors``
+    circuits, on the wire, with ``HEADROOM`` for the low-latency class."""
+    return HEADROOM * rotors * rate * WIRE_FRAME * 8
 
 
 def stability_plane(dilation: float, hosts_per_rack: int, rate: float = 100.0,

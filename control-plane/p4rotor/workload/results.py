@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .cdf import WorkloadError
 from .checks import checks
+from .ideal import run_calibration
 
 
 
@@ -104,7 +105,7 @@ def checks_table(results: Sequence[tuple[str, dict]]) -> list[str]:
 
 # A run's own measurements of the fabric it ran on: kept per source when runs are merged, since
 # each mode's slowdowns were divided by its own run's calibration.
-RUN_SCOPED = ("calibration", "calibration_file", "alone_curve", "alone_one_packet_s", "alone_envelope",
+RUN_SCOPED = ("calibration", "calibration_file", "calibration_machine", "alone_curve", "alone_one_packet_s", "alone_envelope",
               "switches_realtime", "replayed_from")
 
 
@@ -127,6 +128,11 @@ def merge(runs: Sequence[tuple[str, dict]]) -> dict:
         for mode, m in r.get("modes", {}).items():
             if mode in out_modes:
                 raise WorkloadError(f"{name}: mode {mode!r} is also in {out_modes[mode][0]}")
+            # Each source divided its modes by its own calibration: it goes with them.
+            cal = run_calibration(r, mode)
+            if cal is not None:
+                m = dict(m, calibration=cal, **{k: r[k] for k in ("calibration_file", "calibration_machine")
+                                                if r.get(k) is not None and k not in m})
             out_modes[mode] = (name, m)
         sources[name] = {"modes": sorted(r.get("modes", {})), **{k: r.get(k) for k in RUN_SCOPED}}
     res = {k: v for k, v in first.items() if k not in RUN_SCOPED + ("modes", "verdict")}

@@ -17,7 +17,7 @@ from ...workload import flowlist
 from ...workload.generate import generate, topology_hosts
 from ...workload.ideal import REPLAY_SAMPLE, held_out_warning
 from ...workload.paths import PathKeys, by_path
-from ...workload.plane import FRAME, HEADROOM, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
+from ...workload.plane import HEADROOM, access_bps as access_of, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
 from ..runner import launch, say
 from .activity import cut_activity
@@ -100,7 +100,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     # host had 5 (the window's share of a frame is lost each time), its queues still held
     # frames after the drain, and 6-7 of 150 flows did not finish; at the one-host access rate
     # with shared agents, 8-16.
-    access_bps = HEADROOM * len(sched.rotors) * rate * (FRAME + 42) * 8
+    access_bps = access_of(len(sched.rotors), rate)
     scaling = for_emulation(access_bps, dilation, sched.hyperperiod_us, REAL_ACCESS_BPS)
     default_cutoff = access_bps / 8 * ds.hyperperiod_us / 1e6
     # The flow list first: bad input (a load, a CDF, a cutoff) stops here, before any switch starts.
