@@ -211,7 +211,7 @@ fct-sweep: build build-ebpf native
 	  if [ -f $$d/fct.json ]; then echo "== $$d: done already"; continue; fi; \
 	  echo "== $$d"; $(VENV)/bin/p4rotor experiment fct --workload $$w --load $$l $${m:+--modes $$m} \
 	    $(FCT_FABRIC) $(FCT_ARGS) $(if $(FCT_CAL),--calibration $(FCT_CAL)/calibration.json) --output $$d; done
-	$(VENV)/bin/p4rotor workload table results/fct/*/fct.json --paper results/fct/opera-nsdi20.json > results/fct/table.md
+	$(VENV)/bin/p4rotor workload table results/fct/*/fct.json --paper results/fct/opera-nsdi20/buckets.json > results/fct/table.md
 	@echo "wrote results/fct/table.md"
 
 clean:

@@ -31,7 +31,7 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                                     "per run (its directory), mode, class and size bucket; unstable runs say so")
     t.add_argument("results", nargs="+", metavar="RUN/fct.json")
     t.add_argument("--paper", metavar="FILE",
-                   help="Opera's paper per bucket (results/fct/opera-nsdi20.json, scripts/opera_sim_buckets.py): "
+                   help="Opera's paper per bucket (results/fct/opera-nsdi20/buckets.json, scripts/opera_sim_buckets.py): "
                         "a third table with each run's FCTs beside the paper's at its workload and load")
     t.set_defaults(fn=cmd_table)
 

@@ -3,7 +3,7 @@
 The paper plots FCT against flow size from its packet simulator (htsim): the mean at 1 % load,
 the 99th percentile above.  Its text states no FCT values; its authors published the simulator's
 outputs (TritonNetworking/opera-sim), which ``scripts/opera_sim_buckets.py`` puts into p4rotor's
-classes and size buckets (``results/fct/opera-nsdi20.json``: per workload, load and network,
+classes and size buckets (``results/fct/opera-nsdi20/buckets.json``: per workload, load and network,
 flows, FCT mean and p99 in microseconds of the simulated 10 Gb/s network).
 
 p4rotor's FCTs are wall time at a dilation ``d``, with flow sizes scaled so that a flow's bytes
@@ -28,7 +28,7 @@ VARIANT = "ideal-prio"
 
 
 def paper_points(doc: dict, where: str) -> dict[tuple[str, float, str], dict]:
-    """(workload, load, network) -> the point's buckets, from opera-nsdi20.json."""
+    """(workload, load, network) -> the point's buckets, from opera-nsdi20/buckets.json."""
     try:
         out = {}
         for p in doc["points"]:
