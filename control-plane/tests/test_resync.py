@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -396,3 +397,36 @@ def test_loss_on_a_switch_not_driven_is_refused(blob):
         C.RotorController(S.generate_rotornet(4, 1, 20_000, 2_000), [C.SwitchSpec("rotor0", "127.0.0.1", 1)],
                           mode="clock", p4info=P4INFO, p4blob=blob,
                           faults=C.InjectedFaults(losses=[C.LossFault("nope", C.LinkLoss(2, "out", 0.1), 0)]))
+
+
+def test_a_clock_mode_trace_is_written_in_batches_of_passed_boundaries_and_whole_at_the_stop(blob, tmp_path,
+                                                                                                monkeypatch):
+    """Clock mode traces the schedule's boundaries: written once passed, a batch at a time (one
+    wake-up per batch, not per boundary), every boundary up to the stop and none after it."""
+    from p4rotor.control import rotator
+
+    monkeypatch.setattr(rotator, "TRACE_BATCH_US", 45_000)  # 20 ms slots + 2 ms nights: ~4 a batch
+    trace = tmp_path / "trace.jsonl"
+    writes = []
+
+    async def main():
+        fake = await FakeSwitch(P4INFO, boot_us=7_000_000).start()
+        ctl = make_ctl(fake, blob, trace=trace)
+        real = ctl.trace.write_many
+        ctl.trace.write_many = lambda recs: (writes.append((time.time_ns(), [r["t_ns"] for r in recs])), real(recs))
+        try:
+            await ctl.run(duration=0.8)
+        finally:
+            await fake.stop()
+        return time.time_ns()
+
+    stopped = asyncio.run(main())
+    slots = [r for r in map(json.loads, trace.read_text().splitlines()) if "slot" in r]
+    t = [r["t_ns"] for r in slots]
+    assert len(slots) >= 20 and t == sorted(t) and t[-1] <= stopped
+    # Consecutive boundaries: a day (18 ms of the 20 ms slot) then its night (2 ms), none missing.
+    gaps = {round((b - a) / 1e6) for a, b in zip(t, t[1:])}
+    assert gaps <= {2, 18}, gaps
+    # Each write came after the boundaries it holds; most held several.
+    assert all(w >= max(ts) - 1_000_000 for w, ts in writes if ts)
+    assert sum(len(ts) for _, ts in writes) == len(slots) and len([ts for _, ts in writes if ts]) < len(slots) / 2

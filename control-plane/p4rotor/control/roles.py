@@ -106,6 +106,12 @@ class Trace:
         if self._f:
             self._f.write(json.dumps(rec) + "\n")
 
+    def write_many(self, recs: list[dict[str, Any]]) -> None:
+        """Several slot changes in one write (clock mode's batches)."""
+        self.records += len(recs)
+        if self._f and recs:
+            self._f.write("".join(json.dumps(r) + "\n" for r in recs))
+
     def event(self, **rec: Any) -> None:
         if self._f:
             self._f.write(json.dumps(rec) + "\n")
