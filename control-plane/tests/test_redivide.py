@@ -57,8 +57,16 @@ def test_rows_without_a_path_class_or_another_fabric_are_refused(tmp_path):
     other = dataclasses.replace(_cal(), fingerprint=dict(FP, dilation=50.0))
     with pytest.raises(WorkloadError, match="dilation"):
         RD.redivide(run, {"fabric": other}, "run", "cal")
-    with pytest.raises(WorkloadError, match="no packet-switch calibration|mode packet-switch has no calibration"):
+    with pytest.raises(WorkloadError, match="mode packet-switch has no calibration"):
         RD.redivide(dict(run, modes={"packet-switch": run["modes"]["opera"]}), {"fabric": _cal()}, "run", "cal")
+    # A mode the other file has no calibration for is said and skipped; none at all is refused.
+    both = dict(run, calibration={"fabric": _cal().to_json(), "packet-switch": _cal().to_json()},
+                modes={"opera": run["modes"]["opera"], "packet-switch": run["modes"]["opera"]})
+    rows = RD.redivide(both, {"fabric": _cal()}, "run", "cal")
+    assert "packet-switch: not divided again: cal has no packet-switch calibration" in RD.lines(rows)
+    assert any(r["mode"] == "opera" and r.get("bucket") == "<100KB" for r in rows)
+    with pytest.raises(WorkloadError, match="no calibration for any mode"):
+        RD.redivide(both, {"other": _cal()}, "run", "cal")
 
 
 def test_the_command_prints_both_shares_and_refuses_in_one_line(tmp_path, capsys):
