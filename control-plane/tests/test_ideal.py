@@ -206,3 +206,16 @@ def test_the_old_curve_puts_fresh_flows_below_their_ideal_several_times_as_often
         old_share.append(sum(f < base["1-1"] + old.extra_s(s) for _, s, f, _ in fresh) / len(fresh))
         new_share.append(sum(f < new.ideal_s(s, "1-1") for _, s, f, _ in fresh) / len(fresh))
     assert sum(old_share) / 5 > 0.03 and sum(new_share) / 5 < 0.02
+
+
+def test_by_path_groups_the_judged_flows_by_the_path_their_ideal_was_taken_for():
+    from p4rotor.workload import paths as P
+
+    cal = _cal()
+    done = [F.Done(Flow(i, "a", "b", 1460, 0.0), "low-latency", 0, int((0.65 + 0.1 * i) * 1e6)) for i in range(4)]
+    judged = I.with_ideal(done, cal, lambda d: None if d.flow.id == 3 else "1-1")
+    bp = P.by_path(judged, cal)
+    assert sorted(bp) == ["1-1", I.NO_PATH]
+    assert bp["1-1"]["run_flows"] == 3 and bp["1-1"]["run_below_base"] == 1   # 0.65 ms under 0.7 ms
+    assert bp["1-1"]["calibration_expected_below"] == cal.expected_below("1-1") == round(1 / 201, 5)
+    assert bp[I.NO_PATH]["calibration_expected_below"] is None

@@ -51,6 +51,7 @@ FINGERPRINT_KEYS = ("emulation", "target", "racks", "hosts_per_rack", "rotors", 
                     "dilation", "epsilon_us", "access_bps")
 
 NO_PATH = "none"  # the key of a flow that met no low-latency path at its start
+FABRIC, PACKET_SWITCH = "fabric", "packet-switch"  # the emulations a calibration is made for
 
 # How the size curve was made.  "median-difference": a size's median FCT alone less the median of
 # the one-segment flows measured with it.  "min-over-floor" (calibrations made before it): a
@@ -82,6 +83,12 @@ class Calibration:
         k = NO_PATH if key is None else key
         return self.base_s.get(k, max(self.base_s.values()))
 
+    def expected_below(self, key: str) -> float | None:
+        """The share of unloaded flows expected below ``key``'s base (None: a calibration made
+        before BASE_EXCEEDANCE, or a class it never met)."""
+        n = self.samples.get(key)
+        return None if self.exceedance is None or not n else round(expected_below(n, self.exceedance), 5)
+
     def ideal_s(self, size: int, key: str | None) -> float:
         return self.base(key) + self.curve.extra_s(size)
 
@@ -100,8 +107,7 @@ class Calibration:
                 "curve": self.curve.to_json(), "fingerprint": self.fingerprint, "samples": self.samples,
                 **({"percentile": self.percentile} if self.percentile is not None else {}),
                 **({"base_rank": {"exceedance": self.exceedance,
-                                  "expected_below": {k: round(expected_below(n, self.exceedance), 5)
-                                                     for k, n in sorted(self.samples.items())}}}
+                                  "expected_below": {k: self.expected_below(k) for k in sorted(self.samples)}}}
                    if self.exceedance is not None else {}),
                 "spread": self.spread, "curve_method": self.curve_method, "held_out": self.held_out}
 
@@ -129,7 +135,7 @@ class Calibration:
 
 def emulation_of(mode: str) -> str:
     """The emulation whose calibration a mode's flows are divided by: the packet switch has its own."""
-    return "packet-switch" if mode == "packet-switch" else "fabric"
+    return PACKET_SWITCH if mode == PACKET_SWITCH else FABRIC
 
 
 def run_calibration(run: dict, mode: str) -> dict | None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from ..schedule import routes as R
 from ..stats import percentile
 from . import fct as F
-from .ideal import expected_below
 from .scale import MSS
 
 
@@ -86,20 +85,17 @@ def _quantiles(xs: list[float]) -> dict[str, float] | None:
     return {f"p{q}": round(percentile(xs, q), 7) for q in QUANTILES} if xs else None
 
 
-def by_path(done: list, cal, key_of) -> dict[str, dict]:
-    """The one-packet low-latency flows of a run by the path class they met (``key_of.of``), each
+def by_path(done: list, cal) -> dict[str, dict]:
+    """The one-packet low-latency flows of a run, judged (``ideal.with_ideal`` set each one's
+    ``path``), by the path class they met, each
     class with its calibrated base (``cal``: workload/ideal.py) and the run's FCT percentiles:
     what fct.json keeps and paths_plot draws.  Nothing here changes a denominator."""
     fcts: dict[str, list[float]] = {}
     for d in done:
         if one_packet(d) and d.fct_s is not None:
-            k = key_of.of(d)
-            fcts.setdefault("none" if k is None else k, []).append(d.fct_s)
-    def expected(k):  # the share of unloaded flows expected below the base (None: an older calibration)
-        return None if cal.exceedance is None or not cal.samples.get(k) else round(
-            expected_below(cal.samples[k], cal.exceedance), 5)
+            fcts.setdefault(d.path, []).append(d.fct_s)
     return {k: {"base_s": round(cal.base(k), 7), "calibration_samples": cal.samples.get(k, 0),
-                "calibration_expected_below": expected(k),
+                "calibration_expected_below": cal.expected_below(k),
                 "calibration_fct_s": cal.spread.get(k), "run_flows": len(xs), "run_fct_s": _quantiles(sorted(xs)),
                 "run_below_base": sum(x < cal.base(k) for x in xs)}
             for k, xs in sorted(fcts.items())}

@@ -16,13 +16,13 @@ from ...cliutil import code_commit
 from ...schedule import topology as TP
 from ...workload import cdf as C
 from ...workload import ideal as I
+from ...workload.ideal import FABRIC
 from ...workload.generate import Workload
 from ...workload.paths import alone_samples
 from ...workload.plane import FRAME
 from ..runner import say
 from .calibrate import calibrate, measure_alone
 
-FABRIC, PACKET_SWITCH = "fabric", "packet-switch"
 
 
 def fingerprint(emulation: str, target: str, topo: TP.Topology, hosts_per_rack: int, dilation: float,

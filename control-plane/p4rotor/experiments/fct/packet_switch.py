@@ -11,9 +11,10 @@ from pathlib import Path
 
 from ... import schedule as S
 from ...schedule import topology as TP
+from ...workload.ideal import PACKET_SWITCH
 from ...workload.paths import OneSwitch, by_path
 from ..runner import say
-from .denominators import PACKET_SWITCH, judged, measure_calibration, measured, replay_alone, write_calibration
+from .denominators import judged, measure_calibration, measured, replay_alone, write_calibration
 from .hosts import shape_hosts
 from .mode import run_mode
 
@@ -83,7 +84,7 @@ def run_packet_switch(build: Path, topo: TP.Topology, dilation: float, wl, out: 
         emu.stop()
     if r is not None:
         r["done"] = judged(r["done"], cal, key_of.of, rep["alone"])
-        r["by_path"] = by_path(r["done"], cal, key_of)
+        r["by_path"] = by_path(r["done"], cal)
         r["replay"] = rep["info"]
         r["idle_poll"] = polled
     return {"run": r, "calibration": cal, "idle_poll": polled}

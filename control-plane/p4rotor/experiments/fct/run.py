@@ -15,13 +15,13 @@ from ...schedule import topology as TP
 from ...workload import cdf as C
 from ...workload import flowlist
 from ...workload.generate import generate, topology_hosts
-from ...workload.ideal import REPLAY_SAMPLE, held_out_warning
+from ...workload.ideal import FABRIC, PACKET_SWITCH, REPLAY_SAMPLE, held_out_warning
 from ...workload.paths import PathKeys, by_path
 from ...workload.plane import HEADROOM, access_bps as access_of, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
 from ..runner import launch, say
 from .activity import cut_activity
-from .denominators import (FABRIC, PACKET_SWITCH, calibration_machine, cutoff_of, fingerprint, judged,
+from .denominators import (calibration_machine, cutoff_of, fingerprint, judged,
                             measure_calibration, measured, read_calibration, replay_alone, write_calibration)
 from .hosts import shape_hosts
 from .mode import run_mode
@@ -203,7 +203,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
                 runs[mode]["activity"] = name
         for mode, r in runs.items():
             r["done"] = judged(r["done"], cals[FABRIC], key_of.of, replays[mode]["alone"])
-            r["by_path"] = by_path(r["done"], cals[FABRIC], key_of)
+            r["by_path"] = by_path(r["done"], cals[FABRIC])
             r["replay"] = replays[mode]["info"]
     if baseline:
         ps = run_packet_switch(build, topo, dilation, wl, out, access_bps, rate, guard_us, idle_poll,
