@@ -92,6 +92,47 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path):
     assert rec["error"] and rec["ack_ns"] is None  # unfinished, and says why
 
 
+def test_each_flow_has_its_primer_before_it_logged_apart(tmp_path):
+    """With ``primer_ns`` a one-byte flow to the same destination goes that long before each flow
+    (host/flows.py: a warm sender and receiver whatever the load); primers are logged, both
+    ends, to the primer log only: the flow logs hold the flows and nothing else."""
+    from p4rotor.host.flows import PRIMER_BIT
+
+    now = time.time_ns()
+    flows = [{"id": i, "dst": "127.0.0.1", "size": s, "start_ns": now + 200_000_000 + i * 50_000_000}
+             for i, s in enumerate([1, 3000])]
+    runner = Flows(flows, port=_free_port(), rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
+                   end_ns=now + 3_000_000_000, primer_ns=20_000_000, primer_log=tmp_path / "primers.jsonl")
+
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        deadline = time.monotonic() + 10
+        while len((tmp_path / "tx.jsonl").read_text().splitlines()) < len(flows) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+
+    asyncio.run(go())
+    tx = {r["id"]: r for r in map(json.loads, (tmp_path / "tx.jsonl").read_text().splitlines())}
+    rx = {r["id"]: r for r in map(json.loads, (tmp_path / "rx.jsonl").read_text().splitlines())}
+    assert set(tx) == set(rx) == {0, 1}
+    primers = [json.loads(line) for line in (tmp_path / "primers.jsonl").read_text().splitlines()]
+    sent = {r["id"]: r for r in primers if r["side"] == "tx"}
+    got = {r["id"]: r for r in primers if r["side"] == "rx"}
+    assert set(sent) == set(got) == {0 | PRIMER_BIT, 1 | PRIMER_BIT}
+    for f in flows:
+        p = sent[f["id"] | PRIMER_BIT]
+        assert p["error"] is None and got[f["id"] | PRIMER_BIT]["bytes"] == 1
+        # issued at or after its time, answered before its flow began
+        assert f["start_ns"] - 20_000_000 <= p["issued_ns"] and p["ack_ns"] <= tx[f["id"]]["issued_ns"]
+
+
+def test_primers_need_a_log(tmp_path):
+    with pytest.raises(ValueError, match="primer log"):
+        Flows([], rx_log=tmp_path / "rx", tx_log=tmp_path / "tx", end_ns=0, primer_ns=1000)
+
+
 def test_a_flows_arrival_is_the_kernels_stamp_not_when_the_receiver_got_a_cpu(tmp_path):
     """FCT ends when the last byte reached the receiving host (rx_ns, SO_TIMESTAMPNS), not when
     the receiver's process read it: a receiver busy for 0.3 s still logs the arrival."""

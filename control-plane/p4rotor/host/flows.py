@@ -28,6 +28,16 @@ counts them, not only the flows that never finished.
 Both directions carry the DSCP: the listening socket has it too, so the SYN-ACK, the ACKs and the
 answer ride the flow's class (an unmarked reverse path rode the bulk class and lost SYN-ACKs).
 
+Primers (``--primer-us``, with ``--primer-log``): ``primer_us`` before each flow, a one-byte flow
+to the same destination whose FCT nobody judges.  On these VMs a sender and receiver that have
+done nothing for a while run a flow's software path (the socket, the handshake's wake-up, the
+write) ~200 us slower than right after another flow: one-packet flows alone on the Opera fabric,
+p5 548 us 30 ms after the last flow, 343 us 2 ms after a primer (docs/notes/flow-primers.md).
+Under load the hosts are warm by other work and a flow is faster than alone cold, so an ideal
+measured cold is not a lower bound.  A primer before every flow, in the calibration and the run
+alike, puts both in the warm state whatever the load.  Its id is the flow's with ``PRIMER_BIT``
+set; both ends log it to the primer log (``"side": "tx"/"rx"``), never to the flow logs.
+
 FCT = the receiver's ``rx_ns`` (:func:`arrival_ns`) - ``issued_ns`` (every host shares the
 machine's clock): from the moment the sender really began the flow, at or after ``start_ns``, to
 the moment its last byte reached the receiver -- neither process's wait for a CPU counts, as
@@ -54,6 +64,7 @@ HEADER = struct.Struct("!QQ")
 CHUNK = 64 * 1024
 CLOSE_WAIT_S = 5.0  # how long either end waits for the other's FIN (DSACKs come before it)
 _ZEROS = bytes(CHUNK)
+PRIMER_BIT = 1 << 62  # a primer's id: its flow's with this bit set (ids are u64 on the wire)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; absent from Python's socket module
 _STAMP = struct.Struct("qq")  # struct timespec
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # Linux; absent from older Pythons
@@ -111,13 +122,19 @@ def total_retrans(sock: socket.socket | None) -> int | None:
 
 class Flows:
     def __init__(self, flows: list[dict], *, port: int = PORT, dscp: int = 46, rx_log: Path, tx_log: Path,
-                 end_ns: int, connect_timeout: float = 10.0, pace_Bps: int = 0):
+                 end_ns: int, connect_timeout: float = 10.0, pace_Bps: int = 0, primer_ns: int = 0,
+                 primer_log: Path | None = None):
+        if primer_ns and primer_log is None:
+            raise ValueError("primers need a primer log")
         self.flows = sorted(flows, key=lambda f: f["start_ns"])
         self.port, self.dscp, self.end_ns = port, dscp, end_ns
         self.pace_Bps = pace_Bps  # a sender's most bytes/s (SO_MAX_PACING_RATE; 0: the kernel's own)
         self.connect_timeout = connect_timeout
         self.rx = open(rx_log, "w", buffering=1)
         self.tx = open(tx_log, "w", buffering=1)
+        self.primer_ns = primer_ns
+        # Every end logs its primers here, sent or received (a receiver may get them unasked).
+        self.primers = open(primer_log, "w", buffering=1) if primer_log is not None else None
         self.tasks: set[asyncio.Task] = set()    # senders
         self.serving: set[asyncio.Task] = set()  # accepted connections
 
@@ -160,8 +177,11 @@ class Flows:
                 left -= len(chunk)
             done = time.time_ns()
             retrans = total_retrans(sock)
-            self.rx.write(json.dumps({"id": fid, "bytes": size, "first_ns": first, "rx_ns": stamp,
-                                      "done_ns": done, "retrans": retrans}) + "\n")
+            rec = {"id": fid, "bytes": size, "first_ns": first, "rx_ns": stamp, "done_ns": done, "retrans": retrans}
+            if fid & PRIMER_BIT:
+                self._primer_line(dict(rec, side="rx"))
+            else:
+                self.rx.write(json.dumps(rec) + "\n")
             await loop.sock_sendall(sock, b"\x01")
             # Close only after the sender has: a duplicate of a resent segment that reaches us
             # after the answer still gets its DSACK (closed, we would answer it with a RST), and
@@ -180,6 +200,12 @@ class Flows:
             t = asyncio.create_task(self._serve_one(sock))
             self.serving.add(t)
             t.add_done_callback(self.serving.discard)
+
+    def _primer_line(self, rec: dict) -> None:
+        if self.primers is not None:
+            self.primers.write(json.dumps(rec) + "\n")
+        # else: a primer from a sender that has a primer log, to a receiver without one -- a
+        # receiver of the same run always has one (experiments/fct/hosts.py)
 
     # -- sender -----------------------------------------------------------------------------
     async def _send_one(self, f: dict) -> None:
@@ -229,17 +255,29 @@ class Flows:
                 info = tcp_info(sock)
                 rec["retrans"], rec["dsack"] = info.get("retrans"), info.get("dsack")
             sock.close()
-        self.tx.write(json.dumps(rec) + "\n")
+        if f["id"] & PRIMER_BIT:
+            self._primer_line(dict(rec, side="tx"))
+        else:
+            self.tx.write(json.dumps(rec) + "\n")
+
+    def _events(self) -> list[tuple[int, dict]]:
+        """(start ns, flow) for each flow and, ``primer_ns`` before it, its primer: by start."""
+        ev = [(f["start_ns"], 1, f) for f in self.flows]
+        if self.primer_ns:
+            ev += [(f["start_ns"] - self.primer_ns, 0, {"id": f["id"] | PRIMER_BIT, "dst": f["dst"], "size": 1,
+                                                        "start_ns": f["start_ns"] - self.primer_ns})
+                   for f in self.flows]
+        return [(t, f) for t, _, f in sorted(ev, key=lambda e: (e[0], e[1]))]
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
         listener = self.listener()
         server = asyncio.create_task(self._serve(listener))
         try:
-            for f in self.flows:
-                if stop.is_set() or f["start_ns"] >= self.end_ns:
+            for start, f in self._events():
+                if stop.is_set() or start >= self.end_ns:
                     break
-                delay = (f["start_ns"] - time.time_ns()) / 1e9
+                delay = (start - time.time_ns()) / 1e9
                 if delay > 0:
                     try:
                         await asyncio.wait_for(stop.wait(), delay)
@@ -263,6 +301,8 @@ class Flows:
             listener.close()
             self.rx.close()
             self.tx.close()
+            if self.primers is not None:
+                self.primers.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,10 +315,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--end-ns", type=int, required=True)
     p.add_argument("--pace-bps", type=float, default=0.0,
                    help="send no flow faster than this many bits/s of IP packets (0: no cap)")
+    p.add_argument("--primer-us", type=float, default=0.0,
+                   help="this long before each flow, a one-byte primer flow to the same host (0: none)")
+    p.add_argument("--primer-log", help="JSON lines: the primers this host sent and received")
     a = p.parse_args(argv)
     flows = json.loads(Path(a.flows).read_text())
     runner = Flows(flows, port=a.port, dscp=a.dscp, rx_log=Path(a.rx_log), tx_log=Path(a.tx_log),
-                   end_ns=a.end_ns, pace_Bps=int(a.pace_bps / 8))
+                   end_ns=a.end_ns, pace_Bps=int(a.pace_bps / 8), primer_ns=int(a.primer_us * 1000),
+                   primer_log=Path(a.primer_log) if a.primer_log else None)
 
     async def go() -> None:
         stop = asyncio.Event()

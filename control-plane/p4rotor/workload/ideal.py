@@ -46,9 +46,10 @@ from .scale import MSS
 BASE_EXCEEDANCE = 0.005
 BASE_PERCENTILE = 1.0  # the estimator of calibrations made before BASE_EXCEEDANCE (their files say so)
 
-# A calibration is refused for a run whose fabric differs in any of these.
+# A calibration is refused for a run whose fabric differs in any of these (``primer_us``: the
+# warm-up flow before each flow, experiments/fct/hosts.py; absent from older files, which had none).
 FINGERPRINT_KEYS = ("emulation", "target", "racks", "hosts_per_rack", "rotors", "slot_us", "night_us",
-                    "dilation", "epsilon_us", "access_bps")
+                    "dilation", "epsilon_us", "access_bps", "primer_us")
 
 NO_PATH = "none"  # the key of a flow that met no low-latency path at its start
 FABRIC, PACKET_SWITCH = "fabric", "packet-switch"  # the emulations a calibration is made for

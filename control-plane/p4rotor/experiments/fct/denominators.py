@@ -22,6 +22,7 @@ from ...workload.paths import alone_samples
 from ...workload.plane import FRAME
 from ..runner import say
 from .calibrate import calibrate, measure_alone
+from .hosts import PRIMER_US
 
 
 
@@ -31,7 +32,7 @@ def fingerprint(emulation: str, target: str, topo: TP.Topology, hosts_per_rack: 
     s = topo.schedule
     return {"emulation": emulation, "target": target, "racks": len(topo.racks), "hosts_per_rack": hosts_per_rack,
             "rotors": len(s.rotors), "slot_us": s.slot_us, "night_us": s.reconfig_us, "dilation": dilation,
-            "epsilon_us": epsilon_us, "access_bps": access_bps}
+            "epsilon_us": epsilon_us, "access_bps": access_bps, "primer_us": PRIMER_US}
 
 
 def read_calibration(path: str, emulation: str, fp: dict) -> I.Calibration:

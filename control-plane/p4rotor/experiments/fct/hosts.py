@@ -13,6 +13,11 @@ from ...workload.plane import HEADROOM
 
 
 FLOWS_RT_PRIORITY = HOST_RT_PRIORITY  # the TCP senders and receivers: below the switches
+# A one-byte primer flow this long (wall) before every flow, to the same host, in the calibration,
+# the run and the replay alike (host/flows.py says why): on the Opera fabric idle one-packet
+# flows took p5 548 us cold and 343 us 2 ms after a primer; 1 ms apart and 2 ms gave the same
+# on a bare veth (docs/notes/flow-primers.md).  2 ms: a primer (~0.3-0.8 ms) is done before its flow.
+PRIMER_US = 2000
 
 
 def start_flows(emu, plan: dict[str, list], out: Path, end_ns: int, pace_bps: float = 0.0) -> list:
@@ -30,8 +35,26 @@ def start_flows(emu, plan: dict[str, list], out: Path, end_ns: int, pace_bps: fl
         (out / f"flows-{h}.json").write_text(json.dumps(fl))
         procs.append(emu.popen(h, priority_prefix(True, FLOWS_RT_PRIORITY, 0) + [sys.executable, "-m", "p4rotor.host.flows", "--flows", str(out / f"flows-{h}.json"),
                                    "--rx-log", str(out / f"rx-{h}.jsonl"), "--tx-log", str(out / f"tx-{h}.jsonl"),
-                                   "--end-ns", str(end_ns), "--pace-bps", str(pace_bps)], stdout=None, stderr=None))
+                                   "--end-ns", str(end_ns), "--pace-bps", str(pace_bps),
+                                   "--primer-us", str(PRIMER_US), "--primer-log", str(out / f"primers-{h}.jsonl")],
+                          stdout=None, stderr=None))
     return procs
+
+
+def primer_counts(out: Path, hosts) -> dict:
+    """The primers of a run's hosts (host/flows.py logs them apart from the flows): how many were
+    sent, answered, and failed (with an error or never answered), and the median primer's FCT."""
+    tx, rx = {}, {}
+    for h in hosts:
+        f = out / f"primers-{h}.jsonl"
+        for line in (f.read_text().splitlines() if f.exists() else []):
+            r = json.loads(line)
+            (tx if r.get("side") == "tx" else rx)[r["id"]] = r
+    answered = [r for r in tx.values() if r.get("ack_ns") is not None]
+    fcts = sorted((rx[i]["rx_ns"] - r["issued_ns"]) / 1e6 for i, r in tx.items()
+                  if i in rx and rx[i].get("rx_ns") and r.get("issued_ns"))
+    return {"primer_us": PRIMER_US, "sent": len(tx), "answered": len(answered), "failed": len(tx) - len(answered),
+            "p50_ms": round(fcts[len(fcts) // 2], 3) if fcts else None}
 
 
 def shape_hosts(emu, topo, access_bps: float) -> None:

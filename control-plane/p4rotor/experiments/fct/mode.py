@@ -22,7 +22,7 @@ from ...workload.paths import arrival_ns
 from ...workload.plane import FRAME
 from ..runner import say
 from .calibrate import issued_starts
-from .hosts import start_flows
+from .hosts import primer_counts, start_flows
 
 
 EARLY_END_CYCLES = 5  # cycles the agents run on once every flow is whole (acknowledgements, the empty queues)
@@ -205,7 +205,8 @@ def run_mode(emu, topo, ds: S.Schedule, wl, cutoff: float, out: Path, rate: floa
             "retransmitted": sum(r.get("retransmitted", 0) for r in results),
             "duplicates": sum(r.get("duplicates", 0) for r in results),
             "start_lag": start_lag({i: planned[i] for i in planned if cls[i] == "low-latency"}, starts),
-            "receiver_wakeup": receiver_wakeup(wakeups), "agents_priority": agents_priority(results),
+            "receiver_wakeup": receiver_wakeup(wakeups), "primers": primer_counts(out, ll),
+            "agents_priority": agents_priority(results),
             "agents_loops": agents_loops(results)}
 
 
