@@ -128,6 +128,25 @@ def test_each_flow_has_its_primer_before_it_logged_apart(tmp_path):
         assert f["start_ns"] - 20_000_000 <= p["issued_ns"] and p["ack_ns"] <= tx[f["id"]]["issued_ns"]
 
 
+def test_a_flow_waits_for_its_late_primer(tmp_path):
+    """A primer that is not answered when its flow is due (a late timer, a slow path) holds the
+    flow back: the flow is issued after the primer's answer, never beside it."""
+    runner = Flows([], port=_free_port(), rx_log=tmp_path / "rx", tx_log=tmp_path / "tx", end_ns=0,
+                   primer_ns=1000, primer_log=tmp_path / "p")
+
+    async def go():
+        slow = asyncio.create_task(asyncio.sleep(0.2))  # stands in for a primer still under way
+        t0 = time.time_ns()
+        await runner._send_one({"id": 5, "dst": "127.0.0.1", "size": 1, "start_ns": t0}, slow)
+        return t0
+
+    t0 = asyncio.run(go())
+    runner.tx.close()
+    rec = json.loads((tmp_path / "tx").read_text())
+    assert rec["id"] == 5 and rec["issued_ns"] - t0 >= 190_000_000 and rec["error"]  # nobody listens
+    assert not (tmp_path / "p").read_text()  # a flow's own record goes to the flow log only
+
+
 def test_primers_need_a_log(tmp_path):
     with pytest.raises(ValueError, match="primer log"):
         Flows([], rx_log=tmp_path / "rx", tx_log=tmp_path / "tx", end_ns=0, primer_ns=1000)

@@ -208,7 +208,12 @@ class Flows:
         # receiver of the same run always has one (experiments/fct/hosts.py)
 
     # -- sender -----------------------------------------------------------------------------
-    async def _send_one(self, f: dict) -> None:
+    async def _send_one(self, f: dict, after: asyncio.Task | None = None) -> None:
+        if after is not None:
+            # Its primer first: a timer late by more than ``primer_ns`` (a busy machine) would
+            # send both at once, the flow cold and behind its primer.  Its start then is later
+            # (``start_lag``, reported), its FCT counts from ``issued_ns`` as always.
+            await asyncio.wait({after}, timeout=self.connect_timeout)
         # issued_ns: when the flow really began here (this process's timer fires late on a busy
         # machine); its FCT counts from then, and the lag is reported (experiments/fct.py).
         rec = {"id": f["id"], "start_ns": f["start_ns"], "issued_ns": time.time_ns(), "sent_ns": None,
@@ -273,6 +278,7 @@ class Flows:
         stop = stop or asyncio.Event()
         listener = self.listener()
         server = asyncio.create_task(self._serve(listener))
+        primers: dict[int, asyncio.Task] = {}  # by primer id, until its flow starts
         try:
             for start, f in self._events():
                 if stop.is_set() or start >= self.end_ns:
@@ -284,7 +290,9 @@ class Flows:
                         break
                     except asyncio.TimeoutError:
                         pass
-                t = asyncio.create_task(self._send_one(f))
+                t = asyncio.create_task(self._send_one(f, primers.pop(f["id"] | PRIMER_BIT, None)))
+                if f["id"] & PRIMER_BIT:
+                    primers[f["id"]] = t
                 self.tasks.add(t)
                 t.add_done_callback(self.tasks.discard)
             try:
