@@ -52,7 +52,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_short_flows_over_loopback_complete_and_log(tmp_path):
+def test_short_flows_over_loopback_complete_and_log(tmp_path, stamping):
     """Sender and receiver in one process on 127.0.0.1: every flow's bytes arrive, the receiver
     logs done_ns after the start, the sender logs the answer; a refused connection is an error."""
     now = time.time_ns()
@@ -152,7 +152,24 @@ def test_primers_need_a_log(tmp_path):
         Flows([], rx_log=tmp_path / "rx", tx_log=tmp_path / "tx", end_ns=0, primer_ns=1000)
 
 
-def test_a_flows_arrival_is_the_kernels_stamp_not_when_the_receiver_got_a_cpu(tmp_path):
+@pytest.fixture
+def stamping():
+    """Receive stamps on for the whole test, and already on: Linux turns them on for every
+    socket when the first one asks, in a deferred work item, and off when the last one closes;
+    a segment that comes in before the work ran has no stamp (seen when the test before closed
+    the only stamping socket).  A run's listener asks seconds before its first flow."""
+    import socket
+
+    from p4rotor.host.flows import SO_TIMESTAMPNS
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    time.sleep(0.05)
+    yield
+    s.close()
+
+
+def test_a_flows_arrival_is_the_kernels_stamp_not_when_the_receiver_got_a_cpu(tmp_path, stamping):
     """FCT ends when the last byte reached the receiving host (rx_ns, SO_TIMESTAMPNS), not when
     the receiver's process read it: a receiver busy for 0.3 s still logs the arrival."""
     import socket
