@@ -448,6 +448,40 @@ def test_merge_puts_each_sessions_mode_in_one_result(tmp_path, capsys):
     assert rn and rn[0][1] is True
 
 
+def test_merge_takes_some_modes_of_a_merged_point_to_replace_one_run_again(tmp_path, capsys):
+    """A point merged from two sessions, its opera run again: ``POINT:rotornet,packet-switch``
+    takes the other modes, with the run that made them (its calibration, run.json, plots); the
+    old opera is gone.  A mode the run lacks, or no mode after the colon: one line, exit 2."""
+    flows = [Flow(i, "h0x0", "h1x0", 1460, i * 0.5) for i in range(12)]
+    a = _mode_run(tmp_path / "a", "opera", 0.004, flows, calibration={"fabric": {"base_s": {"1-1": 0.001}}})
+    b = _mode_run(tmp_path / "b", "rotornet", 0.150, flows, calibration={"fabric": {"base_s": {"1-1": 0.002}}})
+    (a / "run.json").write_text(json.dumps({"command": "A", "wall_s": 60.0, "code_commit": "c1"}))
+    (b / "run.json").write_text(json.dumps({"command": "B", "wall_s": 90.0, "code_commit": "c1"}))
+    (b / "paths.png").write_bytes(b"rn")
+    assert main(["workload", "merge", str(a), str(b), "-o", str(tmp_path / "ab")]) == 0
+    new = _mode_run(tmp_path / "new", "opera", 0.003, flows, calibration={"fabric": {"base_s": {"1-1": 0.0005}}})
+    (new / "run.json").write_text(json.dumps({"command": "N", "wall_s": 30.0, "code_commit": "c2"}))
+    capsys.readouterr()
+    out = tmp_path / "point"
+    assert main(["workload", "merge", str(new), f"{tmp_path / 'ab'}:rotornet", "-o", str(out)]) == 0
+    r = json.loads((out / "fct.json").read_text())
+    assert sorted(r["modes"]) == ["opera", "rotornet"]
+    assert r["modes"]["opera"]["per_flow"][0][3] == 0.003  # the new run's
+    assert r["modes"]["opera"]["calibration"]["base_s"]["1-1"] == 0.0005
+    assert r["modes"]["rotornet"]["calibration"]["base_s"]["1-1"] == 0.002
+    assert sorted(r["merged_from"]) == sorted([str(new), str(b)])  # the run that made rotornet, not the merge
+    run = json.loads((out / "run.json").read_text())
+    assert [(m["run"], m["modes"], m["run_json"]["command"]) for m in run["merged_from"]] == [
+        (str(new), ["opera"], "N"), (str(b), ["rotornet"], "B")]
+    assert run["wall_s"] == 120.0 and run["code_commit"] is None  # two commits: no one commit
+    assert (out / "paths-rotornet.png").read_bytes() == b"rn"
+    for bad, msg in ((f"{tmp_path / 'ab'}:packet-switch", "has no mode packet-switch"), (f"{tmp_path / 'ab'}:", "no mode after")):
+        with pytest.raises(SystemExit) as ex:
+            main(["workload", "merge", str(new), bad, "-o", str(tmp_path / "bad")])
+        assert ex.value.code == 2 and msg in capsys.readouterr().err
+        assert not (tmp_path / "bad").exists()
+
+
 def test_merge_keeps_each_sources_calibration_with_its_modes_and_the_checks_judge_them(tmp_path, capsys):
     """Two sessions each calibrated their own idle fabric: a merged point's modes keep the one
     they were divided by (and where it was measured), so below-1 is still judged per mode."""

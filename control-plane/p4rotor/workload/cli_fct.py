@@ -37,7 +37,9 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
     mg = sw.add_parser("merge", help="fct results of one flow list, each with other modes (a mode per session), "
                                      "as one RUN directory: fct.json with every mode, and the flow list")
-    mg.add_argument("runs", nargs="+", metavar="RUN", help="directories p4rotor experiment fct wrote")
+    mg.add_argument("runs", nargs="+", metavar="RUN[:MODES]",
+                    help="directories p4rotor experiment fct (or workload merge) wrote; RUN:rotornet,packet-switch "
+                         "takes only those modes of RUN (one mode of a point run again replaces it)")
     mg.add_argument("-o", "--output", required=True, metavar="DIR", help="where the merged fct.json and flows.json go")
     mg.set_defaults(fn=cmd_merge)
 
@@ -164,8 +166,9 @@ def cmd_merge(a: argparse.Namespace) -> int:
 
     from . import results
 
-    runs, lists = [], []
-    for d in map(Path, a.runs):
+    runs, lists, dirs = [], [], []
+    for arg in a.runs:
+        d, take = _run_and_modes(arg)
         for name in ("fct.json", "flows.json"):
             if not (d / name).is_file():
                 die(f"{d}: no {name} (a directory p4rotor experiment fct wrote)")
@@ -174,8 +177,16 @@ def cmd_merge(a: argparse.Namespace) -> int:
         except C.WorkloadError as ex:
             die(str(ex))
         if lists[-1] != lists[0]:
-            die(f"{d}: its flows.json is not {a.runs[0]}'s: not runs of one flow list")
-        runs.append((str(d), _fct_json(str(d / "fct.json"))))
+            die(f"{d}: its flows.json is not {dirs[0] if dirs else d}'s: not runs of one flow list")
+        r = _fct_json(str(d / "fct.json"))
+        if take is not None:
+            have = r.get("modes") if isinstance(r.get("modes"), dict) else {}
+            if set(take) - set(have):
+                die(f"{arg}: {d} has no mode {', '.join(sorted(set(take) - set(have)))} "
+                    f"(it has {', '.join(sorted(have)) or 'none'})")
+            r = dict(r, modes={m: v for m, v in have.items() if m in take})
+        dirs.append(d)
+        runs.append((str(d), r))
     out = Path(a.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         die(f"{out}: exists and is not an empty directory")
@@ -184,33 +195,49 @@ def cmd_merge(a: argparse.Namespace) -> int:
     except C.WorkloadError as ex:
         die(str(ex))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "flows.json").write_text((Path(a.runs[0]) / "flows.json").read_text())
+    (out / "flows.json").write_text((dirs[0] / "flows.json").read_text())
     write_fct(out, res)
-    copied = _merge_files(out, res["merged_from"])
+    copied = _merge_files(out, [(str(d), sorted(r["modes"])) for d, (_, r) in zip(dirs, runs)])
     print(f"wrote {out / 'fct.json'}: " + ", ".join(f"{m} from {n}" for n, s in res["merged_from"].items()
                                                      for m in s["modes"])
           + (f"; {', '.join(copied)}" if copied else "") + "; run.json")
     return 0
 
 
-def _merge_files(out, sources: dict) -> list[str]:
+def _run_and_modes(arg: str):
+    """``RUN`` or ``RUN:MODE[,MODE...]`` (a directory whose name has a colon is taken whole)."""
+    from pathlib import Path
+
+    if Path(arg).is_dir() or ":" not in arg:
+        return Path(arg), None
+    d, modes = arg.rsplit(":", 1)
+    take = [m for m in modes.split(",") if m]
+    if not take:
+        die(f"{arg}: no mode after the colon (RUN:MODE[,MODE...])")
+    return Path(d), take
+
+
+def _merge_files(out, sources: list[tuple[str, list[str]]]) -> list[str]:
     """Beside a merged ``fct.json``: each source's plots, named by its modes (``fct-opera.png``),
     each mode's measured activity (``activity-MODE.json``), and ``run.json`` saying how the
     folder was made -- the merge's command and each source's own run.json (its command, commit
-    and wall time), with the wall times summed.  Returns the files copied."""
+    and wall time), with the wall times summed.  ``sources``: (directory, the modes taken from
+    it); a merged source gives its plots of those modes and its own sources' run.json.  Returns
+    the files copied."""
     import json
     import shutil
     import sys
     from pathlib import Path
 
     copied, made = [], []
-    for name, src in sources.items():
-        d, tag = Path(name), "-".join(src["modes"])
+    for name, modes in sources:
+        d, tag = Path(name), "-".join(modes)
         for plot in ("fct", "bulk", "paths"):
-            if (d / f"{plot}.png").is_file():
-                shutil.copyfile(d / f"{plot}.png", out / f"{plot}-{tag}.png")
+            src = next((f for f in (d / f"{plot}.png", d / f"{plot}-{tag}.png") if f.is_file()), None)
+            if src is not None:
+                shutil.copyfile(src, out / f"{plot}-{tag}.png")
                 copied.append(f"{plot}-{tag}.png")
-        for mode in src["modes"]:
+        for mode in modes:
             if (d / f"activity-{mode}.json").is_file():
                 shutil.copyfile(d / f"activity-{mode}.json", out / f"activity-{mode}.json")
                 copied.append(f"activity-{mode}.json")
@@ -218,7 +245,14 @@ def _merge_files(out, sources: dict) -> list[str]:
             run = json.loads((d / "run.json").read_text())
         except (OSError, ValueError):
             run = None
-        made.append({"run": name, "modes": src["modes"], "run_json": run if isinstance(run, dict) else None})
+        if isinstance(run, dict) and isinstance(run.get("merged_from"), list):
+            # a merged source: the runs that made the modes taken from it
+            for m in run["merged_from"]:
+                taken = sorted(set(m.get("modes", [])) & set(modes)) if isinstance(m, dict) else []
+                if taken:
+                    made.append(dict(m, modes=taken))
+            continue
+        made.append({"run": name, "modes": modes, "run_json": run if isinstance(run, dict) else None})
     walls = [m["run_json"].get("wall_s") for m in made if m["run_json"]]
     wall = sum(walls) if walls and len(walls) == len(made) and all(isinstance(w, (int, float)) for w in walls) else None
 
@@ -228,7 +262,7 @@ def _merge_files(out, sources: dict) -> list[str]:
 
     (out / "run.json").write_text(json.dumps({
         "command": "p4rotor " + " ".join(sys.argv[1:]) if sys.argv[1:3] == ["workload", "merge"]
-        else f"p4rotor workload merge {' '.join(sources)} -o {out}",
+        else f"p4rotor workload merge {' '.join(n for n, _ in sources)} -o {out}",
         "code_commit": common("code_commit"), "results_commit": None, "target": common("target"),
         "wall_time": f"{int(wall // 60)} min {round(wall % 60)} s (the sources' sum)" if wall is not None
         else "not known (a source without run.json)",

@@ -113,7 +113,7 @@ def merge(runs: Sequence[tuple[str, dict]]) -> dict:
     """Several ``fct.json`` results of ONE flow list, each with other modes (e.g. a Data Mining
     1 % point run one mode at a time: 2 h of arrivals each), as one result: the first run's
     description, every run's modes, and per source what it measured of its own fabric
-    (``RUN_SCOPED``).  Raises :class:`~p4rotor.workload.cdf.WorkloadError` (one line) when the
+    (``RUN_SCOPED``; a merged source's own sources, for the modes taken from it).  Raises :class:`~p4rotor.workload.cdf.WorkloadError` (one line) when the
     runs disagree on what they ran or two have the same mode."""
     if len(runs) < 2:
         raise WorkloadError("merge needs at least two runs")
@@ -134,7 +134,13 @@ def merge(runs: Sequence[tuple[str, dict]]) -> dict:
                 m = dict(m, calibration=cal, **{k: r[k] for k in ("calibration_file", "calibration_machine")
                                                 if r.get(k) is not None and k not in m})
             out_modes[mode] = (name, m)
-        sources[name] = {"modes": sorted(r.get("modes", {})), **{k: r.get(k) for k in RUN_SCOPED}}
+        if isinstance(r.get("merged_from"), dict):  # a merged point: its own sources, for the modes taken
+            for sub, info in r["merged_from"].items():
+                taken = sorted(set(info.get("modes", [])) & set(r.get("modes", {})))
+                if taken:
+                    sources[sub] = dict(info, modes=taken)
+        else:
+            sources[name] = {"modes": sorted(r.get("modes", {})), **{k: r.get(k) for k in RUN_SCOPED}}
     res = {k: v for k, v in first.items() if k not in RUN_SCOPED + ("modes", "verdict")}
     res["merged_from"] = sources
     res["modes"] = {mode: m for mode, (_, m) in out_modes.items()}
