@@ -279,3 +279,19 @@ def testfct_plot_say_no_flow_finished_instead_of_failing(tmp_path):
     runs = {"opera": {"done": [F.Done(f, "bulk", 0, None)], "pending": [(0.0, 150_000), (1.0, 150_000)]}}
     fct_plot(runs, 5.768e6, tmp_path)
     assert (tmp_path / "fct.png").stat().st_size > 1000
+
+
+def test_primer_counts_from_both_ends_logs(tmp_path):
+    """A run's primers as fct.json keeps them: sent (the senders' records), answered, failed
+    (an error or no answer), and the median primer FCT from the receivers' stamps."""
+    from p4rotor.experiments.fct.hosts import PRIMER_US, primer_counts
+    from p4rotor.host.flows import PRIMER_BIT
+
+    a, b = PRIMER_BIT | 1, PRIMER_BIT | 2
+    (tmp_path / "primers-h0.jsonl").write_text("\n".join(json.dumps(r) for r in (
+        {"side": "tx", "id": a, "issued_ns": 1_000_000, "ack_ns": 3_000_000, "error": None},
+        {"side": "tx", "id": b, "issued_ns": 5_000_000, "ack_ns": None, "error": "TimeoutError"},
+        {"side": "rx", "id": PRIMER_BIT | 9, "rx_ns": 1, "bytes": 1})) + "\n")
+    (tmp_path / "primers-h1.jsonl").write_text(json.dumps({"side": "rx", "id": a, "rx_ns": 1_500_000, "bytes": 1}) + "\n")
+    c = primer_counts(tmp_path, ["h0", "h1", "h2"])  # h2 wrote nothing
+    assert c == {"primer_us": PRIMER_US, "sent": 2, "answered": 1, "failed": 1, "p50_ms": 0.5}

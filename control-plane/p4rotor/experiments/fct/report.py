@@ -66,6 +66,7 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
                               "duplicates": r["duplicates"], "retransmitted": r["retransmitted"], "classes": summ,
                               "pending_bytes": r["pending"], "per_flow": F.per_flow(r["done"], factor),
                               "start_lag": r.get("start_lag", {}), "receiver_wakeup": r.get("receiver_wakeup", {}),
+                              "primers": r.get("primers"),
                               "by_path": r.get("by_path"), "replay": r.get("replay"),
                               "switch_drops": r.get("switch_drops"),
                               "warm": r.get("warm"), "dead_agents": r.get("dead_agents", []),
@@ -97,6 +98,9 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
                          f"(resent {sum(v.get('retransmitted', 0) for v in ll.values())}, reported as duplicates "
                          f"{sum(v.get('duplicates_reported', 0) for v in ll.values())}; "
                          f"{sum(v.get('flows_timing_out', 0) for v in ll.values())} flows waited for a timeout)")
+        pr = r.get("primers") or {}
+        if pr.get("failed"):  # a flow whose primer failed ran cold (host/flows.py)
+            parts.append(f"primers failed {pr['failed']} of {pr['sent']}")
         sd = r.get("switch_drops") or {}
         if sd.get("total") is not None:
             parts.append("switch drops " + (", ".join(f"{c} {n}" for c, n in sorted(sd["total"].items()))
