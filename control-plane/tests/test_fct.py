@@ -52,6 +52,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _run_until_logged(runner, tx_log, n: int) -> None:
+    """Run ``runner`` until its sender has logged ``n`` flows (10 s at most), then stop it."""
+    async def go():
+        stop = asyncio.Event()
+        task = asyncio.create_task(runner.run(stop))
+        deadline = time.monotonic() + 10
+        while len(tx_log.read_text().splitlines()) < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        stop.set()
+        await task
+
+    asyncio.run(go())
+
+
 def test_short_flows_over_loopback_complete_and_log(tmp_path, stamping):
     """Sender and receiver in one process on 127.0.0.1: every flow's bytes arrive, the receiver
     logs done_ns after the start, the sender logs the answer; a refused connection is an error."""
@@ -60,17 +74,7 @@ def test_short_flows_over_loopback_complete_and_log(tmp_path, stamping):
              for i, s in enumerate([1, 1460, 100_000, 2_000_000])]
     runner = Flows(flows, port=_free_port(), dscp=46, rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
                    end_ns=now + 3_000_000_000)
-
-    async def go():
-        stop = asyncio.Event()
-        task = asyncio.create_task(runner.run(stop))
-        deadline = time.monotonic() + 10
-        while len((tmp_path / "tx.jsonl").read_text().splitlines()) < len(flows) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        stop.set()
-        await task
-
-    asyncio.run(go())
+    _run_until_logged(runner, tmp_path / "tx.jsonl", len(flows))
     rx = {r["id"]: r for r in map(json.loads, (tmp_path / "rx.jsonl").read_text().splitlines())}
     tx = {r["id"]: r for r in map(json.loads, (tmp_path / "tx.jsonl").read_text().splitlines())}
     assert set(rx) == set(tx) == {0, 1, 2, 3}
@@ -103,17 +107,7 @@ def test_each_flow_has_its_primer_before_it_logged_apart(tmp_path):
              for i, s in enumerate([1, 3000])]
     runner = Flows(flows, port=_free_port(), rx_log=tmp_path / "rx.jsonl", tx_log=tmp_path / "tx.jsonl",
                    end_ns=now + 3_000_000_000, primer_ns=20_000_000, primer_log=tmp_path / "primers.jsonl")
-
-    async def go():
-        stop = asyncio.Event()
-        task = asyncio.create_task(runner.run(stop))
-        deadline = time.monotonic() + 10
-        while len((tmp_path / "tx.jsonl").read_text().splitlines()) < len(flows) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        stop.set()
-        await task
-
-    asyncio.run(go())
+    _run_until_logged(runner, tmp_path / "tx.jsonl", len(flows))
     tx = {r["id"]: r for r in map(json.loads, (tmp_path / "tx.jsonl").read_text().splitlines())}
     rx = {r["id"]: r for r in map(json.loads, (tmp_path / "rx.jsonl").read_text().splitlines())}
     assert set(tx) == set(rx) == {0, 1}
