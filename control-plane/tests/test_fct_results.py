@@ -557,3 +557,28 @@ def test_a_calibration_from_another_boot_is_said_beside_the_below_1_share(tmp_pa
         r["calibration_machine"] = {"same_boot": same}
         numbers = _checked(r)[below][1]
         assert (says in numbers) if says else ("machine" not in numbers and "boot" not in numbers)
+
+
+def test_a_fabric_that_left_its_schedule_fails_its_check():
+    """Frames looping (HOP_LIMIT) or many caught by a rotor's night (a switch clock off the
+    schedule's grid) fail the mode's schedule check; a few night drops pass; the packet switch
+    and runs without the counters are not judged."""
+    def run(**modes):
+        return {"flows": 10000, "load": 0.25, "modes": modes}
+
+    def kept(r, mode):
+        got = [c for c in checks(r) if c[0].startswith(f"{mode}: the fabric kept its schedule")]
+        return got[0][1:] if got else None
+
+    healthy = {"switch_drops": {"total": {"NIGHT": 32, "NO_ROUTE": 46298}, "by_switch": {"rotor2": {"NIGHT": 15}}}}
+    off_grid = {"switch_drops": {"total": {"NIGHT": 212517, "HOP_LIMIT": 12388},
+                                 "by_switch": {"rotor1": {"NIGHT": 212491}, "tor2": {"HOP_LIMIT": 12388}}}}
+    looped = {"switch_drops": {"total": {"HOP_LIMIT": 1}, "by_switch": {"tor0": {"HOP_LIMIT": 1}}}}
+    ok, why = kept(run(opera=healthy), "opera")
+    assert ok is True and "most at rotor2: 15" in why
+    ok, why = kept(run(opera=off_grid), "opera")
+    assert ok is False and "NIGHT 212517" in why and "rotor1: 212491" in why and "HOP_LIMIT 12388" in why
+    assert kept(run(rotornet=looped), "rotornet")[0] is False
+    assert kept(run(opera={"switch_drops": {"total": {}, "by_switch": {}}}), "opera")[0] is True  # nothing dropped
+    assert kept(run(**{"packet-switch": looped}), "packet-switch") is None
+    assert kept(run(opera={}), "opera") is None
