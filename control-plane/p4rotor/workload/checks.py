@@ -149,9 +149,11 @@ def _schedule_kept(m: dict, flows: int) -> tuple[bool, str] | None:
     sd = m.get("switch_drops")
     if not isinstance(sd, dict) or not isinstance(sd.get("by_switch"), dict):
         return None
-    by = sd["by_switch"] or {"-": {}}
-    total = sd.get("total") or {}
+    by = {sw: c for sw, c in sd["by_switch"].items() if isinstance(c, dict)} or {"-": {}}
+    total = sd.get("total") if isinstance(sd.get("total"), dict) else {}
     night, loops = total.get("NIGHT", 0), total.get("HOP_LIMIT", 0)
+    if not all(isinstance(v, int) for v in (night, loops, *(c.get("NIGHT", 0) for c in by.values()))):
+        return None
     worst = max(by.items(), key=lambda kv: kv[1].get("NIGHT", 0))
     ok = loops == 0 and night <= NIGHT_PER_FLOW_MAX * flows
     return ok, (f"NIGHT {night} over {flows} flows (most at {worst[0]}: {worst[1].get('NIGHT', 0)}), "
