@@ -166,7 +166,7 @@ def cmd_merge(a: argparse.Namespace) -> int:
 
     from . import results
 
-    runs, lists, dirs = [], [], []
+    runs, lists = [], []
     for arg in a.runs:
         d, take = _run_and_modes(arg)
         for name in ("fct.json", "flows.json"):
@@ -177,7 +177,7 @@ def cmd_merge(a: argparse.Namespace) -> int:
         except C.WorkloadError as ex:
             die(str(ex))
         if lists[-1] != lists[0]:
-            die(f"{d}: its flows.json is not {dirs[0] if dirs else d}'s: not runs of one flow list")
+            die(f"{d}: its flows.json is not {runs[0][0] if runs else d}'s: not runs of one flow list")
         r = _fct_json(str(d / "fct.json"))
         if take is not None:
             have = r.get("modes") if isinstance(r.get("modes"), dict) else {}
@@ -185,7 +185,6 @@ def cmd_merge(a: argparse.Namespace) -> int:
                 die(f"{arg}: {d} has no mode {', '.join(sorted(set(take) - set(have)))} "
                     f"(it has {', '.join(sorted(have)) or 'none'})")
             r = dict(r, modes={m: v for m, v in have.items() if m in take})
-        dirs.append(d)
         runs.append((str(d), r))
     out = Path(a.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -195,9 +194,9 @@ def cmd_merge(a: argparse.Namespace) -> int:
     except C.WorkloadError as ex:
         die(str(ex))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "flows.json").write_text((dirs[0] / "flows.json").read_text())
+    (out / "flows.json").write_text((Path(runs[0][0]) / "flows.json").read_text())
     write_fct(out, res)
-    copied = _merge_files(out, [(str(d), sorted(r["modes"])) for d, (_, r) in zip(dirs, runs)])
+    copied = _merge_files(out, [(name, sorted(r["modes"])) for name, r in runs])
     print(f"wrote {out / 'fct.json'}: " + ", ".join(f"{m} from {n}" for n, s in res["merged_from"].items()
                                                      for m in s["modes"])
           + (f"; {', '.join(copied)}" if copied else "") + "; run.json")

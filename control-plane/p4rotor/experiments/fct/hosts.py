@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from ...fabric.switch import HOST_RT_PRIORITY, HarnessError, priority_prefix
+from ...stats import percentile
+from ...workload.paths import arrival_ns
 from ...workload.plane import HEADROOM
 
 
@@ -51,10 +53,10 @@ def primer_counts(out: Path, hosts) -> dict:
             r = json.loads(line)
             (tx if r.get("side") == "tx" else rx)[r["id"]] = r
     answered = [r for r in tx.values() if r.get("ack_ns") is not None]
-    fcts = sorted((rx[i]["rx_ns"] - r["issued_ns"]) / 1e6 for i, r in tx.items()
-                  if i in rx and rx[i].get("rx_ns") and r.get("issued_ns"))
+    fcts = sorted((arrival_ns(rx[i]) - r["issued_ns"]) / 1e6 for i, r in tx.items()
+                  if i in rx and arrival_ns(rx[i]) and r.get("issued_ns"))
     return {"primer_us": PRIMER_US, "sent": len(tx), "answered": len(answered), "failed": len(tx) - len(answered),
-            "p50_ms": round(fcts[len(fcts) // 2], 3) if fcts else None}
+            "p50_ms": round(percentile(fcts, 50), 3) if fcts else None}
 
 
 def shape_hosts(emu, topo, access_bps: float) -> None:
