@@ -119,14 +119,16 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                 REG_READ(clock_generation, g, cell);
                 REG_READ(clock_cycle_start, start, cell);
                 REG_READ(clock_cycle, n, cell);
-                if (g != generation || now < start) {
-                    // now < start: another CPU moved the registers to a cycle that began after
-                    // this frame read the clock (a target that runs ingress on several CPUs at
-                    // once, as eBPF does).  Left alone, now - start wraps to a huge delta, the
-                    // steps below push the start ahead by up to 2^24 cycles per frame until it
-                    // wraps the Time_t, and the switch keeps a cycle start off the epoch's grid:
-                    // every slice wrong from then on (docs/notes/datamining-40.md).  From the
-                    // epoch instead; the next frame of the later cycle steps it forward again.
+                // Every start this config writes is the epoch plus whole cycles.  On a target
+                // that runs ingress on several CPUs at once (eBPF) a frame can still read one
+                // that is not, and a start it steps forward stays off the grid (every slice
+                // wrong from then on: docs/notes/datamining-40.md).  From the epoch instead:
+                //   now < start: another CPU moved the registers to a cycle that began after
+                //     this frame read the clock; now - start would wrap to a huge delta.
+                //   start < epoch: the generation read is this config's but the start is not
+                //     yet (the registers are three writes; another CPU is between them).
+                // The next frame of a later cycle steps the start forward again.
+                if (g != generation || now < start || start < epoch) {
                     start = epoch;
                     n = 0;
                 }
@@ -141,13 +143,15 @@ control SlotState(inout metadata_t meta, in Time_t local_now) {
                     CLOCK_STEP(11) CLOCK_STEP(10) CLOCK_STEP(9)  CLOCK_STEP(8)
                     CLOCK_STEP(7)  CLOCK_STEP(6)  CLOCK_STEP(5)  CLOCK_STEP(4)
                     CLOCK_STEP(3)  CLOCK_STEP(2)  CLOCK_STEP(1)  CLOCK_STEP(0)
-                    REG_WRITE(clock_generation, cell, generation);
+                    // The generation last: a frame that reads it as this config's then reads
+                    // a start this config wrote (x86 keeps stores in order).
                     REG_WRITE(clock_cycle_start, cell, start);
                     REG_WRITE(clock_cycle, cell, n);
+                    REG_WRITE(clock_generation, cell, generation);
                 } else if (g != generation) {
-                    REG_WRITE(clock_generation, cell, generation);
                     REG_WRITE(clock_cycle_start, cell, start);
                     REG_WRITE(clock_cycle, cell, n);
+                    REG_WRITE(clock_generation, cell, generation);
                 }
                 if (delta < cycle) {
                     // else: idle for > 2^24 cycles; the registers moved 2^24-1
