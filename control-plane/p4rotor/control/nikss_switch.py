@@ -17,17 +17,27 @@ the rest through ``nikss-ctl``.
 No gRPC: no election (always primary), no PacketIn (``read_packets`` yields nothing), no device
 config.  Every nikss-ctl call is a process: a batch runs in a worker thread, in order; a failed
 command fails the write with one line naming the switch, the command and NIKSS's reason.
+
+A switch that crashes and restarts on this target is its pipeline unloaded, then loaded again
+(empty) as the same id with the same ports (the harness's ``switch-crash``).  ``watch`` sees it
+as finsy sees a P4Runtime server go and come back: the switch's tasks are cancelled when its
+pins go (or are replaced), and once it holds its ports again the adapter is opened on the new
+maps and the ready handler runs again (which re-installs it).  An error of a task while the
+pipeline is away is that, not the run's failure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
 import finsy as fy
 
+from .bpf_maps import BPFFS
 from .errors import ControllerError
 from .nikss import (ABSENT_COUNTERS, SLOT_PORT_COUNTERS, NikssError, NikssSwitch, cli_runner, counter_name,
                     nikss_name)
@@ -68,8 +78,31 @@ class NikssDriver:
         self.ready_handler = ready_handler
         self.adapter: NikssSwitch | None = None
         self.on_error: Callable[[BaseException], None] = lambda ex: None
+        self.on_event: Callable[[str], None] = lambda msg: None
         self._tasks: set[asyncio.Task] = set()
         self._lock = asyncio.Lock()   # one nikss-ctl batch at a time per switch
+        self.loaded_as: int | None = None   # the pipeline's pin directory (inode) connected to
+        self.ports: dict[int, int] = {}
+        self.reconnects = 0
+
+    def pins_now(self) -> int | None:
+        """The inode of the pipeline's pin directory now (a new one each load); None: not loaded."""
+        try:
+            return os.stat(BPFFS / f"pipeline{self.pipeline}").st_ino
+        except OSError:
+            return None
+
+    @property
+    def live(self) -> NikssSwitch:
+        """The adapter of the pipeline connected to; none while it is away (``watch``)."""
+        if self.adapter is None:
+            raise ControllerError(f"{self.name}: pipeline {self.pipeline} is not connected (restarting)")
+        return self.adapter
+
+    @property
+    def away(self) -> bool:
+        """The pipeline this driver connected to is gone (unloaded, or loaded again since)."""
+        return self.loaded_as is not None and self.pins_now() != self.loaded_as
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         async with self._lock:
@@ -82,6 +115,7 @@ class NikssDriver:
     async def connect(self) -> None:
         """Check the pipeline is loaded and runs this program; read its port map."""
         where = f"pipeline {self.pipeline}" + (f" in netns {self.netns}" if self.netns else "")
+        loaded_as = self.pins_now()
         try:
             show = await asyncio.to_thread(cli_runner(self.netns), ["pipeline", "show", "id", str(self.pipeline)])
             ports = pipeline_ports(show, self.name)
@@ -95,8 +129,44 @@ class NikssDriver:
                                   f"no {', '.join(missing[:3])}")
         if not ports:
             raise ControllerError(f"{self.name}: {where} has no port named {self.name}-ethP attached")
+        if self.ports and ports != self.ports:
+            raise ControllerError(f"{self.name}: {where} came back with ports {sorted(ports.items())}, not "
+                                  f"{sorted(self.ports.items())}")
         # Exact tables and defaults in-process on the pinned maps, the rest by nikss-ctl (nikss_maps.py).
         self.adapter = NikssSwitch(self.name, self.pipeline, self.p4info_path, ports)
+        self.ports, self.loaded_as = ports, loaded_as
+
+    async def watch(self, every_s: float = 0.002, timeout_s: float = 60.0) -> None:
+        """Poll the pipeline's pins; on a restart, reconnect and run the ready handler again
+        (module docstring).  A pipeline not back with all its ports within ``timeout_s`` of
+        going fails the run."""
+        while True:
+            await asyncio.sleep(every_s)
+            if not self.away:
+                continue
+            self.on_event(f"{self.name}: pipeline {self.pipeline} gone (unloaded or reloaded): waiting for it")
+            await self.cancel_tasks()
+            gone = time.monotonic()
+            while True:
+                if self.pins_now() is not None and await self._ports_back():
+                    break
+                if time.monotonic() - gone > timeout_s:
+                    raise ControllerError(f"{self.name}: pipeline {self.pipeline} not back with its ports "
+                                          f"{timeout_s:g} s after it went")
+                await asyncio.sleep(every_s)
+            await self.connect()
+            self.reconnects += 1
+            self.on_event(f"{self.name}: pipeline {self.pipeline} back after {time.monotonic() - gone:.3f} s: "
+                          "re-installing")
+            self.create_task(self.ready_handler(self))
+
+    async def _ports_back(self) -> bool:
+        """All the ports it had attached again (the harness attaches them after the load)."""
+        try:
+            show = await asyncio.to_thread(cli_runner(self.netns), ["pipeline", "show", "id", str(self.pipeline)])
+            return pipeline_ports(show, self.name) == self.ports
+        except (NikssError, ValueError, KeyError, TypeError):
+            return False
 
     # -- what the controller calls -----------------------------------------------------------
     def create_task(self, coro: Awaitable[Any]) -> asyncio.Task:
@@ -107,7 +177,8 @@ class NikssDriver:
 
     def _task_done(self, task: asyncio.Task) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        # A task that failed because its pipeline went away is the restart's (``watch``).
+        if not task.cancelled() and task.exception() is not None and not self.away:
             self.on_error(task.exception())
 
     async def cancel_tasks(self) -> None:
@@ -117,12 +188,13 @@ class NikssDriver:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.adapter is not None:
             self.adapter.close()
+            self.adapter = None
 
     async def write(self, updates: Iterable[Any]) -> None:
-        await self._call(self.adapter.write, list(updates))
+        await self._call(self.live.write, list(updates))
 
     async def delete_all(self) -> None:
-        await self._call(self.adapter.clear)
+        await self._call(self.live.clear)
 
     async def read(self, entities: Any) -> AsyncIterator[Any]:
         """Counters (whole arrays or listed indices, logical ports), as finsy entities; tables
@@ -144,7 +216,7 @@ class NikssDriver:
             if name in SLOT_PORT_COUNTERS and idx is not None:   # a few cells of 65 536
                 cells = await self.read_cells(name, idx)
             else:
-                cells = await self._call(self.adapter.counter, counter_name(name, self.adapter.kind))
+                cells = await self._call(self.live.counter, counter_name(name, self.live.kind))
             for i in sorted(cells if idx is None else idx):
                 pk, by = cells.get(i, (0, 0))
                 yield fy.P4CounterEntry(name, index=i, data=fy.P4CounterData(byte_count=by, packet_count=pk))
@@ -157,7 +229,7 @@ class NikssDriver:
             return {}
         if counter not in SLOT_PORT_COUNTERS:
             raise ControllerError(f"{self.name}: {counter} is not a per-slot counter")
-        return await self._call(self.adapter.slot_cells, counter_name(counter, self.adapter.kind), sorted(cells))
+        return await self._call(self.live.slot_cells, counter_name(counter, self.live.kind), sorted(cells))
 
     async def read_packets(self) -> AsyncIterator[Any]:
         """No PacketIn on NIKSS."""
@@ -169,23 +241,33 @@ class NikssFabric:
     """Stands for ``finsy.Controller``: connects every switch, runs each ready handler as one of
     its tasks, and ends (raising it) at the first error of any switch's task."""
 
-    def __init__(self, switches: Sequence[NikssDriver]):
+    def __init__(self, switches: Sequence[NikssDriver], on_event: Callable[[str], None] | None = None):
         self.switches = list(switches)
+        self.on_event = on_event
 
     async def run(self) -> None:
+        on_event = self.on_event
         failed: asyncio.Future = asyncio.get_running_loop().create_future()
 
         def fail(ex: BaseException) -> None:
             if not failed.done():
                 failed.set_result(ex)
 
+        watches: list[asyncio.Task] = []
         try:
             for sw in self.switches:
                 sw.on_error = fail
+                if on_event is not None:
+                    sw.on_event = on_event
                 await sw.connect()
             for sw in self.switches:
                 sw.create_task(sw.ready_handler(sw))
+                watch = asyncio.ensure_future(sw.watch())
+                watch.add_done_callback(lambda t: t.cancelled() or t.exception() is None or fail(t.exception()))
+                watches.append(watch)
             raise await failed
         finally:
+            for w in watches:
+                w.cancel()
             for sw in self.switches:
                 await sw.cancel_tasks()

@@ -193,6 +193,8 @@ class Controller:
     # -- per-switch lifecycle ------------------------------------------------
     async def _ready(self, sw: fy.Switch) -> None:
         rt = self.runtimes[sw.name]
+        # Ready again (a switch that restarted): what failed while it was gone is not the run's.
+        rt.error = None
         try:
             if not sw.is_primary:
                 # Not raised into finsy (which would log a traceback and retry): the run ends.
@@ -256,7 +258,7 @@ class Controller:
         if self.target.api == "nikss":
             from .nikss_switch import NikssFabric
 
-            controller: Any = NikssFabric(self.switches)
+            controller: Any = NikssFabric(self.switches, self.on_event)
         else:
             controller = fy.Controller(self.switches)
         self._stop = asyncio.Event()

@@ -9,7 +9,7 @@ from mininet.link import Link, TCLink
 from mininet.node import Switch
 
 from . import nikss
-from .switch import HarnessError, bmv2_command, stop_process_group
+from .switch import HarnessError, bmv2_command, stop_process_group, tcp_listening
 
 
 class BMv2Switch(Switch):
@@ -39,6 +39,12 @@ class BMv2Switch(Switch):
     def kill_process(self):
         stop_process_group(self.proc)
 
+    def serving(self) -> bool:
+        """Its gRPC port listens (raises when the process exited instead)."""
+        if self.proc is not None and self.proc.poll() is not None:
+            raise HarnessError(f"{self.name} exited (status {self.proc.poll()}):\n{self.log_tail()}")
+        return tcp_listening(self.grpc_port)
+
     def stop(self, deleteIntfs=True):
         self.kill_process()
         Switch.stop(self, deleteIntfs)
@@ -61,6 +67,7 @@ class NikssSwitch(Switch):
         Switch.__init__(self, name, **kw)
         self.program = program
         self.pipeline: nikss.Pipeline | None = None
+        self.pipeline_id: int | None = None  # kept over a restart: the controller knows it by it
 
     @property
     def netns(self) -> str:
@@ -68,14 +75,22 @@ class NikssSwitch(Switch):
         return self.pipeline.netns if self.pipeline is not None else f"/proc/{self.pid}/ns/net"
 
     def start(self, controllers):
+        """Load the pipeline and attach the ports; a restart (after ``kill_process``) loads it
+        again, empty, as the same pipeline id."""
         ifaces = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
         for name in ifaces.values():
             self.cmd(f"ip link set dev {name} up")
         self.pipeline = nikss.Pipeline.load(self.name, self.program, nikss.netns_path(self.name), ifaces,
-                                            holder=self.pid)
+                                            holder=self.pid, same_id=self.pipeline_id)
+        self.pipeline_id = self.pipeline.id
+
+    def serving(self) -> bool:
+        """Loaded with its ports attached (``start`` returns only then): ready for its controller."""
+        return self.pipeline is not None
 
     def kill_process(self) -> list[str]:
-        """Unload the pipeline (every port detached first); what failed, as text."""
+        """Unload the pipeline (every port detached first): the switch's crash on this target,
+        its tables, registers and counters gone; what failed, as text."""
         errors = self.pipeline.unload() if self.pipeline is not None else []
         self.pipeline = None
         return errors

@@ -155,11 +155,12 @@ class Pipeline:
 
     @classmethod
     def load(cls, switch: str, obj: Path, netns: str, ifaces: dict[int, str], holder: int | None = None,
-             any_ifindex: bool = False) -> "Pipeline":
+             any_ifindex: bool = False, same_id: int | None = None) -> "Pipeline":
         """Load ``obj`` as a new pipeline and attach ``ifaces`` (interfaces of ``netns``) as ports.
         ``holder``: a process in the switch's namespace; the namespace is then first named
         ``netns`` (``netns_path``: a name of ours under /var/run/netns, deleted with the pipeline).
         ``any_ifindex``: ifindexes need only differ modulo 256 (not be below it).
+        ``same_id``: this id or none (a switch restarted: its controller knows it by its id).
         On a failure whatever was done is undone before the error is raised."""
         ensure_bpffs()
         me = None
@@ -167,8 +168,10 @@ class Pipeline:
             with _locked():
                 used = {r["id"] for r in records()}
                 for attempt in range(10):
-                    pid = next(i for i in range(FIRST_ID, 1 << 30)
-                               if i not in used and not (BPFFS / f"pipeline{i}").exists())
+                    if same_id is not None and (same_id in used or (BPFFS / f"pipeline{same_id}").exists()):
+                        raise HarnessError(f"{switch}: pipeline {same_id} was taken while the switch was down")
+                    pid = same_id if same_id is not None else next(
+                        i for i in range(FIRST_ID, 1 << 30) if i not in used and not (BPFFS / f"pipeline{i}").exists())
                     me = cls(pid, switch, netns, dict(ifaces))
                     me._write_record(obj)  # from here on the id is ours, and a killed run's id is found again
                     try:
@@ -185,7 +188,7 @@ class Pipeline:
                         break
                     except HarnessError as ex:
                         # A NIKSS user outside this lock took the id since it was chosen: the next one.
-                        if "already exists" not in str(ex) or attempt == 9:
+                        if "already exists" not in str(ex) or attempt == 9 or same_id is not None:
                             raise
                         _record_path(pid).unlink(missing_ok=True)
                         used.add(pid)

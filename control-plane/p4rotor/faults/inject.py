@@ -2,7 +2,9 @@
 
 The harness owns processes, so it applies the faults that are about processes and links:
 ``link-down`` (the interface set down, then up), ``switch-crash`` (the BMv2 process SIGKILLed,
-then started again on the same ports: the controller's session reconnects and re-installs it),
+then started again on the same ports: the controller's session reconnects and re-installs it;
+on eBPF the NIKSS pipeline unloaded, then loaded again, empty, as the same pipeline id with the
+same ports: the controller sees it come back and re-installs it),
 ``controller-crash`` (SIGKILL, then a new controller that adopts the running switches) and
 ``host-pause`` (every process in the host's namespace SIGSTOPped, then SIGCONTed) and
 ``agent-kill`` (the host's RotorLB agent SIGKILLed with its rlbd; the harness's supervisor,
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 
 from ..control.status import read_status
-from ..fabric.switch import CONTROLLER_RT_PRIORITY, realtime_allowed, stop_process_group, tcp_listening
+from ..fabric.switch import CONTROLLER_RT_PRIORITY, realtime_allowed, stop_process_group
 from ..control.fault_plan import Fault, FaultPlan
 
 HARNESS_KINDS = ("link-down", "switch-crash", "controller-crash", "host-pause", "agent-kill")
@@ -78,12 +80,13 @@ class Injector:
     # -- the faults ------------------------------------------------------------------------
     def _link_down(self, f: Fault) -> None:
         intf = f"{f.switch}-eth{f.port}"
+        sw = self.emu.net.get(f.switch)   # in its node's namespace: the root one (BMv2) or its own (eBPF)
         self._sleep_until(self.wall(f.start_us))
-        subprocess.run(["ip", "link", "set", "dev", intf, "down"], check=True)
+        _ip_link(sw, intf, "down")
         self._note(f, "down", interface=intf)
         if f.end_us is not None:
             self._sleep_until(self.wall(f.end_us))
-            subprocess.run(["ip", "link", "set", "dev", intf, "up"], check=True)
+            _ip_link(sw, intf, "up")
             self._note(f, "up", interface=intf)
 
     def _switch_crash(self, f: Fault) -> None:
@@ -99,13 +102,18 @@ class Injector:
         if f.restart_after_us is None:
             return
         self._sleep_until(self.wall(f.start_us + f.restart_after_us))
+        t_start = time.time_ns()
         sw.start([])
-        restarted = time.time_ns()
-        self._note(f, "restarted", pid=sw.proc.pid)
+        # BMv2: its process started (it listens later); eBPF: the pipeline loaded and its ports
+        # attached, which is when it serves (the load is the restart's own time: ``load_ms``).
+        restarted = t_start if getattr(sw, "proc", None) is None else time.time_ns()
+        self._note(f, "restarted", **({"pid": sw.proc.pid} if getattr(sw, "proc", None) is not None
+                                      else {"pipeline": sw.pipeline_id,
+                                            "load_ms": (time.time_ns() - t_start) / 1e6}))
         deadline = time.monotonic() + 60
-        while not tcp_listening(sw.grpc_port):
-            if sw.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{f.switch} did not come back (exit {sw.proc.poll()})")
+        while not sw.serving():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{f.switch} did not come back within 60 s")
             time.sleep(0.002)
         listening = time.time_ns()
         self._note(f, "listening", after_ms=(listening - restarted) / 1e6)
@@ -133,12 +141,14 @@ class Injector:
             return
         self._sleep_until(self.wall(f.start_us + f.restart_after_us))
         t = time.time_ns()
-        # A new controller on the same topology and arguments: it adopts what the switches hold.
+        # A new controller on the same topology and arguments: it adopts what the switches hold
+        # (BMv2); on eBPF it cannot read the tables back, and writes them again on a clock of its
+        # own whose slot 0 (``t0_ns``) is ahead: the fabric is dark until then.
         self.emu.restart_controller(timeout=60)
         st = read_status(self.emu.run_dir / "status.json") or {}
         adopted = sum(1 for s in st.get("switches", {}).values() if s.get("adopted"))
         self._note(f, "restarted", after_ms=(time.time_ns() - t) / 1e6, adopted=adopted,
-                   switches=len(st.get("switches", {})))
+                   switches=len(st.get("switches", {})), t0_ns=self.emu.t0_ns)
 
     def _agent_kill(self, f: Fault) -> None:
         if self.supervisor is None:
@@ -161,6 +171,13 @@ class Injector:
                 with contextlib.suppress(OSError):
                     os.kill(p, signal.SIGCONT)
             self._note(f, "resumed")
+
+
+def _ip_link(node, intf: str, state: str) -> None:
+    r = subprocess.run(["mnexec", "-a", str(node.pid), "ip", "link", "set", "dev", intf, state],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"ip link set dev {intf} {state}: {r.stderr.strip()}")
 
 
 def _switch_status(emu, name: str) -> dict:
