@@ -43,13 +43,17 @@ class Installer:
         # Not on NIKSS yet: its clock_phase covers would have to be read back as the ranges built.
         self.adopt = adopt and ctl.mode_code == dp.MODE_CLOCK and ctl.target.api != "nikss"
         self.no_adopt = "--no-adopt" if not adopt else f"no adoption on target {ctl.target.name}"
+        # There the running clock is still kept: the slot config a switch holds gives the slot 0
+        # everything is written again on, so a restarted controller's fabric goes on with its
+        # slots instead of going dark until a new slot 0.
+        self.keep_clock = adopt and ctl.mode_code == dp.MODE_CLOCK and ctl.target.api == "nikss"
         self._sem: asyncio.Semaphore | None = None
         # Each switch's proposal (its clock's slot 0, offset uncertainty; None: cannot adopt)
         # until every switch has one and t0 is decided, once per run.
         self._proposals: dict[str, tuple[float | None, float]] = {}
         self._t0_decided = asyncio.Event()
         self._t0_from: tuple[str, float] | None = None  # (switch, uncertainty) t0 was adopted from
-        if not self.adopt:
+        if not self.adopt and not self.keep_clock:
             self._t0_decided.set()
 
     async def install(self, sw: fy.Switch, rt: SwitchRuntime) -> None:
@@ -83,13 +87,17 @@ class Installer:
             if probe:
                 rt.offset = offset
                 ctl.on_event(f"{sw.name}: clock offset {rt.offset.offset_us} us ({rt.offset.describe()})")
-        clock, why = await self._adoptable(sw, rt, cmp)
+            running = await sw.running_clock() if self.keep_clock else None
+        if running is not None and running["mode"] != dp.MODE_CLOCK:
+            running = None
+        clock, why = await self._adoptable(sw, rt, cmp, running)
         if clock is not None:
             self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
             return
         if why:
             ctl.on_event(f"{sw.name}: not adopted ({why}): clearing and writing")
-        if cmp is not None and cmp.clock is not None and cmp.clock.get("gen") == rt.generation:
+        held = cmp.clock if cmp is not None and cmp.clock is not None else running
+        if held is not None and held.get("gen") == rt.generation:
             # The clock registers still hold the old config's generation: a new one restarts them.
             rt.generation = (rt.generation + 1) & 0xFFFF or 1
         async with self._sem:
@@ -118,24 +126,34 @@ class Installer:
             have += [e async for e in sw.read(defaults)]
         return compare_installed(sw.p4info, want, have)
 
-    async def _adoptable(self, sw: fy.Switch, rt: SwitchRuntime,
-                         cmp: Comparison | None) -> tuple[AdoptedClock | None, str]:
+    async def _adoptable(self, sw: fy.Switch, rt: SwitchRuntime, cmp: Comparison | None,
+                         running: dict[str, int] | None = None) -> tuple[AdoptedClock | None, str]:
         """(the switch's running clock, "") to adopt it, or (None, why not; "" in signal mode,
         which never adopts).  The first time, every switch proposes and t0 is decided once all have: the
-        first switch (in --switch/topology order) whose clock can be adopted gives it."""
+        first switch (in --switch/topology order) whose clock can be adopted gives it.  ``running``:
+        the slot config a switch whose tables cannot be read back holds (``keep_clock``): its
+        clock is proposed, and the switch written again on the t0 decided."""
         ctl = self.ctl
-        clock = None
+        clock = kept = None
         if cmp is not None and cmp.same and cmp.clock is not None and rt.offset is not None:
             clock = adopt_clock(ctl.target, cmp.clock["epoch_us"], cmp.clock["offset"], rt.offset.offset_us,
                                 ctl.clock.now_us())
+        if running is not None and rt.offset is not None:
+            kept = adopt_clock(ctl.target, running["epoch"], running["offset"], rt.offset.offset_us,
+                               ctl.clock.now_us())
         unc = rt.offset.uncertainty_us if rt.offset else 0.0
         if not self._t0_decided.is_set():
-            self._proposals[sw.name] = (None if clock is None else clock.epoch_us - rt.role.epoch_offset_us, unc)
+            proposal = clock or kept
+            self._proposals[sw.name] = (None if proposal is None else proposal.epoch_us - rt.role.epoch_offset_us,
+                                        unc)
             if len(self._proposals) == len(ctl.runtimes):
                 self._decide_t0()
             else:
                 await self._t0_decided.wait()
         if cmp is None:
+            if kept is not None and self._t0_from is not None:
+                return None, (f"{self.no_adopt}: its tables cannot be read back; written again on the running "
+                              f"clock {self._t0_from[0]} holds")
             return None, self.no_adopt if ctl.mode_code == dp.MODE_CLOCK else ""
         if clock is None:
             return None, cmp.reason or "the switch holds no slot config"

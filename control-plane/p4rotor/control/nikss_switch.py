@@ -160,6 +160,24 @@ class NikssDriver:
                           "re-installing")
             self.create_task(self.ready_handler(self))
 
+    async def running_clock(self) -> dict[str, int] | None:
+        """The slot config the pipeline holds (its default action): {mode, epoch, offset, gen,
+        cycle} in the target's units; None when it holds none (a fresh pipeline) or no such
+        table.  What a new controller keeps when it cannot read the tables back (installer.py)."""
+        table = next((nikss_name(t.name) for t in self.p4info.tables if t.name.endswith(".slot_state.config")), None)
+        if table is None:
+            return None
+        out = await self._call(cli_runner(self.netns), ["table", "default", "get", "pipe", str(self.pipeline), table])
+        try:
+            act = json.loads(out)[table]["default_action"]["action"]
+            if not str(act.get("name", "")).endswith("slot_state_configure"):
+                return None
+            p = {str(x["name"]): int(str(x["value"]), 16) for x in act.get("parameters", [])}
+            return {"mode": p["mode"], "epoch": p["epoch_us"], "offset": p["offset"], "gen": p["gen"],
+                    "cycle": p["cycle"]}
+        except (ValueError, KeyError, TypeError, AttributeError) as ex:
+            raise ControllerError(f"{self.name}: unreadable slot config ({ex})") from None
+
     async def _ports_back(self) -> bool:
         """All the ports it had attached again (the harness attaches them after the load)."""
         try:
