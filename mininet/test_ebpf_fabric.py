@@ -432,9 +432,9 @@ def test_a_crashed_switch_is_reloaded_as_itself_and_reinstalled(tmp_path):
 @needs_mininet
 @needs_programs
 def test_a_restarted_controller_writes_the_switches_again_on_their_running_clock(tmp_path):
-    """NIKSS tables cannot be read back, so a new controller clears and writes every switch; it
-    keeps the slot 0 their configs hold (not a new one ahead, the fabric dark until then), and
-    rack 0 reaches rack 1 right after."""
+    """NIKSS tables cannot be read back, so a new controller writes every switch again; it keeps
+    the slot 0 their configs hold (not a new one ahead, the fabric dark until then), writes over
+    what they hold (not cleared: the same schedule), and rack 0 reaches rack 1 right after."""
     from p4rotor.control.status import read_status
     from p4rotor.fabric.mininet import Emulation, leftovers
 
@@ -452,6 +452,8 @@ def test_a_restarted_controller_writes_the_switches_again_on_their_running_clock
         emu.stop()
     assert abs(t0_after - t0) < 1000, (t0, t0_after)   # the same slot 0 (ns)
     assert st.get("phase") == "running" and not any(s.get("adopted") for s in st["switches"].values())
+    # The same schedule: written over what each switch held, none cleared.
+    assert all(s.get("written_over") for s in st["switches"].values()), st["switches"]
     assert int(re.search(r"(\d+) received", out).group(1)) > 0, out
     assert leftovers(topo, "ebpf") == [] and _mine(ids) == []
 

@@ -65,6 +65,29 @@ def test_adapter_refuses_a_port_that_is_not_attached_and_a_table_it_lacks():
                                   action=fy.P4TableAction(dp.TOR_A_MTU_LIMIT, max_frame_bytes=1500))])
 
 
+def test_adapter_writing_over_updates_an_entry_that_exists_and_refuses_otherwise():
+    """``write(over=True)``: an insert the table already holds becomes an update (a controller
+    writing a switch it did not clear); any other failure, or without ``over``, is raised."""
+
+    class Exists(Recorder):
+        def __call__(self, args):
+            super().__call__(args)
+            if args[1] == "add" and args[4] == "RotorIngress_circuit_circuit":
+                raise NikssError(f"nikss-ctl {' '.join(args[:5])}: failed to set up entry: File exists")
+            return ""
+
+    s = sched()
+    ents = C.circuit_entries(s.rotors[0], C.default_port_map(4))
+    rec = Exists()
+    NikssSwitch("r0", 7, P4INFO, {1: 11, 2: 12, 3: 13, 4: 14}, runner=rec).write(ents, over=True)
+    updates = [c for c in rec.calls if c[1] == "update"]
+    assert len(updates) == 8 and all(c[4] == "RotorIngress_circuit_circuit" for c in updates)
+    assert ["table", "update", "pipe", "7", "RotorIngress_circuit_circuit", "action", "name",
+            "RotorIngress_circuit_connect", "key", "0", "11", "data", "12"] in updates
+    with pytest.raises(NikssError, match="File exists"):
+        NikssSwitch("r0", 7, P4INFO, {1: 11, 2: 12, 3: 13, 4: 14}, runner=Exists()).write(ents)
+
+
 def test_adapter_leaves_out_the_rotor_mtu_check_only_when_every_link_has_one_mtu():
     # The PSA rotor has no MTU table: the ToR before it checked the same MTU (docs/targets.md).
     rec = Recorder()

@@ -7,6 +7,7 @@ run again after a switch restart, which finsy reconnects to."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ import finsy as fy
 from .. import p4 as dp
 from .entities import Comparison, compare_installed
 from .roles import SwitchRuntime
-from .target import clock_start_entities
+from .target import clock_start_entities, is_slot_config
 from .timebase import AdoptedClock, adopt_clock
 
 if TYPE_CHECKING:
@@ -95,13 +96,14 @@ class Installer:
             self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
             return
         if why:
-            ctl.on_event(f"{sw.name}: not adopted ({why}): clearing and writing")
+            ctl.on_event(f"{sw.name}: not adopted ({why}): "
+                         + ("writing" if running is not None else "clearing and writing"))
         held = cmp.clock if cmp is not None and cmp.clock is not None else running
         if held is not None and held.get("gen") == rt.generation:
             # The clock registers still hold the old config's generation: a new one restarts them.
             rt.generation = (rt.generation + 1) & 0xFFFF or 1
         async with self._sem:
-            await self._clear_and_write(sw, rt, why)
+            await self._clear_and_write(sw, rt, why, running)
 
     @staticmethod
     async def _timed(rt: SwitchRuntime, phase: str, job: Any) -> Any:
@@ -153,7 +155,7 @@ class Installer:
         if cmp is None:
             if kept is not None and self._t0_from is not None:
                 return None, (f"{self.no_adopt}: its tables cannot be read back; written again on the running "
-                              f"clock {self._t0_from[0]} holds")
+                              f"clock {self._t0_from[0]} holds")   # over them if the schedule is the same
             return None, self.no_adopt if ctl.mode_code == dp.MODE_CLOCK else ""
         if clock is None:
             return None, cmp.reason or "the switch holds no slot config"
@@ -203,27 +205,37 @@ class Installer:
                      f"{rt.writes} entities written")
         rt.ready.set()
 
-    async def _clear_and_write(self, sw: fy.Switch, rt: SwitchRuntime, why: str) -> None:
-        """Clear, then write everything: safe to run again after a restart."""
+    async def _clear_and_write(self, sw: fy.Switch, rt: SwitchRuntime, why: str,
+                               running: dict[str, int] | None = None) -> None:
+        """Clear, then write everything: safe to run again after a restart.  A switch whose
+        running clock is kept (``keep_clock``) and whose config has this schedule's cycle is
+        written over instead, not cleared: what it holds is what this controller writes (the
+        same schedule), and its frames keep their routes while it is written."""
         ctl = self.ctl
-        p = time.perf_counter()
-        await sw.delete_all()
-        rt.install_phases["clear_ms"] = _ms_since(p)
-        rt.clears += 1
-        rt.adopted = False
-        rt.t0_common_us = None
         offset = rt.offset.offset_us if rt.offset else 0
         epoch = ctl.clock.t0_common_us + rt.role.epoch_offset_us
         if ctl.mode_code == dp.MODE_CLOCK:
             offset += rt.injected_skew_us  # the emulated clock's jump (skew.py); 0 without faults
-            rt.config_offset_us = offset
         ents = rt.role.entities(ctl.mode_code, offset, epoch, rt.generation, ctl.target)
+        cfg = next((e.action.args for e in ents if is_slot_config(e)), None)
+        over = (running is not None and cfg is not None and running["cycle"] == cfg.get("cycle")
+                and running["matchings"] == cfg.get("num_matchings"))
+        p = time.perf_counter()
+        if not over:
+            await sw.delete_all()
+            rt.clears += 1
+        rt.install_phases["clear_ms"] = _ms_since(p)
+        rt.adopted = False
+        rt.t0_common_us = None
+        if ctl.mode_code == dp.MODE_CLOCK:
+            rt.config_offset_us = offset
         t = time.perf_counter()
         starts = clock_start_entities(ctl.target, ents)
         if starts:
             # TNA: the clock's cycle register is started before the config that uses it.
             await rt.write(sw, starts)
-        await rt.write(sw, ents)
+        with sw.writing_over() if over else contextlib.nullcontext():
+            await rt.write(sw, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
         rt.install_phases["write_ms"] = round(rt.install_ms, 3)
         rt.entities = len(ents)
@@ -234,10 +246,12 @@ class Installer:
             extra.update(ctl.keeper.status(rt))
         if why:
             extra["not_adopted"] = why
+        if over:
+            extra["written_over"] = True
         ctl.status.installed(sw.name, len(ents), rt.install_ms, rt.offset.offset_us if rt.offset else None,
                              rt.offset, **extra)
         ctl.on_event(f"{sw.name}: installed {len(ents)} entities in {rt.install_ms:.1f} ms "
-                     f"({ctl.mode} mode)")
+                     f"({ctl.mode} mode{', written over what it held' if over else ''})")
         rt.ready.set()
 
 

@@ -274,9 +274,11 @@ class NikssSwitch:
                              "check of its own (docs/targets.md)")
         return [u for u in updates if not (isinstance(u, fy.P4TableEntry) and str(u.table_id) == ROTOR_MTU)]
 
-    def write(self, updates: Iterable[object]) -> None:
+    def write(self, updates: Iterable[object], over: bool = False) -> None:
         """Write finsy updates (``+entity`` insert, ``-entity`` delete, ``~entity`` modify).  Two
-        entities that become the same entry (one slot's range in two pieces) are written once."""
+        entities that become the same entry (one slot's range in two pieces) are written once.
+        ``over``: an insert of an entry the table holds already updates it (a controller writing
+        again what a switch it did not clear holds)."""
         updates = self._skip_rotor_mtu(list(updates))
         self._find_grain(updates)
         done = set()
@@ -288,7 +290,12 @@ class NikssSwitch:
                 if tuple(args) in done:
                     continue
                 done.add(tuple(args))
-                self.run(args)
+                try:
+                    self.run(args)
+                except NikssError as ex:
+                    if not (over and op == "add" and "File exists" in str(ex)):
+                        raise
+                    self.run(["table", "update", *args[2:]])
                 self.entries_written += 1
 
     def clear(self) -> None:

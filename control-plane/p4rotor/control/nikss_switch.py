@@ -29,11 +29,12 @@ pipeline is away is that, not the run's failure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 
 import finsy as fy
 
@@ -84,6 +85,7 @@ class NikssDriver:
         self.loaded_as: int | None = None   # the pipeline's pin directory (inode) connected to
         self.ports: dict[int, int] = {}
         self.reconnects = 0
+        self._over = False   # ``writing_over``
 
     def pins_now(self) -> int | None:
         """The inode of the pipeline's pin directory now (a new one each load); None: not loaded."""
@@ -162,7 +164,7 @@ class NikssDriver:
 
     async def running_clock(self) -> dict[str, int] | None:
         """The slot config the pipeline holds (its default action): {mode, epoch, offset, gen,
-        cycle} in the target's units; None when it holds none (a fresh pipeline) or no such
+        cycle, matchings} in the target's units; None when it holds none (a fresh pipeline) or no such
         table.  What a new controller keeps when it cannot read the tables back (installer.py)."""
         table = next((nikss_name(t.name) for t in self.p4info.tables if t.name.endswith(".slot_state.config")), None)
         if table is None:
@@ -174,7 +176,7 @@ class NikssDriver:
                 return None
             p = {str(x["name"]): int(str(x["value"]), 16) for x in act.get("parameters", [])}
             return {"mode": p["mode"], "epoch": p["epoch_us"], "offset": p["offset"], "gen": p["gen"],
-                    "cycle": p["cycle"]}
+                    "cycle": p["cycle"], "matchings": p["num_matchings"]}
         except (ValueError, KeyError, TypeError, AttributeError) as ex:
             raise ControllerError(f"{self.name}: unreadable slot config ({ex})") from None
 
@@ -209,7 +211,16 @@ class NikssDriver:
             self.adapter = None
 
     async def write(self, updates: Iterable[Any]) -> None:
-        await self._call(self.live.write, list(updates))
+        await self._call(self.live.write, list(updates), self._over)
+
+    @contextlib.contextmanager
+    def writing_over(self) -> Iterator[None]:
+        """Inserts in this block update an entry the pipeline holds already (not cleared first)."""
+        self._over = True
+        try:
+            yield
+        finally:
+            self._over = False
 
     async def delete_all(self) -> None:
         await self._call(self.live.clear)

@@ -66,11 +66,12 @@ class StatusFile:
     def installed(self, name: str, entities: int, install_ms: float, offset_us: int | None = None,
                   offset: Any = None, **more: Any) -> None:
         """A switch is ready: installed, or adopted (``more``: adopted, writes, clears, generation,
-        epoch_us; adopted: installed_epoch_us, installed_offset_us, cycle_us; else not_adopted).
+        epoch_us; adopted: installed_epoch_us, installed_offset_us, cycle_us; else not_adopted, and
+        written_over when not cleared first).
         ``offset``: the clock offset's estimate (timebase.OffsetEstimate: its words, method and
         uncertainty are kept) or words alone."""
         sw = self.data["switches"][name]
-        for k in ("installed_epoch_us", "installed_offset_us", "cycle_us", "not_adopted"):
+        for k in ("installed_epoch_us", "installed_offset_us", "cycle_us", "not_adopted", "written_over"):
             sw.pop(k, None)  # from an earlier install of the same switch
         sw.update(installed=True, entities=entities, install_ms=round(install_ms, 3), **more)
         if offset_us is not None:
