@@ -95,9 +95,6 @@ class Installer:
         if clock is not None:
             self._adopted(sw, rt, cmp, clock, (time.perf_counter() - t) * 1e3)
             return
-        if why:
-            ctl.on_event(f"{sw.name}: not adopted ({why}): "
-                         + ("writing" if running is not None else "clearing and writing"))
         held = cmp.clock if cmp is not None and cmp.clock is not None else running
         if held is not None and held.get("gen") == rt.generation:
             # The clock registers still hold the old config's generation: a new one restarts them.
@@ -220,6 +217,9 @@ class Installer:
         cfg = next((e.action.args for e in ents if is_slot_config(e)), None)
         over = (running is not None and cfg is not None and running["cycle"] == cfg.get("cycle")
                 and running["matchings"] == cfg.get("num_matchings"))
+        if why:
+            ctl.on_event(f"{sw.name}: not adopted ({why}): "
+                         + ("writing over what it holds" if over else "clearing and writing"))
         p = time.perf_counter()
         if not over:
             await sw.delete_all()

@@ -384,7 +384,7 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
                   f"{row['restarted_after_kill_ms']:.0f} ms, its bulk delivered again {row.get('first_delivered_after_kill_s')} s "
                   f"after the kill, {row['bulk_frames_lost_to_it']} bulk frames lost to it")
         if "window_end_s" in row:
-            s += f" (its end: the new controller's slot 0, {row['window_end_s']:.1f} s)"
+            s += f" (to {row['window_end_s']:.1f} s: the new controller running, its slot 0 reached)"
         s += f", {row['probes_lost']} probes lost, recovered {row['recovered_after_end_s']} s after its end"
         if said and said[-1][0] == s:
             said[-1][1] += 1
