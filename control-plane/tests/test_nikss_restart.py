@@ -84,6 +84,7 @@ def test_a_restarted_pipeline_is_reconnected_and_its_ready_handler_runs_again(dr
 
     first = asyncio.run(go())
     assert len(readies) == 2 and readies[1] is not first and readies[1].ports == {1: 2, 2: 3}
+    assert d._fresh   # loaded again, nothing written: a clear would find it empty
     assert d.reconnects == 1 and d.loaded_as == 2
     assert any("gone" in e for e in events) and any("back after" in e for e in events)
 
@@ -134,3 +135,27 @@ def test_a_pipeline_back_with_other_ports_or_not_back_fails(driver):
 
     with pytest.raises(ControllerError, match="not back with its ports 0.05 s after it went"):
         asyncio.run(never())
+
+
+def test_a_pipeline_loaded_again_is_not_cleared_until_written(driver):
+    d, pipe, _, _ = driver
+    cleared = []
+
+    class Adapter(FakeAdapter):
+        def clear(self):
+            cleared.append(1)
+
+        def write(self, updates, over=False):
+            pass
+
+    async def go():
+        NS.NikssSwitch = Adapter
+        await d.connect()
+        await d.delete_all()            # connected at start: it may hold a run's entries
+        d._fresh = True                 # as ``watch`` leaves it after a reload
+        await d.delete_all()
+        await d.write([])
+        await d.delete_all()
+
+    asyncio.run(go())
+    assert len(cleared) == 2

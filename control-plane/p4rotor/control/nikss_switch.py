@@ -86,6 +86,7 @@ class NikssDriver:
         self.ports: dict[int, int] = {}
         self.reconnects = 0
         self._over = False   # ``writing_over``
+        self._fresh = False  # loaded again (``watch``) and not written since: as empty as a clear leaves it
 
     def pins_now(self) -> int | None:
         """The inode of the pipeline's pin directory now (a new one each load); None: not loaded."""
@@ -157,6 +158,7 @@ class NikssDriver:
                                           f"{timeout_s:g} s after it went")
                 await asyncio.sleep(every_s)
             await self.connect()
+            self._fresh = True
             self.reconnects += 1
             self.on_event(f"{self.name}: pipeline {self.pipeline} back after {time.monotonic() - gone:.3f} s: "
                           "re-installing")
@@ -211,6 +213,7 @@ class NikssDriver:
             self.adapter = None
 
     async def write(self, updates: Iterable[Any]) -> None:
+        self._fresh = False
         await self._call(self.live.write, list(updates), self._over)
 
     @contextlib.contextmanager
@@ -223,7 +226,10 @@ class NikssDriver:
             self._over = False
 
     async def delete_all(self) -> None:
-        await self._call(self.live.clear)
+        """Clear the pipeline; nothing to do on one just loaded again and not written since (a
+        restarted switch: its re-install is that much sooner)."""
+        if not self._fresh:
+            await self._call(self.live.clear)
 
     async def read(self, entities: Any) -> AsyncIterator[Any]:
         """Counters (whole arrays or listed indices, logical ports), as finsy entities; tables
