@@ -127,6 +127,32 @@ def test_built_ebpf_p4info_matches_the_fixture():
         f"tests/data/ebpf-rotor.p4info.txtpb is stale: copy {built} over it"
 
 
+def test_adapter_refuses_a_ternary_mask_the_program_does_not_look_up():
+    # The programs walk TERNARY_MASKS masks per table: an entry under a third would be taken by
+    # NIKSS and never matched, so it is refused in one line naming the field and the mask.
+    rec = Recorder()
+    sw = NikssSwitch("r0", 7, P4INFO, {1: 11}, runner=rec)
+    sw.write(C.loss_entries([C.LinkLoss(port=1, direction="in", rate=0.5, matching=1),
+                             C.LinkLoss(port=1, direction="out", rate=0.5)]))
+    keys = [c[c.index("key") + 1:c.index("data")] for c in rec.calls]
+    assert keys == [["11", "1^65535"], ["11", "0^0"]]
+    bad = fy.P4TableEntry(dp.T_LOSS_IN, match=fy.P4TableMatch(port=1, matching=(1, 0xFF)),
+                          action=fy.P4TableAction(dp.A_LOSSY, threshold_=1), priority=2)
+    with pytest.raises(NikssError, match=r"r0: .*loss_in\.matching mask 0xff: .* 2 masks"):
+        sw.write([bad])
+
+
+def test_built_ebpf_programs_look_up_as_many_ternary_masks_as_the_adapter_writes():
+    from p4rotor.control.nikss import TERNARY_MASKS
+
+    built = BUILD / "rotor.c"
+    if not built.exists():
+        pytest.skip(f"SKIPPED: {built} not built (make build-ebpf; needs p4c-ebpf)")
+    bounds = {line.split()[1]: int(line.split()[2]) for line in built.read_text().splitlines()
+              if line.startswith("#define MAX_") and line.split()[1].endswith("_KEY_MASKS")}
+    assert bounds and set(bounds.values()) == {TERNARY_MASKS}, bounds
+
+
 # -- in the kernel ------------------------------------------------------------------------
 
 

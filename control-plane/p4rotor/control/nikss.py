@@ -38,6 +38,12 @@ import finsy as fy
 from .errors import ControllerError
 
 NIKSS_CTL = "nikss-ctl"
+# p4c-ebpf's ternary lookup walks a table's masks in a loop the verifier follows to its bound
+# (128 by default: ~80 ms of BPF_PROG_LOAD per egress program, most of a rotor's restart).  The
+# programs are built with ``--max-ternary-masks 2`` (Makefile), which holds what the entity
+# builders write (a field matched exactly or not at all); any other mask is refused here, since
+# NIKSS would take it and the program would never look it up.
+TERNARY_MASKS = 2
 # (table, key field) holding a port; (action, parameter) holding a port.
 PORT_KEYS = {("RotorIngress.circuit.circuit", "in_port"), ("RotorEgress.optical_loss.loss_in", "port"),
              ("RotorEgress.optical_loss.loss_out", "port"), ("TorIngress.port_mtu.port_mtu", "port"),
@@ -207,12 +213,16 @@ class NikssSwitch:
                     v = int(ipaddress.ip_address(v))
                 alts = [str(v)]
             elif kind == "TERNARY":
+                full = (1 << bitwidth) - 1
                 if v is None:
                     alts = ["0^0"]
                 elif isinstance(v, tuple):
+                    if v[1] not in (0, full):
+                        raise NikssError(f"{self.name}: {table}.{fname} mask {v[1]:#x}: the eBPF programs "
+                                         f"look up {TERNARY_MASKS} masks per ternary field, none or every bit")
                     alts = [f"{v[0]}^{v[1]}"]
                 else:
-                    alts = [f"{v}^{(1 << bitwidth) - 1}"]
+                    alts = [f"{v}^{full}"]
             else:
                 raise NikssError(f"{self.name}: {kind} key {table}.{fname} is not supported on eBPF")
             keys = [k + [a] for k in keys for a in alts]
