@@ -68,6 +68,7 @@ class NikssSwitch(Switch):
         self.program = program
         self.pipeline: nikss.Pipeline | None = None
         self.pipeline_id: int | None = None  # kept over a restart: the controller knows it by it
+        self.port_mtus: dict[str, int] | None = None  # the ports' MTUs as the first load set them
 
     @property
     def netns(self) -> str:
@@ -78,11 +79,11 @@ class NikssSwitch(Switch):
         """Load the pipeline and attach the ports; a restart (after ``kill_process``) loads it
         again, empty, as the same pipeline id."""
         ifaces = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
-        for name in ifaces.values():
-            self.cmd(f"ip link set dev {name} up")
+        self.cmd("; ".join(f"ip link set dev {name} up" for name in ifaces.values()))
         self.pipeline = nikss.Pipeline.load(self.name, self.program, nikss.netns_path(self.name), ifaces,
-                                            holder=self.pid, same_id=self.pipeline_id)
+                                            holder=self.pid, same_id=self.pipeline_id, mtus=self.port_mtus)
         self.pipeline_id = self.pipeline.id
+        self.port_mtus = self.pipeline.mtus
 
     def serving(self) -> bool:
         """Loaded with its ports attached (``start`` returns only then): ready for its controller."""
