@@ -20,7 +20,8 @@ P4INFO = HERE / "data" / "ebpf-rotor.p4info.txtpb"
 
 
 class FakePipeline:
-    """What the driver reads: the pins' inode (None: unloaded) and ``pipeline show``'s ports."""
+    """What the driver reads: the pins' inode (None: unloaded) and its ports (``pipeline show``
+    at the first connect, the port DEVMAP after a restart)."""
 
     def __init__(self):
         self.ino: int | None = 1
@@ -47,6 +48,10 @@ def driver(monkeypatch):
     monkeypatch.setattr(NS, "NikssSwitch", FakeAdapter)
     monkeypatch.setattr(NS.NikssDriver, "pins_now", lambda self: pipe.ino)
     monkeypatch.setattr(NS, "missing_tables", lambda schema, show: [])
+    monkeypatch.setattr(NS, "missing_pinned_tables", lambda schema, maps: [])
+    # The port DEVMAP's cells: the PSA ports attached now (only those asked for, when asked).
+    monkeypatch.setattr(NS.NikssDriver, "attached", lambda self, ports=None: None if pipe.ino is None else
+                        {i for i in pipe.ports.values() if ports is None or i in set(ports)})
     readies = []
 
     async def ready(sw):
@@ -137,7 +142,7 @@ def test_a_pipeline_back_with_other_ports_or_not_back_fails(driver):
         asyncio.run(never())
 
 
-def test_a_pipeline_loaded_again_is_not_cleared_until_written(driver):
+def test_a_pipeline_loaded_again_is_not_cleared_until_written(driver, monkeypatch):
     d, pipe, _, _ = driver
     cleared = []
 
@@ -148,8 +153,9 @@ def test_a_pipeline_loaded_again_is_not_cleared_until_written(driver):
         def write(self, updates, over=False):
             pass
 
+    monkeypatch.setattr(NS, "NikssSwitch", Adapter)
+
     async def go():
-        NS.NikssSwitch = Adapter
         await d.connect()
         await d.delete_all()            # connected at start: it may hold a run's entries
         d._fresh = True                 # as ``watch`` leaves it after a reload
@@ -159,3 +165,57 @@ def test_a_pipeline_loaded_again_is_not_cleared_until_written(driver):
 
     asyncio.run(go())
     assert len(cleared) == 2
+
+
+# -- in the kernel --------------------------------------------------------------------------------
+
+BUILD = HERE.parents[1] / "build" / "ebpf"
+
+
+def _kernel_skip() -> str | None:
+    import os
+
+    from p4rotor.fabric.nikss import missing_tools
+
+    miss = missing_tools()
+    for f in ("rotor.o", "tor.p4info.txtpb"):
+        if not (BUILD / f).exists():
+            miss.append(f"{BUILD / f} (run 'make build-ebpf')")
+    if os.geteuid() != 0:
+        miss.append("root")
+    return f"a restarted pipeline's ports not read: missing {', '.join(miss)}" if miss else None
+
+
+@pytest.mark.skipif(_kernel_skip() is not None, reason=_kernel_skip() or "")
+def test_the_driver_reads_a_loaded_pipelines_ports_and_program_from_its_pins():
+    # What ``watch`` reads in-process after a restart: the ports add-port attached (the DEVMAP),
+    # before the harness's load returns, and whether the pins are this P4Info's program.
+    import subprocess
+
+    import finsy as fy
+    from p4rotor.fabric.nikss import Pipeline, leftovers
+
+    ns = "p4rt-attached"
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    pl = None
+    try:
+        ifaces = {}
+        for port in (1, 2):
+            subprocess.run(["ip", "-n", ns, "link", "add", f"r0-eth{port}", "index", str(port + 1), "type", "veth",
+                            "peer", f"x{port}", "index", str(port + 101)], check=True)
+            ifaces[port] = f"r0-eth{port}"
+        pl = Pipeline.load("r0", BUILD / "rotor.o", f"/var/run/netns/{ns}", ifaces)
+        d = NS.NikssDriver("r0", pl.id, f"/var/run/netns/{ns}", P4INFO, lambda sw: None)
+        assert d.attached() == {2, 3} and d.attached([3]) == {3}
+        maps = NS.BPFFS / f"pipeline{pl.id}" / "maps"
+        assert NS.missing_pinned_tables(fy.P4Schema(P4INFO), maps) == []
+        assert "TorIngress.routing.route" in NS.missing_pinned_tables(fy.P4Schema(BUILD / "tor.p4info.txtpb"), maps)
+        assert not pl.unload()
+        pl = None
+        assert d.attached() is None
+    finally:
+        if pl is not None:
+            pl.unload()
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    assert not leftovers()

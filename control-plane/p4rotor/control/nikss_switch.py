@@ -9,7 +9,8 @@ this module knows the switch is not a P4Runtime server.
 What a switch is (the harness's contract, docs/targets.md): ``--pipeline NAME=ID[@NETNS]``, the
 pipeline the harness loaded and whose ports it attached in network namespace NETNS; the interface
 of logical port P is named ``NAME-ethP`` (Mininet's naming).  The controller never loads, attaches
-or unloads anything: it reads the port map (``pipeline show`` in NETNS) and writes entries.
+or unloads anything: it reads the port map (``pipeline show`` in NETNS; after a restart, the
+pipeline's port DEVMAP) and writes entries.
 Entries and counters live in pinned BPF maps, which no network namespace hides: exact tables and
 default actions are written straight into them (``nikss_maps.py``, tens of thousands a second),
 the rest through ``nikss-ctl``.
@@ -38,6 +39,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, 
 
 import finsy as fy
 
+from . import bpf_maps
 from .bpf_maps import BPFFS
 from .errors import ControllerError
 from .nikss import (ABSENT_COUNTERS, SLOT_PORT_COUNTERS, NikssError, NikssSwitch, cli_runner, counter_name,
@@ -61,6 +63,22 @@ def missing_tables(schema: fy.P4Schema, show: str) -> list[str]:
     if not have:
         return []  # this nikss-ctl lists no objects: nothing to compare
     return [t.name for t in schema.tables if nikss_name(t.name) not in have]
+
+
+def missing_pinned_tables(schema: fy.P4Schema, maps: Path) -> list[str]:
+    """``missing_tables`` from the pipeline's pinned maps (``maps``: its maps directory), with no
+    process: a table is its map, or the maps named after it (a ternary table's ``_prefixes``,
+    ``_tuple``, ..., every table's ``_defaultAction``)."""
+    try:
+        have = [m.name for m in maps.iterdir()]
+    except OSError:
+        return [t.name for t in schema.tables]
+    return [t.name for t in schema.tables
+            if not any(m == nikss_name(t.name) or m.startswith(nikss_name(t.name) + "_") for m in have)]
+
+
+PORT_MAP = "tx_port"    # NIKSS's DEVMAP of the attached ports: cell ifindex % PORT_CELLS -> ifindex
+PORT_CELLS = 256
 
 
 class NikssDriver:
@@ -115,10 +133,33 @@ class NikssDriver:
                 msg = str(ex)
                 raise ControllerError(msg if msg.startswith(self.name) else f"{self.name}: {msg}") from None
 
+    def attached(self, ports: Iterable[int] | None = None) -> set[int] | None:
+        """The PSA ports attached to the pipeline now, read in-process from its port DEVMAP
+        (add-port writes a port's cell once its XDP program is on the interface); only ``ports``
+        are looked up when given.  None: the map is not there (not loaded, or loading).  A
+        ``pipeline show`` is a process of 10-20 ms; a restarted switch's driver polls this every
+        2 ms while the harness attaches its ports."""
+        cells = sorted({p % PORT_CELLS for p in ports}) if ports is not None else list(range(PORT_CELLS))
+        try:
+            got = bpf_maps.lookup_array(BPFFS / f"pipeline{self.pipeline}" / "maps" / PORT_MAP, cells)
+        except OSError:
+            return None
+        return {int.from_bytes(v[:4], "little") for v in got.values()}
+
     async def connect(self) -> None:
         """Check the pipeline is loaded and runs this program; read its port map."""
         where = f"pipeline {self.pipeline}" + (f" in netns {self.netns}" if self.netns else "")
         loaded_as = self.pins_now()
+        if self.ports and loaded_as is not None:
+            # Loaded again: ``watch`` saw exactly its ports back (``_ports_back``); what is left to
+            # check is the program, from its pinned maps, without a process.
+            missing = missing_pinned_tables(self.p4info, BPFFS / f"pipeline{self.pipeline}" / "maps")
+            if missing:
+                raise ControllerError(f"{self.name}: {where} does not run {self.p4info_path.name}'s program: it "
+                                      f"has no {', '.join(missing[:3])}")
+            self.adapter = NikssSwitch(self.name, self.pipeline, self.p4info_path, self.ports)
+            self.loaded_as = loaded_as
+            return
         try:
             show = await asyncio.to_thread(cli_runner(self.netns), ["pipeline", "show", "id", str(self.pipeline)])
             ports = pipeline_ports(show, self.name)
@@ -183,12 +224,13 @@ class NikssDriver:
             raise ControllerError(f"{self.name}: unreadable slot config ({ex})") from None
 
     async def _ports_back(self) -> bool:
-        """All the ports it had attached again (the harness attaches them after the load)."""
-        try:
-            show = await asyncio.to_thread(cli_runner(self.netns), ["pipeline", "show", "id", str(self.pipeline)])
-            return pipeline_ports(show, self.name) == self.ports
-        except (NikssError, ValueError, KeyError, TypeError):
+        """All the ports it had attached again, and no other (the harness attaches them after the
+        load): the few cells it had polled, then the whole map once they are all there."""
+        want = set(self.ports.values())
+        now = self.attached(want)
+        if now is None or not want <= now:
             return False
+        return self.attached() == want
 
     # -- what the controller calls -----------------------------------------------------------
     def create_task(self, coro: Awaitable[Any]) -> asyncio.Task:
