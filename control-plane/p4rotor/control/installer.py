@@ -189,6 +189,7 @@ class Installer:
         # absorbed the difference): that is what a rewrite keeps.
         rt.config_offset_us = rt.offset.offset_us + rt.injected_skew_us
         cycle_us = cfg["cycle"] * ctl.target.time_unit_ns / 1000
+        rt.install_phases["done_ns"] = time.time_ns()
         ctl.status.installed(
             sw.name, cmp.entries, elapsed_ms, rt.offset.offset_us, rt.offset, adopted=True,
             writes=rt.writes, clears=rt.clears, generation=rt.generation, epoch_us=round(clock.epoch_us),
@@ -238,6 +239,7 @@ class Installer:
             await rt.write(sw, ents)
         rt.install_ms = (time.perf_counter() - t) * 1e3
         rt.install_phases["write_ms"] = round(rt.install_ms, 3)
+        rt.install_phases["done_ns"] = time.time_ns()  # the last write returned: the switch is installed
         rt.entities = len(ents)
         extra: dict[str, Any] = dict(adopted=False, writes=rt.writes, clears=rt.clears, generation=rt.generation,
                                      phases=dict(rt.install_phases))

@@ -126,7 +126,10 @@ class Injector:
                 ready_ns = phases.pop("ready_ns", None)
                 if ready_ns is not None:
                     phases = {"connect_ms": round((ready_ns - listening) / 1e6, 3), **phases}
-                self._note(f, "reinstalled", after_ms=(time.time_ns() - restarted) / 1e6,
+                # When the controller's last write returned (its clock is this machine's), not when
+                # this poll of its status file saw it: that is up to 10 ms and a file write later.
+                done_ns = phases.pop("done_ns", None) or time.time_ns()
+                self._note(f, "reinstalled", after_ms=(done_ns - restarted) / 1e6,
                            entities=st.get("entities"), phases=phases)
                 return
             if time.monotonic() > deadline:
