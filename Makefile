@@ -89,6 +89,8 @@ EBPF_PROGS  := rotor tor
 # load (p4c-ebpf's default, 128, made a rotor's load 0.22 s; 2 makes it 0.08 s), and the
 # controller writes two (control/nikss.py: TERNARY_MASKS, which refuses any other).
 EBPF_TERNARY_MASKS := 2
+# scripts/ebpf_trim.py then takes out two more pieces of load time the program never uses (a
+# CRC table's initialisation, a DEVMAP's BTF): a restarted switch is back when its load is done.
 PSA_SRCS    := $(wildcard p4src/shared/*.p4 p4src/shared/control/*.p4 p4src/psa/*.p4 p4src/psa/include/*.p4)
 # As p4c's backends/ebpf/runtime/kernel.mk compiles it: clang to LLVM IR, then llc to BPF; and
 # -fno-strict-aliasing: p4c-ebpf's ternary lookup reads a key struct through a u32 pointer, which
@@ -102,11 +104,12 @@ EBPF_CFLAGS := -O2 -g -fno-strict-aliasing -D__KERNEL__ -D__ASM_SYSREG_H -DBTF -
 
 build-ebpf: $(addprefix $(BUILD)/ebpf/,$(addsuffix .o,$(EBPF_PROGS)) xdp_pass.o tc_stamp.o)
 
-$(BUILD)/ebpf/%.o: p4src/psa/%.p4 $(PSA_SRCS) Makefile
+$(BUILD)/ebpf/%.o: p4src/psa/%.p4 $(PSA_SRCS) Makefile scripts/ebpf_trim.py
 	@command -v $(P4C_EBPF) >/dev/null || { echo "p4c-ebpf not found: see docs/toolchain.md"; exit 2; }
 	@command -v clang >/dev/null && command -v llc >/dev/null || { echo "clang/llc not found: see docs/toolchain.md"; exit 2; }
 	@mkdir -p $(BUILD)/ebpf
 	$(P4C_EBPF) --arch psa --xdp --xdp2tc head --max-ternary-masks $(EBPF_TERNARY_MASKS) --Wdisable -o $(BUILD)/ebpf/$*.c $<
+	python3 scripts/ebpf_trim.py $(BUILD)/ebpf/$*.c
 	clang $(EBPF_CFLAGS) -emit-llvm -c $(BUILD)/ebpf/$*.c -o $(BUILD)/ebpf/$*.bc
 	llc -march=bpf -filetype=obj $(BUILD)/ebpf/$*.bc -o $@ && rm -f $(BUILD)/ebpf/$*.bc
 	@rm -f $(BUILD)/ebpf/$*.p4info.txt; p4c-bm2-psa --Wdisable --p4runtime-files $(BUILD)/ebpf/$*.p4info.txt \
