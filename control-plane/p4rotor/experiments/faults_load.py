@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from ..control.fault_plan import FaultPlanError
+from .fault_loss import fault_windows, tcp_by_fault
 from ..fabric.agents import Agents, start_agents, start_lead_s
 from ..fabric.supervise import Supervisor
 from ..fabric.switch import stop_process_group
@@ -307,12 +308,28 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
     first = min((origin + int(f.start_us * dilation * 1000) for f in fp.faults), default=origin)
     base_rate = delivered(origin, first) / max(1e-9, (first - origin) / 1e9)
     tcp_iv = [iv for r in d["tcp_runs"] for iv in r.get("received_intervals", [])]
+    # What each fault lost (experiments/fault_loss.py): bulk frames by where their flow's frames
+    # went missing, TCP bytes by the fault a connection was reset in.
+    # A fault lasts past its plan's end while what it broke is away: a restarted controller until
+    # its slot 0 (the probes' window_end_s), a restarted agent until it listens.
+    ends = {}
+    for i, (f, row) in enumerate(zip(fp.faults, rows)):
+        if row.get("window_end_s") is not None:
+            ends[i] = origin + int(row["window_end_s"] * 1e9)
+        if f.kind == "agent-kill":
+            ends[i] = max([0] + [e["t_ns"] for e in inj.events if e["kind"] == "agent-kill"
+                                 and e["target"] == f.host and e["what"] == "listening"])
+    wins = fault_windows(fp.faults, origin, dilation, H, ends)
+    tl = tcp_by_fault(d["tcp_runs"], wins)
     checks: dict[str, bool] = {}
-    for row in rows:
+    for i, row in enumerate(rows):
+        # a duplicate has no time: the run's count, 0 for every fault when it is 0
+        row["bulk_bytes_duplicated"] = 0 if bulk["duplicates"] == 0 else None
+        row["tcp_bytes_lost"] = tl["per_fault"][i]
+        row["tcp_bytes_duplicated"] = 0 if tl["received_more_than_written"] == 0 else None
         f = row["fault"]
-        a = origin + int(f["start_us"] * dilation * 1000)
-        end_us = f.get("end_us") or f["start_us"] + (f.get("restart_after_us") or 0)
-        b = origin + int(end_us * dilation * 1000) + int(2 * H * 1e9)
+        a, b = wins[i]
+        row["window_s"] = [round((a - origin) / 1e9, 3), round((b - origin) / 1e9, 3)]
         row["bulk_frames_per_s_in_window"] = round(delivered(a, b) / max(1e-9, (b - a) / 1e9), 1)
         row["bulk_frames_per_s_before_faults"] = round(base_rate, 1)
         row["tcp_bytes_received_in_window"] = sum(n for t, n in tcp_iv if a <= t < b)
@@ -351,6 +368,10 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
             tcp[key] = tcp.get(key, 0) + v
     runs = d["tcp_runs"]
     checks["bulk duplicated 0"] = bulk["duplicates"] == 0 and bulk["delivered_more_than_made"] == 0
+    if runs:
+        checks["TCP duplicated 0: no server received more than its client wrote"] = tl["received_more_than_written"] == 0
+        checks["TCP: bytes lost only by a connection reset in one fault's window"] = \
+            tl["outside_faults"] == 0 and tl["between_faults"] == 0
     checks["bulk made = delivered + held + lost, no pair negative"] = all(p["lost"] >= 0 for p in bulk["pairs"].values())
     if killed_hosts and runs:
         # a connection through a killed agent ends (reset), and TCP carries bytes again after it
@@ -362,6 +383,7 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
         checks["TCP: bytes carried"] = sum(n for _, n in tcp_iv) > 0
     checks["no supervisor errors"] = not d["supervisor_errors"]
     return {"bulk": bulk, "bulk_bytes_lost": bulk["lost"] * PAYLOAD, "bulk_bytes_duplicated": bulk["duplicates"] * PAYLOAD,
+            "tcp_lost_by_fault": tl,
             "payload_bytes_per_frame": PAYLOAD, "tcp_runs": [{k: v for k, v in r.items() if k != "intervals"} for r in runs],
             "tcp_server_received": d["server_received"], "tcp_split": tcp, "checks": checks,
             "bounds": {"reflow_cycles": REFLOW_CYCLES, "notice_ms": NOTICE_MS}}
@@ -377,8 +399,8 @@ def load_table(res: dict) -> str:
     rows = ["| fault | probes lost | switch drops in its window | recovery (slots after its end) | bulk frames/s "
             "in its window (before the faults) | TCP bytes received in its window | TCP resets | agent: noticed / restarted "
             "after the kill (ms) | its bulk delivered again (s after the kill; cycles after it could send) | "
-            "bulk frames lost to it |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "bulk frames lost to it | bulk bytes duplicated | TCP bytes lost | TCP bytes duplicated |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["faults"]:
         f = r["fault"]
         who = f.get("switch") or f.get("host") or ""
@@ -390,7 +412,8 @@ def load_table(res: dict) -> str:
         rows.append(f"| {f['kind']} {who} | {r['probes_lost']} of {r['probes_in_window']} | {drops} | "
                     f"{v(r.get('recovered_after_end_slots'))} | {r['bulk_frames_per_s_in_window']} "
                     f"({r['bulk_frames_per_s_before_faults']}) | {r['tcp_bytes_received_in_window']} | {r['tcp_resets_in_window']} | "
-                    f"{kill} | {again} | {v(r.get('bulk_frames_lost_to_it'))} |")
+                    f"{kill} | {again} | {v(r.get('bulk_frames_lost_to_it'))} | "
+                    f"{v(r.get('bulk_bytes_duplicated'))} | {v(r.get('tcp_bytes_lost'))} | {v(r.get('tcp_bytes_duplicated'))} |")
     b = lr["bulk"]
     out = "\n".join(rows) + "\n\n"
     out += (f"Bulk over the run: {b['made']} frames made, {b['delivered']} delivered, {b['held']} still held, "
@@ -398,6 +421,11 @@ def load_table(res: dict) -> str:
             f"on the others), **{b['duplicates']} duplicated**; {b['delivered_from_killed_incarnations']} frames a "
             f"killed agent had made were delivered (what it had made and not sent died with it). "
             f"{lr['payload_bytes_per_frame']} payload bytes a frame.\n\n")
+    tl = lr.get("tcp_lost_by_fault")
+    if tl is not None:
+        out += (f"TCP: {sum(tl['per_fault'])} bytes written and never received by connections reset in a fault's "
+                f"window, {tl['outside_faults']} by resets outside every one, {tl['between_faults']} over two; "
+                f"{tl['in_flight_at_planned_ends']} still in flight when a run ended as planned (lost by no fault).\n\n")
     out += "| check (PASS bound) | result |\n|---|---|\n" + "".join(
         f"| {k} | {'pass' if ok else '**FAIL**'} |\n" for k, ok in lr["checks"].items())
     return out
