@@ -205,3 +205,38 @@ def test_the_agent_cli_refuses_what_the_compiled_path_does_not_do(tmp_path):
         p = subprocess.run(base + extra, capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert not (tmp_path / "o.json").exists()
+
+
+def test_a_call_made_while_an_event_is_handled_leaves_the_waiting_calls_reply_to_it():
+    # A restarted peer's announcement arrives (DELIVER) while the agent waits on STATE; handling it
+    # resets connections (DROP_FLOW, a call of its own), which reads STATE's reply first.  Before,
+    # that reply was dropped and the agent waited 10 s, then died ("did not answer request 2").
+    dp = DataPath(0, 2, 1400, {}, port=0, tos=0)
+    dp.sock, rlbd = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    dp.sock.setblocking(False)
+    inner = []
+
+    def delivered(origin, flow, data, fin):
+        inner.append(dp.drop_flow(1, 7))
+
+    dp.on_deliver = delivered
+
+    def reply(req: int, payload: bytes) -> bytes:
+        return struct.pack("<II", datapath.REPLY, req) + payload
+
+    state_req = None
+
+    def fake_rlbd():
+        nonlocal state_req
+        state_req = struct.unpack_from("<I", rlbd.recv(64), 4)[0]
+        rlbd.send(struct.pack("<IHBBII", datapath.DELIVER, 1, 1, 0, 99, 4) + b"RLBX")
+        drop_req = struct.unpack_from("<I", rlbd.recv(64), 4)[0]
+        rlbd.send(reply(state_req, struct.pack("<II", 0, 0)))   # the outer reply first
+        rlbd.send(reply(drop_req, struct.pack("<I", 5)))
+
+    import threading
+    t = threading.Thread(target=fake_rlbd)
+    t.start()
+    assert dp.state() == ({}, [])
+    t.join(5)
+    assert inner == [5] and dp._replies == {}

@@ -91,6 +91,10 @@ class DataPath:
         # a stream's bytes, in order: (origin rack, flow, bytes, the stream ended)
         self.on_deliver: Callable[[int, int, bytes, bool], None] = lambda origin, flow, data, fin: None
         self._req = 0
+        # Replies read by a call other than their own: an event handled while a call waits may
+        # make a call of its own (a restarted peer's announcement resets connections: drop_flow),
+        # which then reads the outer call's reply first.
+        self._replies: dict[int, bytes] = {}
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Start rlbd; returns once its socket is bound (or raises with what it said)."""
@@ -130,13 +134,18 @@ class DataPath:
     def _call(self, op: int, payload: bytes = b"") -> bytes:
         req = self._send(op, payload)
         while True:
+            if req in self._replies:  # read by a call made while an event was handled
+                return self._replies.pop(req)
             if not select.select([self.sock], [], [], REPLY_TIMEOUT_S)[0]:
                 raise DataPathError(f"rlbd did not answer request {op} in {REPLY_TIMEOUT_S} s")
             msg = self.sock.recv(1 << 21)
             if not msg:
                 raise DataPathError("rlbd ended")
-            if self._dispatch(msg) is None and struct.unpack_from("<I", msg, 4)[0] == req:
-                return msg[8:]
+            if self._dispatch(msg) is None:
+                (got,) = struct.unpack_from("<I", msg, 4)
+                if got == req:
+                    return msg[8:]
+                self._replies[got] = msg[8:]  # an outer call's: it looks here first
 
     def _dispatch(self, msg: bytes):
         """An event is handled here (returns True); a reply is returned to the caller (None)."""
