@@ -269,7 +269,27 @@ typedef struct {
     item_t *pend;
     size_t pend_cap;
     uint64_t bytes_out, ended;
+    uint32_t top;            /* bulk: one past the highest sequence number seen (0: none yet) */
+    uint64_t top_ns;         /* when that frame came */
 } rxflow_t;
+
+/* Where a bulk flow's frames went missing, and when: a frame past ``top`` opens a gap [top, seq),
+ * between the arrivals of the frame that set ``top`` (t0; 0: the flow's first) and of this one
+ * (t1).  Relayed frames come out of order and fill most gaps later; the final stats count, per
+ * gap, the frames still not seen (``bulk_gaps``): a harness puts each loss in the fault whose
+ * window holds it (experiments/fault_loss.py).  At most GAP_CAP gaps are kept; more are counted. */
+typedef struct { uint16_t origin; uint32_t flow, lo, hi; uint64_t t0, t1; } gap_t;
+#define GAP_CAP 65536
+#define GAP_SCAN (1u << 28) /* frames the final stats look at in gaps, at most */
+static gap_t *gaps;
+static size_t n_gaps;
+static uint64_t c_gaps_dropped;
+
+static void note_gap(uint16_t origin, uint32_t flow, uint32_t lo, uint32_t hi, uint64_t t0, uint64_t t1) {
+    if (n_gaps == GAP_CAP) { c_gaps_dropped++; return; }
+    if (!gaps) gaps = xrealloc(NULL, GAP_CAP * sizeof *gaps);
+    gaps[n_gaps++] = (gap_t){origin, flow, lo, hi, t0, t1};
+}
 
 static table_t rx = {.elem = sizeof(rxflow_t)};
 
@@ -540,7 +560,7 @@ static uint64_t pct(const uint64_t *hist, double p) {
     return PACE_BUCKETS - 1;
 }
 
-static void stats_reply(uint32_t req, const char *path) {
+static void stats_reply(uint32_t req, const char *path, int with_gaps) {
     json_n = 0;
     uint64_t held_local = 0;
     for (int d = 0; d < nracks; d++) held_local += local_q[d].frames;
@@ -612,7 +632,22 @@ static void stats_reply(uint32_t req, const char *path) {
                e->max_wait, e->first_ns, e->dups);
             first = 0;
         }
-    jp("},\"flows_tx\":{");
+    /* The gaps still missing frames: asked for by the final stats only (op 10), since the scan is
+     * as long as the gaps (bounded: GAP_SCAN frames looked at, the gaps past it counted). */
+    jp("},\"bulk_gaps\":[");
+    first = 1;
+    uint64_t scanned = 0, unscanned = 0;
+    for (size_t i = 0; with_gaps && i < n_gaps; i++) {
+        gap_t *g = gaps + i;
+        if (scanned + (g->hi - g->lo) > GAP_SCAN) { unscanned++; continue; }
+        scanned += g->hi - g->lo;
+        rxflow_t *e = rx_get(g->origin, g->flow);
+        uint64_t lost = 0;
+        for (uint32_t q = g->lo; q < g->hi; q++) lost += !bit_get(e->seen, e->seen_bytes, q);
+        if (lost) jp("%s[%u,%u,%lu,%lu,%lu]", first ? "" : ",", g->origin, g->flow, lost, g->t0, g->t1), first = 0;
+    }
+    jp("],\"bulk_gaps_dropped\":%lu,", c_gaps_dropped + unscanned);
+    jp("\"flows_tx\":{");
     first = 1;
     for (size_t i = 0; i < tx.cap; i++)
         if (entry_key(&tx, i) && ((txflow_t *)tx.v)[i].sent) {
@@ -678,8 +713,8 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
         else if (!w) c_late_add++; /* the window ended before the agent's frames came: nothing moved */
         else c_bad_ctl++;
         reply(req, &moved, 4);
-    } else if (op == 5 && n > 8 && n < 4096 + 8 && m[n - 1] == 0) {
-        stats_reply(req, (const char *)p);
+    } else if ((op == 5 || op == 10) && n > 8 && n < 4096 + 8 && m[n - 1] == 0) {
+        stats_reply(req, (const char *)p, op == 10);
     } else if (op == 6 && n >= 16) {
         memcpy(&link_gap, p, 8);
     } else if (op == 8 && n >= 16) {
@@ -870,6 +905,10 @@ static void received(const uint8_t *b, ssize_t n, uint64_t now) {
     if (f->seen[byte] & (1u << (seq & 7))) { c_dup++, f->dups++; return; }
     f->seen[byte] |= 1u << (seq & 7);
     f->frames++, f->last_ns = now;
+    if (!(flags & FL_PAYLOAD) && seq >= f->top) {
+        if (seq > f->top) note_gap(origin, flow, f->top, seq, f->top ? f->top_ns : 0, now);
+        f->top = seq + 1, f->top_ns = now;
+    }
     delivered_from[origin]++;
     if (measure_a <= now && now < measure_b) in_window_from[origin]++;
     if (flags & FL_PAYLOAD) deliver_in_order(f, origin, flow, seq, b + HEAD, n - HEAD, flags & FL_FIN);

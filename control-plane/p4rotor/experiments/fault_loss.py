@@ -1,13 +1,22 @@
-"""Which fault lost what, under ``experiment faults --traffic``: every TCP byte a reset
-connection's client wrote and its server never received is placed in the fault whose window
-holds the moment the connection stopped carrying bytes (experiments/faults_load.py judges the
-run).  A connection reset in a fault's window loses to that fault what its client wrote and its
-server never received (the split path had accepted it ahead of the circuits); a connection that
-ended as planned had its last bytes in flight when iperf3 stopped, which no fault lost.
+"""Which fault lost what, under ``experiment faults --traffic``: every bulk frame a receiver never
+saw and every TCP byte a reset connection's client wrote and its server never received, placed
+in the fault whose window holds it (experiments/faults_load.py judges the run).
 
-Bulk is placed per fault only for an ``agent-kill`` (the pairs into the killed agent, its
-whole): a frame lost on a link or a switch is counted per rack pair over the run, not per fault
-(docs/faults.md says why)."""
+* **Bulk**: rlbd notes where a bulk flow's frames went missing and between which two arrivals
+  (``bulk_gaps`` in each receiver's summary: [origin, flow, frames still missing, t0, t1], ns of
+  the frames around the gap).  A gap's loss belongs to the one fault whose window [start, end +
+  2 cycles] its [t0, t1] overlaps; if none, to the first fault that began within the longest
+  relay wait after t1 (``relay_span_ns``: a frame held at a relay that the fault then lost); to
+  none ("outside every fault": the fabric lost frames while nothing was broken), or to several
+  ("between faults": said, not split).  A pair into a killed agent is the kill's whole (its
+  receiver's record died with it, and the new one's first gap holds what the old one had
+  delivered); what a pair lost beyond its gaps (after the receiver's last frame) is "not
+  placed"; a killed incarnation's own flows are not the run's count and are said apart.  Every
+  frame the run lost is in exactly one of these.
+* **TCP**: a connection reset in a fault's window loses to that fault what its client wrote and
+  its server never received (the split path had accepted it ahead of the circuits); a
+  connection that ended as planned had its last bytes in flight when iperf3 stopped, which no
+  fault lost."""
 
 from __future__ import annotations
 
@@ -27,12 +36,18 @@ def fault_windows(faults, origin_ns: int, dilation: float, cycle_s: float,
     return out
 
 
-def place(spans: list[tuple[int, int, int]], wins: list[Window]) -> tuple[list[int], int, int]:
+def place(spans: list[tuple[int, int, int]], wins: list[Window], late_ns: int = 0) -> tuple[list[int], int, int]:
     """(count per window, count outside every window, count over several) of ``spans``
-    [(t0, t1, count)]: each span's count goes whole to the one window it overlaps."""
+    [(t0, t1, count)]: each span's count goes whole to the one window it overlaps; a span that
+    overlaps none goes to the first window beginning within ``late_ns`` after it (a frame held at a
+    relay, which a fault then lost), if any."""
     per, outside, several = [0] * len(wins), 0, 0
     for t0, t1, n in spans:
         hits = [i for i, (a, b) in enumerate(wins) if t0 <= b and t1 >= a]
+        if not hits:
+            hits = [min((i for i, (a, _) in enumerate(wins) if t1 < a <= t1 + late_ns), key=lambda i: wins[i][0],
+                        default=None)]
+            hits = [h for h in hits if h is not None]
         if len(hits) == 1:
             per[hits[0]] += n
         elif hits:
@@ -40,6 +55,55 @@ def place(spans: list[tuple[int, int, int]], wins: list[Window]) -> tuple[list[i
         else:
             outside += n
     return per, outside, several
+
+
+def relay_span_ns(summaries: list[dict], slot_s: float) -> int:
+    """How long after the frames around a gap a frame of it could still have been lost: the
+    longest a relay held a frame in this run (the receivers' ``relay_delay_slots``), plus a slot.
+    A frame held at a relay that a fault then lost (a killed agent, a link down) leaves its gap
+    before the fault began."""
+    worst = max((int(k) for s in summaries for k, n in (s.get("relay_delay_slots") or {}).items() if n), default=0)
+    return int((worst + 1) * slot_s * 1e9)
+
+
+def bulk_by_fault(summaries: list[dict], pairs: dict[str, dict], kills: dict[int, int], wins: list[Window],
+                  origin_ns: int, is_bulk, relay_ns: int = 0) -> dict:
+    """Bulk frames lost per fault (``kills``: killed rack -> its fault's index), and the rest:
+    outside every fault, between faults, not placed; ``pairs``: bulk_account's, per "o->d" (its
+    ``flows``: the live incarnations' flow ids); ``relay_ns``: ``place``'s ``late_ns``."""
+    spans: list[tuple[int, int, int]] = []
+    in_gaps: dict[str, int] = {}
+    live = {(int(k.split("->")[0]), int(fl)) for k, p in pairs.items() for fl in p.get("flows", [])}
+    recorded = all(s.get("bulk_gaps") is not None for s in summaries)
+    dropped = dead = 0
+    for s in summaries:
+        dropped += s.get("bulk_gaps_dropped") or 0
+        if s["rack"] in kills:
+            continue
+        for o, fl, n, t0, t1 in s.get("bulk_gaps") or []:
+            if not is_bulk(fl):
+                continue
+            if (o, fl) not in live:
+                dead += n
+                continue
+            spans.append((t0 or origin_ns, t1, n))
+            key = f"{o}->{s['rack']}"
+            in_gaps[key] = in_gaps.get(key, 0) + n
+    per, outside, several = place(spans, wins, relay_ns)
+    # of those outside every fault, the ones before the first began (the agents' start-up)
+    first = min((a for a, _ in wins), default=None)
+    early = place([sp for sp in spans if first is not None and sp[1] + relay_ns < first], wins, relay_ns)[1]
+    not_placed = 0
+    for key, p in pairs.items():
+        dst = int(key.split("->")[1])
+        if dst in kills:
+            per[kills[dst]] += p["lost"]
+        else:
+            not_placed += p["lost"] - in_gaps.get(key, 0)
+    return {"recorded": recorded, "per_fault": per, "outside_faults": outside, "before_first_fault": early,
+            "between_faults": several,
+            "not_placed": not_placed, "gaps_not_recorded": dropped, "of_killed_incarnations": dead,
+            "relay_span_ms": relay_ns / 1e6}
 
 
 def died_ns(run: dict) -> int:

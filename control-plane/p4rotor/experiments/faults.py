@@ -387,7 +387,7 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
                   f"{row['restarted_after_kill_ms']:.0f} ms, its bulk delivered again {row.get('first_delivered_after_kill_s')} s "
                   f"after the kill, {row['bulk_frames_lost_to_it']} bulk frames lost on the pairs into it")
         if "tcp_bytes_lost" in row:
-            s += f", TCP {row['tcp_bytes_lost']} bytes lost"
+            s += f", bulk {row['bulk_frames_lost']} frames and TCP {row['tcp_bytes_lost']} bytes lost in its window"
         if "window_end_s" in row:
             s += f" (to {row['window_end_s']:.1f} s: the new controller running, its slot 0 reached)"
         s += f", {row['probes_lost']} probes lost, recovered {row['recovered_after_end_s']} s after its end"

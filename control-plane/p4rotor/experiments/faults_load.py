@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..control.fault_plan import FaultPlanError
-from .fault_loss import fault_windows, tcp_by_fault
+from .fault_loss import bulk_by_fault, fault_windows, relay_span_ns, tcp_by_fault
 from ..fabric.agents import Agents, start_agents, start_lead_s
 from ..fabric.supervise import Supervisor
 from ..fabric.switch import stop_process_group
@@ -311,18 +311,26 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
     # What each fault lost (experiments/fault_loss.py): bulk frames by where their flow's frames
     # went missing, TCP bytes by the fault a connection was reset in.
     # A fault lasts past its plan's end while what it broke is away: a restarted controller until
-    # its slot 0 (the probes' window_end_s), a restarted agent until it listens.
+    # its slot 0 (the probes' window_end_s), a killed agent until it listens again and its bulk
+    # is delivered again (its relays with it).
     ends = {}
     for i, (f, row) in enumerate(zip(fp.faults, rows)):
         if row.get("window_end_s") is not None:
             ends[i] = origin + int(row["window_end_s"] * 1e9)
         if f.kind == "agent-kill":
-            ends[i] = max([0] + [e["t_ns"] for e in inj.events if e["kind"] == "agent-kill"
-                                 and e["target"] == f.host and e["what"] == "listening"])
+            ev = {e["what"]: e for e in inj.events if e["kind"] == "agent-kill" and e["target"] == f.host}
+            again = (reflow(d, f.host, rack_of[f.host], ev["restarted"]["incarnation"])["first_delivered_ns"]
+                     if "restarted" in ev and f.host in rack_of else None)
+            ends[i] = max(ev.get("listening", {}).get("t_ns", 0), again or 0)
     wins = fault_windows(fp.faults, origin, dilation, H, ends)
+    kills = {rack_of[f.host]: i for i, f in enumerate(fp.faults) if f.kind == "agent-kill" and f.host in rack_of}
+    bl = bulk_by_fault(d["summaries"], bulk["pairs"], kills, wins, origin, lambda fl: is_bulk(int(fl)),
+                       relay_span_ns(d["summaries"], slot_s))
     tl = tcp_by_fault(d["tcp_runs"], wins)
     checks: dict[str, bool] = {}
     for i, row in enumerate(rows):
+        row["bulk_frames_lost"] = bl["per_fault"][i]
+        row["bulk_bytes_lost"] = bl["per_fault"][i] * PAYLOAD
         # a duplicate has no time: the run's count, 0 for every fault when it is 0
         row["bulk_bytes_duplicated"] = 0 if bulk["duplicates"] == 0 else None
         row["tcp_bytes_lost"] = tl["per_fault"][i]
@@ -368,6 +376,9 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
             tcp[key] = tcp.get(key, 0) + v
     runs = d["tcp_runs"]
     checks["bulk duplicated 0"] = bulk["duplicates"] == 0 and bulk["delivered_more_than_made"] == 0
+    checks["bulk: no frame lost outside every fault's window"] = bl["outside_faults"] == 0
+    checks["bulk: every lost frame placed in one fault"] = bl["recorded"] and \
+        bl["between_faults"] == 0 and bl["not_placed"] == 0 and bl["gaps_not_recorded"] == 0
     if runs:
         checks["TCP duplicated 0: no server received more than its client wrote"] = tl["received_more_than_written"] == 0
         checks["TCP: bytes lost only by a connection reset in one fault's window"] = \
@@ -383,7 +394,7 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
         checks["TCP: bytes carried"] = sum(n for _, n in tcp_iv) > 0
     checks["no supervisor errors"] = not d["supervisor_errors"]
     return {"bulk": bulk, "bulk_bytes_lost": bulk["lost"] * PAYLOAD, "bulk_bytes_duplicated": bulk["duplicates"] * PAYLOAD,
-            "tcp_lost_by_fault": tl,
+            "bulk_lost_by_fault": bl, "tcp_lost_by_fault": tl,
             "payload_bytes_per_frame": PAYLOAD, "tcp_runs": [{k: v for k, v in r.items() if k != "intervals"} for r in runs],
             "tcp_server_received": d["server_received"], "tcp_split": tcp, "checks": checks,
             "bounds": {"reflow_cycles": REFLOW_CYCLES, "notice_ms": NOTICE_MS}}
@@ -399,7 +410,7 @@ def load_table(res: dict) -> str:
     rows = ["| fault | probes lost | switch drops in its window | recovery (slots after its end) | bulk frames/s "
             "in its window (before the faults) | TCP bytes received in its window | TCP resets | agent: noticed / restarted "
             "after the kill (ms) | its bulk delivered again (s after the kill; cycles after it could send) | "
-            "bulk frames lost to it | bulk bytes duplicated | TCP bytes lost | TCP bytes duplicated |",
+            "bulk lost in its window: frames (bytes) | bulk bytes duplicated | TCP bytes lost | TCP bytes duplicated |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["faults"]:
         f = r["fault"]
@@ -412,7 +423,7 @@ def load_table(res: dict) -> str:
         rows.append(f"| {f['kind']} {who} | {r['probes_lost']} of {r['probes_in_window']} | {drops} | "
                     f"{v(r.get('recovered_after_end_slots'))} | {r['bulk_frames_per_s_in_window']} "
                     f"({r['bulk_frames_per_s_before_faults']}) | {r['tcp_bytes_received_in_window']} | {r['tcp_resets_in_window']} | "
-                    f"{kill} | {again} | {v(r.get('bulk_frames_lost_to_it'))} | "
+                    f"{kill} | {again} | {v(r.get('bulk_frames_lost'))} ({v(r.get('bulk_bytes_lost'))}) | "
                     f"{v(r.get('bulk_bytes_duplicated'))} | {v(r.get('tcp_bytes_lost'))} | {v(r.get('tcp_bytes_duplicated'))} |")
     b = lr["bulk"]
     out = "\n".join(rows) + "\n\n"
@@ -421,7 +432,14 @@ def load_table(res: dict) -> str:
             f"on the others), **{b['duplicates']} duplicated**; {b['delivered_from_killed_incarnations']} frames a "
             f"killed agent had made were delivered (what it had made and not sent died with it). "
             f"{lr['payload_bytes_per_frame']} payload bytes a frame.\n\n")
-    tl = lr.get("tcp_lost_by_fault")
+    bl, tl = lr.get("bulk_lost_by_fault"), lr.get("tcp_lost_by_fault")
+    if bl is not None:
+        out += (f"Where the bulk was lost: {sum(bl['per_fault'])} frames in one fault's window (or held at a relay "
+                f"the next fault broke, within the longest relay wait, {bl['relay_span_ms']:.0f} ms), {bl['outside_faults']} outside "
+                f"every fault's ({bl.get('before_first_fault', 0)} of them before the first began), "
+                f"{bl['between_faults']} between two faults, {bl['not_placed']} not placed (after "
+                f"the receiver's last frame), {bl['gaps_not_recorded']} in gaps not recorded; "
+                f"{bl['of_killed_incarnations']} of a killed incarnation's own flows.\n\n")
     if tl is not None:
         out += (f"TCP: {sum(tl['per_fault'])} bytes written and never received by connections reset in a fault's "
                 f"window, {tl['outside_faults']} by resets outside every one, {tl['between_faults']} over two; "

@@ -22,6 +22,7 @@ from typing import Callable
 from .. import cliutil
 
 ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM, DROP_FLOW = 1, 2, 3, 4, 5, 6, 7, 8, 9
+STATS_FINAL = 10  # STATS with the bulk gaps still missing frames (a scan as long as the gaps: once, at the end)
 WIN_DONE, DELIVER, REPLY, READY = 100, 101, 200, 300
 STREAM_MAX = 60_000  # bytes per ADD_STREAM message (rlbd splits them into frames)
 # WIN_ADD kinds: relayed frames for the window's peer (second hop); own frames to the peer;
@@ -212,8 +213,8 @@ class DataPath:
     def link(self, gap_ns: int) -> None:
         self._send(LINK, struct.pack("<Q", gap_ns))
 
-    def stats(self, path: Path) -> dict:
-        if not struct.unpack("<I", self._call(STATS, str(path).encode() + b"\0"))[0]:
+    def stats(self, path: Path, final: bool = False) -> dict:
+        if not struct.unpack("<I", self._call(STATS_FINAL if final else STATS, str(path).encode() + b"\0"))[0]:
             raise DataPathError(f"rlbd could not write {path}")
         return json.loads(Path(path).read_text())
 
