@@ -76,10 +76,9 @@ class NikssSwitch(Switch):
         return self.pipeline.netns if self.pipeline is not None else f"/proc/{self.pid}/ns/net"
 
     def start(self, controllers):
-        """Load the pipeline and attach the ports; a restart (after ``kill_process``) loads it
-        again, empty, as the same pipeline id."""
+        """Load the pipeline and attach the ports (brought up, nikss.Pipeline.load); a restart
+        (after ``kill_process``) loads it again, empty, as the same pipeline id."""
         ifaces = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
-        self.cmd("; ".join(f"ip link set dev {name} up" for name in ifaces.values()))
         self.pipeline = nikss.Pipeline.load(self.name, self.program, nikss.netns_path(self.name), ifaces,
                                             holder=self.pid, same_id=self.pipeline_id, mtus=self.port_mtus)
         self.pipeline_id = self.pipeline.id
