@@ -362,7 +362,7 @@ def _report(fp, inj, logs, drops_log, checks, status, origin, dilation, ds, topo
         corropt_ok = cr["ok"]
     load_ok = True
     if load_data is not None:
-        res["load"] = lr = load_report(load_data, fp, inj, per_fault, origin, dilation, ds, ds.slot_us / 1e6)
+        res["load"] = lr = load_report(load_data, fp, inj, per_fault, origin, dilation, ds, ds.slot_us / 1e6, steps)
         load_ok = all(lr["checks"].values())
     (out / "faults.json").write_text(json.dumps(res, indent=1))
     _plot(res, sent_b, lost_b, drops_log, origin, out)
