@@ -44,6 +44,10 @@ def test_bulk_by_fault_places_gaps_gives_a_killed_receivers_pairs_to_its_kill_an
     assert out["per_fault"] == [5, 11] and out["outside_faults"] == 3 and out["between_faults"] == 0
     assert out["before_first_fault"] == 0
     assert out["not_placed"] == 1 and out["gaps_not_recorded"] == 0 and out["of_killed_incarnations"] == 3
+    # with the receiver's last arrival (flows_rx) and the run's end, that one is placed by its span
+    summaries[0]["flows_rx"] = {"0:1": [300, 350]}
+    out = bulk_by_fault(summaries, pairs, {5: 1}, wins, 0, lambda fl: fl < 1 << 60, end_ns=380)
+    assert out["per_fault"] == [5, 12] and out["not_placed"] == 0 and out["after_last_frame"] == 1
     assert out["recorded"]
     assert sum(out["per_fault"]) + out["outside_faults"] + out["between_faults"] + out["not_placed"] == 8 + 11 + 1
     # summaries without the gaps (an rlbd before them): nothing placed, and said so
@@ -76,5 +80,8 @@ def test_tcp_bytes_lost_go_to_the_fault_a_connection_was_reset_in():
     out = tcp_by_fault(runs, wins)
     assert out["per_fault"] == [70, 600] and out["outside_faults"] == 30 and out["between_faults"] == 0
     assert out["in_flight_at_planned_ends"] == 400 and out["received_more_than_written"] == 2
+    # a client stopped before it reported: what it wrote is unknown, so neither lost nor duplicated
+    stopped = tcp_by_fault([{"sent": None, "received": 40, "error": "stopped", "start_ns": 0, "end_ns": 1}], wins)
+    assert stopped["received_more_than_written"] == 0 and stopped["received_by_runs_without_a_client_report"] == 40
     wide = tcp_by_fault([dict(runs[0], received_intervals=[(0, 1), (1 * S, 0)])], [(0, 2 * S), (2 * S + 1, 3 * S)])
     assert wide["between_faults"] == 600 and wide["per_fault"] == [0, 0]

@@ -10,8 +10,9 @@ in the fault whose window holds it (experiments/faults_load.py judges the run).
   none ("outside every fault": the fabric lost frames while nothing was broken), or to several
   ("between faults": said, not split).  A pair into a killed agent is the kill's whole (its
   receiver's record died with it, and the new one's first gap holds what the old one had
-  delivered); what a pair lost beyond its gaps (after the receiver's last frame) is "not
-  placed"; a killed incarnation's own flows are not the run's count and are said apart.  Every
+  delivered); what a pair lost beyond its gaps was lost after the receiver's last frame, between
+  its arrival and the run's end, and is placed by that span (without them: "not placed"); a
+  killed incarnation's own flows are not the run's count and are said apart.  Every
   frame the run lost is in exactly one of these.
 * **TCP**: a connection reset in a fault's window loses to that fault what its client wrote and
   its server never received (the split path had accepted it ahead of the circuits); a
@@ -67,7 +68,7 @@ def relay_span_ns(summaries: list[dict], slot_s: float) -> int:
 
 
 def bulk_by_fault(summaries: list[dict], pairs: dict[str, dict], kills: dict[int, int], wins: list[Window],
-                  origin_ns: int, is_bulk, relay_ns: int = 0) -> dict:
+                  origin_ns: int, is_bulk, relay_ns: int = 0, end_ns: int | None = None) -> dict:
     """Bulk frames lost per fault (``kills``: killed rack -> its fault's index), and the rest:
     outside every fault, between faults, not placed; ``pairs``: bulk_account's, per "o->d" (its
     ``flows``: the live incarnations' flow ids); ``relay_ns``: ``place``'s ``late_ns``."""
@@ -89,6 +90,22 @@ def bulk_by_fault(summaries: list[dict], pairs: dict[str, dict], kills: dict[int
             spans.append((t0 or origin_ns, t1, n))
             key = f"{o}->{s['rack']}"
             in_gaps[key] = in_gaps.get(key, 0) + n
+    # What a pair lost after its receiver's last frame (no later frame opened a gap): between that
+    # frame's arrival (flows_rx's last ns) and the run's end.
+    last = {}
+    for s in summaries:
+        for k, v in (s.get("flows_rx") or {}).items():
+            o, fl = (int(x) for x in k.split(":"))
+            if (o, fl) in live and isinstance(v, list) and len(v) > 1:
+                key = f"{o}->{s['rack']}"
+                last[key] = max(last.get(key, 0), v[1])
+    tails = 0
+    for key, p in pairs.items():
+        tail = p["lost"] - in_gaps.get(key, 0)
+        if tail > 0 and int(key.split("->")[1]) not in kills and end_ns is not None and key in last:
+            spans.append((last[key], end_ns, tail))
+            in_gaps[key] = in_gaps.get(key, 0) + tail
+            tails += tail
     per, outside, several = place(spans, wins, relay_ns)
     # of those outside every fault, the ones before the first began (the agents' start-up)
     first = min((a for a, _ in wins), default=None)
@@ -102,7 +119,8 @@ def bulk_by_fault(summaries: list[dict], pairs: dict[str, dict], kills: dict[int
             not_placed += p["lost"] - in_gaps.get(key, 0)
     return {"recorded": recorded, "per_fault": per, "outside_faults": outside, "before_first_fault": early,
             "between_faults": several,
-            "not_placed": not_placed, "gaps_not_recorded": dropped, "of_killed_incarnations": dead,
+            "not_placed": not_placed, "after_last_frame": tails, "gaps_not_recorded": dropped,
+            "of_killed_incarnations": dead,
             "relay_span_ms": relay_ns / 1e6}
 
 
@@ -125,9 +143,12 @@ CUT_S = 2.0
 def tcp_by_fault(runs: list[dict], wins: list[Window]) -> dict:
     """TCP bytes lost per fault: each reset connection's written - received, in the one window
     its cut ([``died_ns``, + ``CUT_S``]) overlaps; outside every window, or over several, said."""
-    spans, in_flight, dup = [], 0, 0
+    spans, in_flight, dup, unknown = [], 0, 0, 0
     for r in runs:
-        lost = (r.get("sent") or 0) - (r.get("received") or 0)
+        if r.get("sent") is None:  # its client was stopped before it reported: written unknown
+            unknown += r.get("received") or 0
+            continue
+        lost = r["sent"] - (r.get("received") or 0)
         if lost < 0:
             dup += -lost
         elif not r.get("error"):
@@ -137,4 +158,5 @@ def tcp_by_fault(runs: list[dict], wins: list[Window]) -> dict:
             spans.append((t, t + int(CUT_S * 1e9), lost))
     per, outside, several = place(spans, wins)
     return {"per_fault": per, "outside_faults": outside, "between_faults": several,
-            "in_flight_at_planned_ends": in_flight, "received_more_than_written": dup}
+            "in_flight_at_planned_ends": in_flight, "received_more_than_written": dup,
+            "received_by_runs_without_a_client_report": unknown}

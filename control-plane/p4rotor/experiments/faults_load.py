@@ -152,8 +152,10 @@ class Load:
             except ValueError:
                 r = {"error": "no JSON"}
             ivs = [(t + int(iv["sum"]["start"] * 1e9), iv["sum"]["bytes"]) for iv in r.get("intervals", [])]
+            # no intervals: the client was stopped (or wrote no JSON) before it reported what it wrote
             self.tcp_runs.append({"start_ns": t, "end_ns": time.time_ns(), "error": r.get("error"),
-                                  "intervals": ivs, "sent": sum(b for _, b in ivs), "received": None})
+                                  "intervals": ivs, "sent": sum(b for _, b in ivs) if "intervals" in r else None,
+                                  "received": None})
             if r.get("error"):
                 time.sleep(1.0)  # the server notices the cut connection before the next test
 
@@ -326,7 +328,7 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
     wins = fault_windows(fp.faults, origin, dilation, H, ends)
     kills = {rack_of[f.host]: i for i, f in enumerate(fp.faults) if f.kind == "agent-kill" and f.host in rack_of}
     bl = bulk_by_fault(d["summaries"], bulk["pairs"], kills, wins, origin, lambda fl: is_bulk(int(fl)),
-                       relay_span_ns(d["summaries"], slot_s))
+                       relay_span_ns(d["summaries"], slot_s), d.get("end_ns"))
     tl = tcp_by_fault(d["tcp_runs"], wins)
     checks: dict[str, bool] = {}
     for i, row in enumerate(rows):
@@ -447,8 +449,9 @@ def load_table(res: dict) -> str:
         out += (f"Where the bulk was lost: {sum(bl['per_fault'])} frames in one fault's window (or held at a relay "
                 f"the next fault broke, within the longest relay wait, {bl['relay_span_ms']:.0f} ms), {bl['outside_faults']} outside "
                 f"every fault's ({bl.get('before_first_fault', 0)} of them before the first began), "
-                f"{bl['between_faults']} between two faults, {bl['not_placed']} not placed (after "
-                f"the receiver's last frame), {bl['gaps_not_recorded']} in gaps not recorded; "
+                f"{bl['between_faults']} between two faults ({bl.get('after_last_frame', 0)} of all these lost after "
+                f"their receiver's last frame, placed by the span from it to the run's end), {bl['not_placed']} not "
+                f"placed, {bl['gaps_not_recorded']} in gaps not recorded; "
                 f"{bl['of_killed_incarnations']} of a killed incarnation's own flows. The switches dropped, outside "
                 f"every fault's window: {', '.join(f'{c} {n}' for c, n in sorted(bl.get('switch_drops_outside_faults', {}).items())) or 'nothing'}.\n\n")
     if tl is not None:
