@@ -93,3 +93,15 @@ def test_corropt_optimiser_table_is_generated_from_its_run_and_shown_in_the_docs
     assert (d / "table.md").read_text() == table(doc), f"{d / 'table.md'}: not what optimiser.json makes"
     assert table(doc) in (ROOT / "docs" / "faults.md").read_text(), "docs/faults.md does not show the generated table"
     assert all(g["summary"][f"{w}_violations_total"] == 0 for g in doc["groups"] for w in ("checker", "optimiser"))
+
+
+def test_faults_load_tables_are_generated_from_their_runs_and_shown_in_the_docs():
+    from p4rotor.experiments.faults_load import load_table
+
+    tables = sorted(RESULTS.glob("faults-load*/table.md"))
+    assert tables
+    for t in tables:
+        res = json.loads((t.parent / "faults.json").read_text())
+        assert t.read_text() == load_table(res), f"{t.relative_to(ROOT)}: not what faults.json makes"
+        assert load_table(res) in (ROOT / "docs" / "faults.md").read_text(), \
+            f"docs/faults.md does not show {t.relative_to(ROOT)}"
