@@ -281,6 +281,7 @@ typedef struct {
 typedef struct { uint16_t origin; uint32_t flow, lo, hi; uint64_t t0, t1; } gap_t;
 #define GAP_CAP 65536
 #define GAP_SCAN (1u << 28) /* frames the final stats look at in gaps, at most */
+#define RELAY_LIST 100000   /* stream frames held for relay the final stats list, at most */
 static gap_t *gaps;
 static size_t n_gaps;
 static uint64_t c_gaps_dropped;
@@ -647,6 +648,28 @@ static void stats_reply(uint32_t req, const char *path, int with_gaps) {
         if (lost) jp("%s[%u,%u,%lu,%lu,%lu]", first ? "" : ",", g->origin, g->flow, lost, g->t0, g->t1), first = 0;
     }
     jp("],\"bulk_gaps_dropped\":%lu,", c_gaps_dropped + unscanned);
+    /* Stream frames held here for relay, and how far each stream was handed over here in order:
+     * a held frame its origin resent and its receiver already has is a copy, not a frame held
+     * (fabric/agents.py: account).  Final stats only, at most RELAY_LIST of them (more: counted). */
+    jp("\"held_relay_streams\":[");
+    first = 1;
+    uint64_t listed = 0, unlisted = 0;
+    for (int d = 0; with_gaps && d < nracks; d++)
+        for (size_t i = 0; i < relay_q[d].n; i++) {
+            item_t *it = deq_at(&relay_q[d], i);
+            if (!(it->fl & FL_PAYLOAD)) continue;
+            if (listed++ >= RELAY_LIST) { unlisted++; continue; }
+            jp("%s[%u,%u,%u,%u]", first ? "" : ",", it->origin, it->dst, it->flow, it->seq), first = 0;
+        }
+    jp("],\"held_relay_streams_unlisted\":%lu,\"rx_stream_next\":{", unlisted);
+    first = 1;
+    for (size_t i = 0; with_gaps && i < rx.cap; i++)
+        if (entry_key(&rx, i) && ((rxflow_t *)rx.v)[i].next) {
+            rxflow_t *e = (rxflow_t *)rx.v + i;
+            uint64_t k = e->key - 1;
+            jp("%s\"%lu:%lu\":%u", first ? "" : ",", k >> 32, k & 0xffffffffu, e->next), first = 0;
+        }
+    jp("},");
     jp("\"flows_tx\":{");
     first = 1;
     for (size_t i = 0; i < tx.cap; i++)

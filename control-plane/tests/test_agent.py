@@ -136,6 +136,22 @@ def test_account_counts_the_loss_a_dead_agent_caused():
     assert (b["delivered"], b["held"], b["dead_agents"]) == (72, 17, [])
 
 
+def test_account_counts_a_relayed_copy_of_a_resent_frame_its_receiver_has_once():
+    from p4rotor.fabric.agents import account
+
+    # Rack 4 sent 10 stream frames; seq 3's first copy waits at relay 1 while its resent copy
+    # reached rack 7, which handed frames 0-9 over in order: delivered once, not also held.  Seq
+    # 12 of another stream (5 handed over) is a frame still on its way: held.
+    s4 = {"rack": 4, "plane": 0, "accepted": {"f": 11}, "delivered": {}, "held_local": 0, "held_relay": {},
+          "held_relay_by_origin": {}}
+    s1 = {"rack": 1, "plane": 0, "accepted": {}, "delivered": {}, "held_local": 0, "held_relay": {"7": 2},
+          "held_relay_by_origin": {"4": 2}, "held_relay_streams": [[4, 7, 99, 3], [4, 7, 98, 12]]}
+    s7 = {"rack": 7, "plane": 0, "accepted": {}, "delivered": {"4": 10}, "held_local": 0, "held_relay": {},
+          "held_relay_by_origin": {}, "rx_stream_next": {"4:99": 10, "4:98": 5}}
+    a = account([s4, s1, s7])
+    assert (a["accepted"], a["delivered"], a["held"], a["lost"], a["relay_copies_delivered"]) == (11, 10, 1, 0, 1)
+
+
 def test_progress_file_says_what_the_summary_says(tmp_path):
     """An agent publishes frames received per flow (the harness ends an FCT run once every flow is
     whole); its last word matches its summary."""

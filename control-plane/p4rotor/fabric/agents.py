@@ -175,7 +175,15 @@ def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
     accepted died with it), and a survivor's frame that was held by the dead agent, in flight to
     it or delivered to it (no summary says which) is ``lost`` -- the loss its death caused."""
     dead_racks = {(d["plane"], str(d["rack"])) for d in dead}
-    accepted = delivered = held = from_dead = 0
+    accepted = delivered = held = from_dead = copies = 0
+    # A stream frame held at a relay whose receiver already handed it over in order is a copy its
+    # origin resent (its first ACK late): held and delivered once, counted once (delivered).
+    prefix = {(s.get("plane", 0), s["rack"]): s.get("rx_stream_next") or {} for s in summaries}
+    for s in summaries:
+        plane = s.get("plane", 0)
+        for o, dst, fl, seq in s.get("held_relay_streams") or []:
+            if (plane, str(o)) not in dead_racks and seq < prefix.get((plane, dst), {}).get(f"{o}:{fl}", 0):
+                copies += 1
     for s in summaries:
         plane = s.get("plane", 0)
         accepted += sum(s["accepted"].values())
@@ -190,8 +198,9 @@ def account(summaries: list[dict], dead: list[dict] = ()) -> dict:
             held += sum(s["held_relay"].values())
         else:
             held += sum(n for o, n in by_origin.items() if (plane, o) not in dead_racks)
+    held -= copies
     return {"accepted": accepted, "delivered": delivered, "held": held, "lost": accepted - delivered - held,
-            "dead_agents": [d["host"] for d in dead], "delivered_from_dead": from_dead}
+            "relay_copies_delivered": copies, "dead_agents": [d["host"] for d in dead], "delivered_from_dead": from_dead}
 
 
 def redirect_tcp(host) -> None:

@@ -234,6 +234,8 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "flows_rx": d["flows_rx"], "flows_rx_via": d["flows_rx_via"], "flows_tx": d["flows_tx"],
             # bulk frames still missing, per gap: [origin, flow, frames, t0, t1] (arrivals around it, ns)
             "bulk_gaps": d.get("bulk_gaps"), "bulk_gaps_dropped": d.get("bulk_gaps_dropped"),
+            # stream frames held for relay [origin, dst, flow, seq], and each stream's in-order prefix here
+            "held_relay_streams": d.get("held_relay_streams"), "rx_stream_next": d.get("rx_stream_next"),
             "retransmitted": d["retransmitted"], "unacknowledged": d["unacknowledged"],
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
             "stream_frames_dropped": d.get("stream_frames_dropped"),
