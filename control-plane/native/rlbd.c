@@ -21,9 +21,14 @@
  *   5 STATS      path (NUL-terminated): the counts as JSON, written there -> reply: u32 1 (written) or 0
  *   6 LINK       u64 gap_ns: the host's link over every window (0: no cap)        (no reply)
  *   7 STOP       (no reply; rlbd exits)
- *   8 ADD_STREAM u16 dst, u8 fin, u8 0, u32 flow, bytes      -> reply: u32 frames queued for dst
+ *   8 ADD_STREAM u16 dst, u8 fin, u8 0, u32 flow, bytes      -> reply: u32 frames queued for dst,
+ *                  u32 the stream's next sequence number (one past its last frame)
  *   9 DROP_FLOW  u16 dst, u16 0, u32 flow: forget the flow's frames queued for dst, and resend none
  *                  of those sent (its connection was reset)  -> reply: u32 frames dropped
+ *  11 WIN_ADD_FLOW u32 win, u8 kind (1 or 2, as WIN_ADD), u8 0, u16 dst, u32 flow, u32 below,
+ *                  u32 most: up to ``most`` own frames of ``flow`` for rack dst with a sequence number
+ *                  below ``below`` go first in window win (ahead of its unsent frames)
+ *                  -> reply: u32 moved, u32 of those frames still queued
  * Events, unrequested: 100 WIN_DONE u32 win, u32 sent, u32 returned (the window ended; what it
  * could not send went back to the head of its queues).  Replies: 200, the request id, the payload.
  */
@@ -224,6 +229,18 @@ static void fq_push_front(fq_t *f, item_t it) {
     q->frames++, f->frames++;
 }
 
+/* The head frame of ``flow``'s queue, out of turn (the others keep their turn); the caller
+ * checks the flow has one. */
+static item_t fq_pop_flow(fq_t *f, fq_flow_t *q) {
+    size_t i = (size_t)(q - f->flows), t = f->turn;
+    size_t n = f->nflows;
+    f->turn = i;
+    item_t it = fq_pop(f);
+    if (f->nflows < n && i < t) t--; /* the flow ran out and left the turn */
+    f->turn = f->nflows ? t % f->nflows : 0;
+    return it;
+}
+
 /* ---- tables: open addressing on a nonzero u64 key, each entry's first field; grown at half full */
 typedef struct { char *v; size_t cap, n, elem; } table_t;
 
@@ -321,7 +338,7 @@ static uint64_t measure_a, measure_b;
 static uint64_t c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames, c_dup, c_rx;
 static uint64_t c_bad_type, c_truncated, c_bad_rack, c_misrouted, c_relay_full, c_send_err, c_bad_ctl;
 static uint64_t c_late_add;
-static uint64_t c_stream_bytes_in, c_stream_bytes_out, c_pend_full;
+static uint64_t c_stream_bytes_in, c_stream_bytes_out, c_pend_full, c_hurried;
 static uint64_t spin_max = UINT64_MAX; /* --spin-ns: stay awake this long before a frame is due
                                        * (0: never; not given: a quarter gap, at most SPIN_NS) */
 static uint64_t c_windows, c_window_late, c_bad_seq, c_bad_ack, c_injected_loss, lose_every, lose_count;
@@ -531,6 +548,39 @@ static uint32_t win_add(window_t *w, int kind, uint16_t dst, uint32_t n) {
     return moved;
 }
 
+/* Up to ``most`` frames of one own flow below ``below`` into window w, ahead of what it has not sent yet: a
+ * short stream write that the agent hurries (host/fast_agent.py: hurry).  *left: that flow's
+ * frames below ``below`` still queued (none: nothing more to hurry). */
+static uint32_t win_add_flow(window_t *w, int kind, uint16_t dst, uint32_t flow, uint32_t below, uint32_t most,
+                             uint32_t *left) {
+    uint16_t d = kind == 1 ? w->peer : dst;
+    uint32_t moved = 0;
+    *left = 0;
+    if (d >= nracks || d == me) return 0;
+    fq_t *f = &local_q[d];
+    fq_flow_t *q;
+    while (moved < most && (q = fq_find(f, flow)) && q->q.n && deq_at(&q->q, 0)->seq < below) {
+        item_t it = fq_pop_flow(f, q);
+        it.origin = me, it.dst = d, it.relayed = 0, it.acc = w->slot;
+        deq_push(&w->out, it);
+        for (size_t j = w->out.n - 1; j > w->sent + moved; j--) { /* ahead of the unsent */
+            item_t tmp = *deq_at(&w->out, j);
+            *deq_at(&w->out, j) = *deq_at(&w->out, j - 1);
+            *deq_at(&w->out, j - 1) = tmp;
+        }
+        moved++;
+    }
+    if ((q = fq_find(f, flow)))
+        for (size_t j = 0; j < q->q.n; j++) {
+            item_t *it = deq_at(&q->q, j);
+            if (it->seq < below) *left += it->count;
+        }
+    if (kind == 1) c_direct += moved;
+    else c_relay_first += moved;
+    c_hurried += moved;
+    return moved;
+}
+
 static char *json;
 static size_t json_n, json_cap;
 static void jp(const char *fmt, ...) {
@@ -569,7 +619,7 @@ static void stats_reply(uint32_t req, const char *path, int with_gaps) {
        c_direct, c_relay_first, c_relay_second, c_returned, c_sent_frames);
     jp("\"stream_bytes\":{\"in\":%lu,\"out\":%lu,\"waiting_beyond_a_million\":%lu},", c_stream_bytes_in,
        c_stream_bytes_out, c_pend_full);
-    jp("\"stream_frames_dropped\":%lu,", c_dropped);
+    jp("\"stream_frames_dropped\":%lu,\"hurried\":%lu,", c_dropped, c_hurried);
     jp("\"retransmitted\":%lu,\"unacknowledged\":%lu,\"acks_in\":%lu,\"acks_out\":%lu,", c_resent,
        retransmit_ns ? unacknowledged() : 0, c_acks_in, c_acks_out);
     jp("\"late_adds\":%lu,", c_late_add);
@@ -745,7 +795,7 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
         uint32_t flow;
         memcpy(&dst, p, 2), memcpy(&flow, p + 4, 4);
         int fin = p[2];
-        uint32_t queued = 0;
+        uint32_t queued = 0, next = 0;
         if (dst >= nracks || dst == me) {
             c_bad_ctl++;
         } else {
@@ -765,8 +815,10 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
                 if (k == 0) break;
             }
             queued = (uint32_t)local_q[dst].frames;
+            next = t->next_seq;
         }
-        reply(req, &queued, 4);
+        uint32_t r8[2] = {queued, next};
+        reply(req, r8, 8);
     } else if (op == 9 && n >= 16) {
         uint16_t dst;
         uint32_t flow, dropped = 0;
@@ -798,6 +850,16 @@ static void handle_ctl(const uint8_t *m, ssize_t n) {
             c_dropped += dropped;
         }
         reply(req, &dropped, 4);
+    } else if (op == 11 && n >= 28) {
+        uint32_t id, flow, below, most, r11[2] = {0, 0};
+        uint16_t dst;
+        memcpy(&id, p, 4), memcpy(&dst, p + 6, 2), memcpy(&flow, p + 8, 4), memcpy(&below, p + 12, 4);
+        memcpy(&most, p + 16, 4);
+        window_t *w = win_find(id);
+        if (w && (p[4] == 1 || p[4] == 2)) r11[0] = win_add_flow(w, p[4], dst, flow, below, most, &r11[1]);
+        else if (!w) c_late_add++;
+        else c_bad_ctl++;
+        reply(req, r11, 8);
     } else if (op == 7) {
         exit(0);
     } else {

@@ -240,3 +240,99 @@ def test_a_call_made_while_an_event_is_handled_leaves_the_waiting_calls_reply_to
     assert dp.state() == ({}, [])
     t.join(5)
     assert inner == [5] and dp._replies == {}
+
+
+@needs_rlbd
+def test_a_hurried_stream_write_goes_ahead_of_the_windows_bulk(pair):
+    a, b, stats = pair
+    got = []
+    b.on_deliver = lambda origin, flow, data, fin: got.append((origin, flow, data, time.monotonic()))
+    a.add_local(1, 7, 100)
+    a.win_open(1, 0, 1, 0, time.time_ns() + 2_000_000_000, 10_000_000)  # 100 frames/s: 1 s of bulk
+    assert a.win_add(1, DIRECT, 1, 100) == 100
+    queued, below = a.add_stream(1, 9, b"x" * 300)  # two frames of 168 bytes
+    assert (queued, below) == (2, 2)
+    t0 = time.monotonic()
+    assert a.win_add_flow(1, DIRECT, 1, 9, below, 8) == (2, 0)
+    end = time.monotonic() + 2
+    while len(b"".join(g[2] for g in got)) < 300 and time.monotonic() < end:
+        time.sleep(0.005)
+        b.pump()
+    assert b"".join(g[2] for g in got) == b"x" * 300
+    assert got[-1][3] - t0 < 0.1  # the 3rd and 4th frame of the window, not behind 100 of bulk
+    s = stats(a)
+    assert s["hurried"] == 2 and s["sent"]["direct"] == 102
+
+
+@needs_rlbd
+def test_hurrying_moves_only_that_streams_frames_below_the_mark_and_at_most_most(pair):
+    a, b, stats = pair
+    a.add_local(1, 7, 5)
+    _, first = a.add_stream(1, 9, b"y" * 500)  # frames 0..2
+    _, later = a.add_stream(1, 9, b"z" * 10)  # frame 3: not asked for
+    assert (first, later) == (3, 4)
+    a.win_open(1, 0, 1, 0, time.time_ns() + 2_000_000_000, 100_000_000)  # slow: nothing leaves yet
+    assert a.win_add_flow(1, DIRECT, 1, 9, first, 2) == (2, 1)  # two moved, one below the mark left
+    assert a.win_add_flow(1, DIRECT, 1, 9, first, 8) == (1, 0)
+    assert a.win_add_flow(1, DIRECT, 1, 9, first, 8) == (0, 0)
+    assert a.state() == ({1: 6}, [])  # flow 7's five and stream frame 3 stay queued
+
+
+@needs_rlbd
+def test_a_hurried_first_hop_waits_at_the_relay_for_its_rack(pair):
+    a, b, stats = pair
+    _, below = a.add_stream(2, 9, b"r" * 100)
+    a.win_open(1, 0, 1, 0, time.time_ns() + 500_000_000, 1_000_000)
+    assert a.win_add_flow(1, 2, 2, 9, below, 8) == (1, 0)  # RELAY_FIRST to rack 1, for rack 2
+    end = time.monotonic() + 2
+    while not b.state()[1] and time.monotonic() < end:
+        time.sleep(0.01)
+    assert b.state()[1] == [(2, 0, 0, 1)]  # rack 1 holds it for rack 2
+    assert stats(a)["sent"]["relay_first"] == 1
+
+
+@needs_rlbd
+def test_a_bad_hurry_is_counted_not_obeyed(pair):
+    a, b, stats = pair
+    _, below = a.add_stream(1, 9, b"q")
+    a.win_open(1, 0, 1, 0, time.time_ns() + 500_000_000, 1_000_000)
+    assert a.win_add_flow(1, 0, 1, 9, below, 8) == (0, 0)  # kind 0 moves relayed frames: refused
+    assert a.win_add_flow(1, 3, 1, 9, below, 8) == (0, 0)  # no such kind
+    assert a.win_add_flow(5, DIRECT, 1, 9, below, 8) == (0, 0)  # no such window
+    assert a.win_add_flow(1, 2, 0, 9, below, 8) == (0, 0)  # to itself
+    s = stats(a)
+    assert s["refused"]["bad_control"] == 2 and s["late_adds"] == 1 and s["hurried"] == 0
+    assert a.state() == ({1: 1}, [])
+
+
+def _agent_in_slot_0():
+    """Rack 0 of an 8-rack RotorNet (200 ms slots), 50 ms into slot 0: its window to rack 7 open."""
+    from p4rotor import schedule as S
+    from p4rotor.host.fast_agent import FastAgent, _Window
+    from p4rotor.host.gate import circuits
+
+    ag = FastAgent.__new__(FastAgent)  # the decision only: no sockets, no rlbd
+    ag.s, ag.t0, ag.me, ag.guard_ns, ag.rate = S.generate("rotornet", 8, 1, 200_000, 20_000), 0, 0, 5_000_000, 1000
+    c = next(circuits(ag.s, 0, 0, 0))
+    assert c.peer == 7
+    ag._wins = {1: _Window(c, c.window(ag.guard_ns)[1], c.window(ag.guard_ns)[0], None)}
+    return ag
+
+
+def test_a_short_write_takes_the_open_circuit_to_its_rack():
+    assert _agent_in_slot_0()._soonest(7, 50_000_000) == (1, DIRECT)
+
+
+def test_a_short_write_takes_a_first_hop_whose_rack_meets_its_destination_sooner():
+    # rack 7 meets rack 2 in slot 1; rack 0 itself only in slot 2
+    assert _agent_in_slot_0()._soonest(2, 50_000_000) == (1, datapath.RELAY_FIRST)
+
+
+def test_a_short_write_waits_when_its_own_circuit_comes_first():
+    # rack 0 meets rack 5 in slot 5, rack 7 only in slot 6: no hurry through rack 7
+    assert _agent_in_slot_0()._soonest(5, 50_000_000) is None
+
+
+def test_no_short_write_is_hurried_into_a_window_about_to_end():
+    ag = _agent_in_slot_0()
+    assert ag._soonest(7, ag._wins[1].end - ag._margin_ns() + 1) is None

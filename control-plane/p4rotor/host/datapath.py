@@ -22,6 +22,7 @@ from typing import Callable
 from .. import cliutil
 
 ADD_LOCAL, STATE, WIN_OPEN, WIN_ADD, STATS, LINK, STOP, ADD_STREAM, DROP_FLOW = 1, 2, 3, 4, 5, 6, 7, 8, 9
+WIN_ADD_FLOW = 11
 STATS_FINAL = 10  # STATS with the bulk gaps still missing frames (a scan as long as the gaps: once, at the end)
 WIN_DONE, DELIVER, REPLY, READY = 100, 101, 200, 300
 STREAM_MAX = 60_000  # bytes per ADD_STREAM message (rlbd splits them into frames)
@@ -174,16 +175,17 @@ class DataPath:
     def add_local(self, dst: int, flow: int, frames: int) -> None:
         self._send(ADD_LOCAL, struct.pack("<HHII", dst, 0, flow, frames))
 
-    def add_stream(self, dst: int, flow: int, data: bytes, fin: bool = False) -> int:
+    def add_stream(self, dst: int, flow: int, data: bytes, fin: bool = False) -> tuple[int, int]:
         """Bytes of stream ``flow`` for rack ``dst`` (``fin``: its last): rlbd cuts them into frames,
         numbered on from the stream's last.  Returns the frames now queued for ``dst`` (the
-        caller's back-pressure)."""
-        queued = 0
+        caller's back-pressure) and the stream's next sequence number (one past these frames)."""
+        queued = next_seq = 0
         for i in range(0, max(1, len(data)), STREAM_MAX):
             part = data[i:i + STREAM_MAX]
             last = fin and i + STREAM_MAX >= len(data)
-            queued = struct.unpack("<I", self._call(ADD_STREAM, struct.pack("<HBBI", dst, last, 0, flow) + part))[0]
-        return queued
+            queued, next_seq = struct.unpack(
+                "<II", self._call(ADD_STREAM, struct.pack("<HBBI", dst, last, 0, flow) + part))
+        return queued, next_seq
 
     def drop_flow(self, dst: int, flow: int) -> int:
         """Forget stream ``flow``'s frames for rack ``dst`` (its connection was reset): those queued
@@ -209,6 +211,14 @@ class DataPath:
         if frames <= 0:
             return 0
         return struct.unpack("<I", self._call(WIN_ADD, struct.pack("<IBBHI", win, kind, 0, dst, frames)))[0]
+
+    def win_add_flow(self, win: int, kind: int, dst: int, flow: int, below: int, most: int) -> tuple[int, int]:
+        """Up to ``most`` own frames of ``flow`` for rack ``dst`` numbered below ``below`` into window
+        ``win``, ahead of its unsent frames (kind DIRECT or RELAY_FIRST).  Returns how many moved,
+        and how many of that flow's frames below ``below`` are still queued."""
+        msg = struct.pack("<IBBHIII", win, kind, 0, dst, flow, below, most)
+        moved, left = struct.unpack("<II", self._call(WIN_ADD_FLOW, msg))
+        return moved, left
 
     def link(self, gap_ns: int) -> None:
         self._send(LINK, struct.pack("<Q", gap_ns))

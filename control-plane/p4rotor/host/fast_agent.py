@@ -27,10 +27,11 @@ from . import agent_stats as stats
 from .agent import PORT, Agent, _sleep_until
 from .datapath import DIRECT, RELAY_FIRST, RELAYED, DataPath
 from .exchange import offer_accept
-from .gate import Circuit
+from .gate import Circuit, circuits
 from .resend import Resend
 
 DATA_PORT = PORT + 1
+HURRY_FRAMES = 8  # a window's frames taken out of turn for short stream writes, at most (``hurry``)
 
 
 class _Window:
@@ -39,7 +40,7 @@ class _Window:
 
     def __init__(self, c: Circuit, end: int, start: int, done: asyncio.Future):
         self.c, self.end, self.start, self.done = c, end, start, done
-        self.planned = 0
+        self.planned = self.hurried = 0
 
 
 class FastAgent(Agent):
@@ -61,6 +62,8 @@ class FastAgent(Agent):
         self.resend = Resend(0, False)
         self._wins: dict[int, _Window] = {}
         self._next_win = 0
+        self._urgent: dict[tuple[int, int], int] = {}  # (dst, stream) -> hurry its frames below this
+        self.hurried = collections.Counter()  # frames hurried: direct / relay_first
 
     # -- frames live in rlbd; the agent sees counts ------------------------------------------
     def _make(self, f: dict, n: int) -> None:
@@ -123,6 +126,66 @@ class FastAgent(Agent):
             w.planned += n
             self.sent["joined_open_window"] += n
 
+    # -- short stream writes: the soonest path ----------------------------------------------
+    def hurry(self, dst: int, flow: int, below: int) -> None:
+        """A short write on an otherwise idle stream (host/stream.py: an application's request, a
+        handshake, a FIN) should not wait for its turn in RotorLB's queues, up to a cycle: its
+        frames (numbered below ``below``) go ahead of the bulk in the open window that gets them to
+        ``dst`` soonest -- the direct circuit, or a first hop to a rack whose circuit to ``dst``
+        opens before this rack's own does.  No window is better now: they are tried again as each
+        window opens (``exchange``).  At most ``HURRY_FRAMES`` a window: the relay did not offer
+        for them."""
+        self._urgent[(dst, flow)] = max(below, self._urgent.get((dst, flow), 0))
+        self._hurry()
+
+    def _hurry(self) -> None:
+        if self.dp is None or not self._urgent:
+            return
+        now = time.time_ns()
+        for (dst, flow), below in list(self._urgent.items()):
+            best = self._soonest(dst, now)
+            if best is None:
+                continue
+            wid, kind = best
+            w = self._wins[wid]
+            if w.hurried >= HURRY_FRAMES:
+                continue
+            moved, left = self.dp.win_add_flow(wid, kind, dst, flow, below, HURRY_FRAMES - w.hurried)
+            w.hurried += moved
+            w.planned += moved
+            self.hurried["direct" if kind == DIRECT else "relay_first"] += moved
+            if not left:
+                del self._urgent[(dst, flow)]
+
+    def _margin_ns(self) -> int:
+        """How long before its window ends (or its next hop's opens) a hurried frame must leave."""
+        return self.guard_ns + int(2e9 / self.rate)
+
+    def _next_window(self, rack: int, dst: int, after_ns: int) -> int | None:
+        """When ``rack``'s next window to ``dst`` opens, at or after ``after_ns``."""
+        for i, c in enumerate(circuits(self.s, self.t0, rack, after_ns)):
+            start, end = c.window(self.guard_ns)
+            if c.peer == dst and start >= after_ns:
+                return start
+            if i > 2 * len(self.s.rotors) * max(len(r.matchings) for r in self.s.rotors):
+                return None  # never in a cycle
+        return None
+
+    def _soonest(self, dst: int, now: int) -> tuple[int, int] | None:
+        """The open window (id, kind) that gets a frame to ``dst`` soonest, if one beats waiting for
+        this rack's own next circuit to it."""
+        margin = self._margin_ns()
+        best_t, best = self._next_window(self.me, dst, now), None
+        for wid, w in self._wins.items():
+            if w.end - now < margin:
+                continue
+            if w.c.peer == dst:
+                return wid, DIRECT
+            t = self._next_window(w.c.peer, dst, now + margin)
+            if t is not None and (best_t is None or t < best_t):
+                best_t, best = t, (wid, RELAY_FIRST)
+        return best
+
     # -- one circuit --------------------------------------------------------------------------
     async def exchange(self, c: Circuit) -> None:
         start, end = c.window(self.guard_ns)
@@ -142,6 +205,7 @@ class FastAgent(Agent):
             moved = await offer_accept(self, c, rq, cap - direct.total, start, end)
             for d, amount in sorted(moved.items()):
                 w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
+        self._hurry()
         await w.done  # rlbd counts what each window sent and returned (its stats)
         del self._wins[wid]
         self.priority.set(self.holds())
@@ -185,6 +249,7 @@ class FastAgent(Agent):
 
             self.splitter = Splitter(self.dp, self.me, self.s.racks, plane=self.plane, incarnation=self.incarnation)
             self.dp.on_deliver = self.splitter.delivered
+            self.splitter.on_short = self.hurry
             await self.splitter.start(self.bind)
             if self.incarnation:  # a restarted agent: its peers drop their connections with its predecessor
                 self.splitter.announce_restart(r for r in self.peers if r != self.me)
@@ -240,5 +305,6 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
             "stream_frames_dropped": d.get("stream_frames_dropped"),
             "late_adds": d["late_adds"],
+            "hurried": dict(agent.hurried), "hurried_rlbd": d.get("hurried"),
             "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}

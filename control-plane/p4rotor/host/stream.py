@@ -31,6 +31,11 @@ stream of its own.
   dropped (``stream_frames_dropped``, rlbd's DROP_FLOW): they would take the restarted agent's
   windows from the connections that come after.  The stream's frames its predecessor had not delivered are never delivered (the
   restarted rlbd waits for their first frame, which its predecessor had): nothing is duplicated.
+* Short writes: a write of at most ``SHORT_BYTES`` while at most ``SHORT_QUEUE`` of the host's
+  frames wait for that rack (a request, a handshake, a FIN) is handed to the agent's ``hurry``
+  (host/fast_agent.py): it goes ahead of the bulk in the open window that gets it there soonest,
+  directly or through a relay, instead of waiting its turn for up to a cycle.  An exchange of
+  several such messages (iperf3's start) then takes a few slots, not a cycle each.
 * Back-pressure: once more than ``HIGH_FRAMES`` of the host's frames wait for that rack, the
   agent stops reading the application's socket until they are under ``LOW_FRAMES`` again, so
   TCP's own flow control holds the application at what the circuits carry.
@@ -55,6 +60,10 @@ INCARNATION_SHIFT = 12    # connection ids per incarnation: 4095 (an agent resta
 SO_ORIGINAL_DST = 80  # linux/netfilter_ipv4.h
 READ = 1 << 16
 HIGH_FRAMES, LOW_FRAMES = 4096, 1024
+# A write this short, with at most this many of the host's frames queued for its rack (its own
+# included), is a request, a handshake or a FIN, not bulk: it takes the soonest path
+# (host/fast_agent.py: hurry) instead of waiting its turn, up to a cycle.
+SHORT_BYTES, SHORT_QUEUE = 4096, 8
 
 
 def original_dst(sock: socket.socket) -> tuple[str, int]:
@@ -98,6 +107,7 @@ class Splitter:
         self.server: asyncio.AbstractServer | None = None
         self.tasks: set[asyncio.Task] = set()
         self.resolve = original_dst  # where a connection was going (tests give their own)
+        self.on_short = None  # (rack, stream, next seq) of a short write: the agent hurries it
 
     async def start(self, bind: str = "0.0.0.0", port: int = PROXY_PORT) -> None:
         self.server = await asyncio.start_server(self._accepted, bind, port, reuse_address=True)
@@ -166,7 +176,11 @@ class Splitter:
     def _push(self, conn: Conn, data: bytes, fin: bool = False) -> int:
         conn.bytes_out += len(data)
         self.counts["bytes_sent"] += len(data)
-        return self.dp.add_stream(conn.rack, conn.send_flow, data, fin)
+        queued, next_seq = self.dp.add_stream(conn.rack, conn.send_flow, data, fin)
+        if self.on_short is not None and len(data) <= SHORT_BYTES and queued <= SHORT_QUEUE:
+            self.counts["short_writes"] += 1
+            self.on_short(conn.rack, conn.send_flow, next_seq)
+        return queued
 
     async def _pump(self, reader: asyncio.StreamReader, conn: Conn) -> None:
         try:
