@@ -105,3 +105,12 @@ def test_faults_load_tables_are_generated_from_their_runs_and_shown_in_the_docs(
         assert t.read_text() == load_table(res), f"{t.relative_to(ROOT)}: not what faults.json makes"
         assert load_table(res) in (ROOT / "docs" / "faults.md").read_text(), \
             f"docs/faults.md does not show {t.relative_to(ROOT)}"
+
+
+def test_apps_table_is_generated_from_its_run_and_shown_in_the_docs():
+    from p4rotor.experiments.apps import table_md
+
+    d = RESULTS / "apps-ebpf"
+    res = json.loads((d / "apps.json").read_text())
+    assert (d / "table.md").read_text() == table_md(res), f"{d / 'table.md'}: not what apps.json makes"
+    assert table_md(res) in (ROOT / "docs" / "rotorlb.md").read_text(), "docs/rotorlb.md does not show it"

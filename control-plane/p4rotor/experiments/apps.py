@@ -105,8 +105,24 @@ def apps(build: Path, out: Path, dilation: float = 200.0, rate: float | None = N
                                           for k, t in tests.items())
                       + f"; frames lost {acc['lost']} -> " + ("PASS" if not failed else "FAIL: " + ", ".join(failed)))
     (out / "apps.json").write_text(json.dumps(res, indent=1))
+    (out / "table.md").write_text(table_md(res))
     _plot(res, out / "apps.png")
     return res
+
+
+LABELS = {"iperf3": "iperf3, one connection", "iperf3_P4": "iperf3 -P 4", "eight_pairs": "eight pairs at once",
+          "curl": "curl of the file"}
+
+
+def table_md(res: dict) -> str:
+    """The run's goodputs beside the model's, and each iperf3 server's first seconds (docs/rotorlb.md)."""
+    rows = ["| test | goodput Mbit/s | model Mbit/s | of model | first pair's server, 1-s intervals 1-3 (MB) |", "|---|---|---|---|---|"]
+    for k, t in res["tests"].items():
+        first = ", ".join(f"{b / 1e6:.2f}" for b in (t.get("interval_bytes") or [])[:3]) or "—"
+        of = f"**{t['of_model']:.2f}**" if t.get("of_model") is not None else "—"
+        rows.append(f"| {LABELS.get(k, k)} | {t['goodput_mbps']:.2f} | {t['model_mbps']:.2f} | {of} | {first} |")
+    checks = ", ".join(f"{k} {'pass' if ok else 'FAIL'}" for k, ok in res["checks"].items())
+    return "\n".join(rows) + f"\n\nChecks: {checks}.\n"
 
 
 def _iperf(emu, host: dict[int, str], pairs, seconds: float, out: Path, name: str, ds: S.Schedule,
