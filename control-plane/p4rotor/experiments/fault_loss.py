@@ -46,9 +46,8 @@ def place(spans: list[tuple[int, int, int]], wins: list[Window], late_ns: int = 
     for t0, t1, n in spans:
         hits = [i for i, (a, b) in enumerate(wins) if t0 <= b and t1 >= a]
         if not hits:
-            hits = [min((i for i, (a, _) in enumerate(wins) if t1 < a <= t1 + late_ns), key=lambda i: wins[i][0],
-                        default=None)]
-            hits = [h for h in hits if h is not None]
+            after = [i for i, (a, _) in enumerate(wins) if t1 < a <= t1 + late_ns]
+            hits = [min(after, key=lambda i: wins[i][0])] if after else []
         if len(hits) == 1:
             per[hits[0]] += n
         elif hits:
@@ -107,9 +106,10 @@ def bulk_by_fault(summaries: list[dict], pairs: dict[str, dict], kills: dict[int
             in_gaps[key] = in_gaps.get(key, 0) + tail
             tails += tail
     per, outside, several = place(spans, wins, relay_ns)
-    # of those outside every fault, the ones before the first began (the agents' start-up)
+    # of those outside every fault, the ones before the first began (the agents' start-up): a span
+    # that ends a relay wait before the first window can neither overlap a window nor precede one
     first = min((a for a, _ in wins), default=None)
-    early = place([sp for sp in spans if first is not None and sp[1] + relay_ns < first], wins, relay_ns)[1]
+    early = sum(n for _, t1, n in spans if first is not None and t1 + relay_ns < first)
     not_placed = 0
     for key, p in pairs.items():
         dst = int(key.split("->")[1])

@@ -300,7 +300,9 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
     H = ds.hyperperiod_us / 1e6
     killed_hosts = {f.host for f in fp.faults if f.kind == "agent-kill"}
     rack_of = {h: r for h, (r, _) in d["where"].items()}
-    bulk = bulk_account(d, {rack_of[h] for h in killed_hosts if h in rack_of})
+    # killed rack -> its fault's index (bulk_by_fault); its keys are what bulk_account leaves out
+    kills = {rack_of[f.host]: i for i, f in enumerate(fp.faults) if f.kind == "agent-kill" and f.host in rack_of}
+    bulk = bulk_account(d, set(kills))
     samples = d["samples"]
 
     def delivered(a: int, b: int) -> int:
@@ -316,17 +318,17 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
     # A fault lasts past its plan's end while what it broke is away: a restarted controller until
     # its slot 0 (the probes' window_end_s), a killed agent until it listens again and its bulk
     # is delivered again (its relays with it).
-    ends = {}
+    ends, reflowed = {}, {}  # reflowed: fault index -> its restarted agent's reflow()
     for i, (f, row) in enumerate(zip(fp.faults, rows)):
         if row.get("window_end_s") is not None:
             ends[i] = origin + int(row["window_end_s"] * 1e9)
         if f.kind == "agent-kill":
             ev = {e["what"]: e for e in inj.events if e["kind"] == "agent-kill" and e["target"] == f.host}
-            again = (reflow(d, f.host, rack_of[f.host], ev["restarted"]["incarnation"])["first_delivered_ns"]
-                     if "restarted" in ev and f.host in rack_of else None)
+            if "restarted" in ev and f.host in rack_of:
+                reflowed[i] = reflow(d, f.host, rack_of[f.host], ev["restarted"]["incarnation"])
+            again = reflowed[i]["first_delivered_ns"] if i in reflowed else None
             ends[i] = max(ev.get("listening", {}).get("t_ns", 0), again or 0)
     wins = fault_windows(fp.faults, origin, dilation, H, ends)
-    kills = {rack_of[f.host]: i for i, f in enumerate(fp.faults) if f.kind == "agent-kill" and f.host in rack_of}
     bl = bulk_by_fault(d["summaries"], bulk["pairs"], kills, wins, origin, lambda fl: is_bulk(int(fl)),
                        relay_span_ns(d["summaries"], slot_s), d.get("end_ns"))
     tl = tcp_by_fault(d["tcp_runs"], wins)
@@ -362,7 +364,7 @@ def load_report(d: dict, fp, inj, rows: list[dict], origin: int, dilation: float
             # from when it listened (a start-up slower than its lead misses its first window)
             first_win = max(ev["restarted"]["first_window_ns"],
                             ev["restarted"]["t_ns"] + int((ev.get("listening", {}).get("after_restart_ms") or 0) * 1e6))
-            fl = reflow(d, f["host"], k, ev["restarted"]["incarnation"])
+            fl = reflowed[i] if i in reflowed else reflow(d, f["host"], k, ev["restarted"]["incarnation"])
             for what in ("first_sent_ns", "first_delivered_ns"):
                 t = fl[what]
                 row[what.replace("_ns", "_after_kill_s")] = None if t is None else round((t - kill_ns) / 1e9, 3)
