@@ -56,6 +56,7 @@ MAX_HOSTS_PER_RACK = 250         # a rack's hosts are 10.0.RACK.1-250
 MAX_MBPS = 10 ** 7               # 10 Tb/s: access rates in Mb/s
 MAX_FACTOR = 10 ** 6             # dilations and other ratios
 MAX_PACKET_BYTES = 65535         # --mss, --header-bytes: an IP packet's size field
+MAX_ZIPF = 10.0                  # --zipf: a Zipf exponent; at 10 the hottest rack has 99.9 % of the flows
 
 
 # ---- reading -----------------------------------------------------------------------------------

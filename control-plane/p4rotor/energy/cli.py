@@ -87,7 +87,7 @@ def evaluate(runs: list[Path], model: M.PowerModel, modes: tuple[str, ...] | Non
 
 def _point(run: Path) -> dict[str, Any]:
     doc = read_json(run / "fct.json", M.EnergyError, nonfinite=True)
-    return {"workload": doc.get("workload"), "load": doc.get("load")}
+    return {"workload": doc.get("workload"), "load": doc.get("load"), "zipf": doc.get("zipf")}
 
 
 def _command(a: argparse.Namespace) -> str:

@@ -40,8 +40,10 @@ def summary_line(r: dict) -> str:
 
 
 def _point(r: dict) -> str:
-    load = r.get("load")
-    return f"{r.get('workload')} {100 * load:g} %" if isinstance(load, (int, float)) else Path(r["run"]).name
+    """A row's point: "websearch 10 %", "websearch 10 %, Zipf 0.8" for a hot spot (fct.json's
+    ``zipf``; rows made before it was recorded have none: uniform), else the run's directory."""
+    load, hot = r.get("load"), _hot(r)
+    return f"{r.get('workload')} {100 * load:g} %{hot}" if isinstance(load, (int, float)) else Path(r["run"]).name + hot
 
 
 def markdown(rows: Sequence[dict], model: str) -> str:
@@ -121,11 +123,12 @@ def plot(rows: Sequence[dict], png: Path) -> None:
     colors2 = {"tos": "#f39c12", "trs": "#2e86c1", "predictive": "#27ae60"}
     for pol in ("tos", "trs", "predictive"):
         for mode in sorted({r["mode"] for r in rows}):
-            for wl in sorted({str(r.get("workload")) for r in rows}):
+            for wl in sorted({_series(r) for r in rows}):
                 pts = sorted((r["load"], r["policies"][pol]["saving"]) for r in rows
-                             if r["mode"] == mode and str(r.get("workload")) == wl and isinstance(r.get("load"), (int, float)))
+                             if r["mode"] == mode and _series(r) == wl and isinstance(r.get("load"), (int, float)))
                 if pts:
-                    ax2.plot([100 * p[0] for p in pts], [100 * p[1] for p in pts], "--" if wl == "datamining" else "-",
+                    dash = "--" if wl.startswith("datamining") else "-"
+                    ax2.plot([100 * p[0] for p in pts], [100 * p[1] for p in pts], dash,
                              color=colors2[pol], marker=marks.get(mode, "x"), label=f"{NAMES[pol]}, {mode}, {wl}")
     ax2.set_xscale("log")
     ax2.set_xlabel("offered load (% of the access rate)")
@@ -139,6 +142,17 @@ def plot(rows: Sequence[dict], png: Path) -> None:
         raise EnergyError(f"--output {png}: cannot write: {ex.strerror}") from None
     finally:
         plt.close(fig)
+
+
+def _hot(r: dict) -> str:
+    """", Zipf 0.8" for a row whose run had a hot spot, else ""."""
+    zipf = r.get("zipf")
+    return f", Zipf {zipf:g}" if isinstance(zipf, (int, float)) and not isinstance(zipf, bool) else ""
+
+
+def _series(r: dict) -> str:
+    """A line of the saving-vs-load plot: the workload, and the hot spot if any."""
+    return str(r.get("workload")) + _hot(r)
 
 
 def summary_for(run: Path) -> list[str]:

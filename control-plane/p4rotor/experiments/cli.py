@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import schedule as S
 from ..cliutil import EXIT_RUNTIME, code_commit, default_build_dir, die, loss_rate
+from ..inputs import MAX_ZIPF, float_flag
 
 
 def add_parser(sub) -> None:
@@ -33,6 +34,9 @@ def add_parser(sub) -> None:
     fct.add_argument("--cutoff-real", type=float, metavar="BYTES",
                      help="the class cutoff in real-system bytes (Opera's: 15e6), scaled as the flow sizes are")
     fct.add_argument("--seed", type=int, help="workload seed (default 1)")
+    fct.add_argument("--zipf", type=float_flag(0, MAX_ZIPF, above=True), metavar="A",
+                     help="a hot spot: destination racks by Zipf weights 1/rank^A (ranks a seeded permutation of "
+                          "the racks; e.g. 0.8); default: uniform. With --flow-list, the list's own (docs/fct.md)")
     fct.add_argument("--hosts-per-rack", type=int, help="hosts in each of the 8 racks, each with an agent (default 2)")
     fct.add_argument("--share-circuits", nargs="?", const="on", metavar="on|off|auto",
                      help="a rack's agents share its circuits (each window's frames claimed between them) "
@@ -123,7 +127,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     for key in ("workload", "load", "flows", "cutoff", "seed", "rate", "guard_us", "matrices_per_density", "plan", "resync_every",
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
-                "calibration", "calibrate_only", "replay", "cutoff_real", "traffic", "record_activity", "port_sleep"):
+                "calibration", "calibrate_only", "replay", "cutoff_real", "traffic", "record_activity", "port_sleep",
+                "zipf"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -141,7 +146,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows"),
                       ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay"),
                       ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic"),
-                      ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep")):
+                      ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep"), ("zipf", "--zipf")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from ..cliutil import die
 from ..inputs import (MALFORMED, MAX_FACTOR, MAX_FLOWS, MAX_HOSTS, MAX_MBPS, MAX_PACKET_BYTES, MAX_START_S, MAX_TIME_US,
-                      check_output, show_value)
+                      MAX_ZIPF, check_output, float_flag, show_value)
 from . import cdf as C
 from . import flowlist as FL
 from . import generate as G
@@ -90,7 +90,7 @@ def cmd_generate(a: argparse.Namespace) -> int:
                                        real_cycle, a.mss)
         w = G.generate(hosts, sizes, access_bps=access_bps, load=a.load, seed=a.seed, flows=a.flows,
                        duration_s=a.duration, scaling=scaling, mss=a.mss, header=a.header_bytes,
-                       name=a.workload or a.cdf)
+                       name=a.workload or a.cdf, zipf=a.zipf)
         w.meta["scaling"].update({"dilation": None if a.no_scale else a.dilation,
                                   "cycle_us": cycle, "real_cycle_us": real_cycle,
                                   "real_access_bps": None if a.no_scale else a.real_access_gbps * 1e9})
@@ -134,7 +134,7 @@ def summary(flows: Sequence[G.Flow], meta: dict[str, Any], *, access_bps: float 
     out = []
     if meta.get("workload"):
         out.append(f"workload {meta['workload']} ({meta.get('cdf')}), target load {meta.get('load')}, "
-                   f"seed {meta.get('seed')}")
+                   f"seed {meta.get('seed')}" + _hot_spot(meta))
     out.append(f"flows {len(flows)}, hosts {hosts}, window {duration_s:.6g} s{estimated}" if duration_s
                else f"flows {len(flows)}, hosts {hosts}, window unknown (give --duration)")
     out.append(f"size (payload bytes): mean {total / len(flows):.0f}, p50 {_pct(sizes, .5)}, "
@@ -164,6 +164,17 @@ def summary(flows: Sequence[G.Flow], meta: dict[str, Any], *, access_bps: float 
     else:
         out.append("size scaling not recorded (a CSV list carries no metadata)")
     return out
+
+
+def _hot_spot(meta: dict[str, Any]) -> str:
+    """", destinations Zipf 0.8 over racks (hottest rack 0: 30.1 % of flows)" when the list has one."""
+    if meta.get("zipf") is None:
+        return ""
+    hot = meta.get("zipf_hotspot") or {}
+    first = (hot.get("racks_hottest_first") or [None])[0]
+    share = (hot.get("expected_rack_shares") or {}).get(str(first))
+    return (f", destinations Zipf {meta['zipf']:g} over racks"
+            + (f" (hottest rack {first}: {share:.1%} of flows expected)" if isinstance(share, (int, float)) else ""))
 
 
 def cmd_show(a: argparse.Namespace) -> int:
@@ -207,6 +218,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     n.add_argument("--flows", type=int, metavar="N", help="this many flows")
     n.add_argument("--duration", type=float, metavar="S", help="every arrival in [0, S) seconds")
     g.add_argument("--seed", type=int, default=1, help="default 1")
+    g.add_argument("--zipf", type=float_flag(0, MAX_ZIPF, above=True), metavar="A",
+                   help=f"a hot spot: destination racks by Zipf weights 1/rank^A (ranks a seeded permutation "
+                        f"of the racks; 0 < A <= {MAX_ZIPF:g}; e.g. 0.8); default: uniform (docs/workloads.md)")
     g.add_argument("--dilation", type=float, default=DEFAULT_DILATION,
                    help=f"the emulation's time dilation (default {DEFAULT_DILATION:g}, as `p4rotor run`)")
     g.add_argument("--real-access-gbps", type=float, default=10.0,

@@ -20,6 +20,7 @@ from ..inputs import (MAX_FLOW_BYTES, MAX_FLOWS, MAX_MBPS, MAX_PACKET_BYTES, MAX
                       parse_json as _parse_json, write_output)
 from .cdf import WorkloadError, read_text
 from .generate import Flow
+from .hotspot import check as check_zipf
 
 COLUMNS = ("id", "src", "dst", "size", "start")
 FORMAT_VERSION = 1
@@ -169,7 +170,7 @@ def parse_json(text: str, source: str) -> tuple[list[Flow], dict[str, Any]]:
 META_NUMBERS = {"access_bps": (0, MAX_MBPS * 1e6), "duration_s": (0, MAX_START_S), "mss": (1, MAX_PACKET_BYTES),
                 "header_bytes": (0, MAX_PACKET_BYTES), "load": (0, 1), "flows_per_s_per_host": (0, 1e12),
                 "mean_size_bytes": (0, MAX_FLOW_BYTES), "mean_wire_bytes": (0, 2 * MAX_FLOW_BYTES)}
-META_OBJECTS = ("hosts", "scaling", "size_percentiles_bytes")
+META_OBJECTS = ("hosts", "scaling", "size_percentiles_bytes", "zipf_hotspot")
 
 
 def _check_meta(meta: dict[str, Any], source: str) -> None:
@@ -179,6 +180,11 @@ def _check_meta(meta: dict[str, Any], source: str) -> None:
     for key in META_OBJECTS:
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             raise WorkloadError(f"{source}: meta.{key} must be an object")
+    if meta.get("zipf") is not None:  # the hot spot's exponent (hotspot.py); absent or null: uniform
+        try:
+            check_zipf(meta["zipf"])
+        except WorkloadError as ex:
+            raise WorkloadError(f"{source}: meta.zipf: {str(ex).removeprefix('--zipf ')}") from None
 
 
 def read(path: str | Path) -> tuple[list[Flow], dict[str, Any]]:

@@ -13,8 +13,12 @@ sizes as written (after scaling, :mod:`.scale`), not estimated from samples.
 
 The network-wide process (rate hosts x lambda) gives each flow a source uniform among all hosts
 and a destination uniform among the hosts of the other racks, as the pHost and Opera generators
-do (all-to-all, inter-rack only).  Start times are seconds on the clock the access rate is given
-in (the emulation's wall clock for :func:`p4rotor.workload.cli`), rounded to nanoseconds.
+do (all-to-all, inter-rack only).  With ``zipf=A`` the destination's rack is drawn by Zipf
+weights instead (a hot spot, :mod:`.hotspot`: the arrival rate and the sources are unchanged, so
+the mean host load is still ``load``, while a hot rack's downlinks receive more; at 8 racks and
+A = 0.8 the hottest rack gets 0.301 of the flows, 2.41x the offered load).  Start times are
+seconds on the clock the access rate is given in (the emulation's wall clock for
+:func:`p4rotor.workload.cli`), rounded to nanoseconds.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import random
 from typing import Any, Sequence
 
 from ..inputs import MAX_FLOWS
+from . import hotspot as Z
 from .cdf import Cdf, WorkloadError
 from .scale import MSS, Scaling
 
@@ -92,12 +97,14 @@ def _check_hosts(hosts: Sequence[Host]) -> None:
 
 def generate(hosts: Sequence[Host], sizes: Cdf, *, access_bps: float, load: float, seed: int,
              flows: int | None = None, duration_s: float | None = None, scaling: Scaling | None = None,
-             mss: int = MSS, header: int = HEADER_BYTES, name: str = "") -> Workload:
+             mss: int = MSS, header: int = HEADER_BYTES, name: str = "", zipf: float | None = None) -> Workload:
     """Flows with Poisson arrivals offering ``load`` of every host's ``access_bps``.
 
     ``sizes``: the real system's flow-size CDF; ``scaling`` (default: none) maps each sampled
     size to the emulation's.  Exactly one of ``flows`` (that many flows) and ``duration_s``
-    (every arrival in [0, duration_s)) is given.
+    (every arrival in [0, duration_s)) is given.  ``zipf``: destination racks by Zipf weights
+    of this exponent (:mod:`.hotspot`); None (the default): uniform, drawing no random number
+    beyond the uniform list's (a seed gives the same list with or without the keyword).
     """
     if not 0 < load < 1:
         raise WorkloadError(f"load must be > 0 and < 1 (a fraction of the access rate), got {load:g}")
@@ -111,6 +118,7 @@ def generate(hosts: Sequence[Host], sizes: Cdf, *, access_bps: float, load: floa
         raise WorkloadError(f"duration must be > 0 seconds, got {duration_s:g}")
     if header < 0:
         raise WorkloadError(f"header bytes must be >= 0, got {header}")
+    zipf = Z.check(zipf)
     _check_hosts(hosts)
     scaling = scaling or Scaling(1.0, mss)
     if scaling.mss != mss:
@@ -124,6 +132,12 @@ def generate(hosts: Sequence[Host], sizes: Cdf, *, access_bps: float, load: floa
                             f"(more than {MAX_FLOWS}); shorten it")
 
     others = {r: [h.name for h in hosts if h.rack != r] for r in {h.rack for h in hosts}}
+    hot = None
+    if zipf is not None:
+        by_rack: dict[int, list[str]] = {}
+        for h in hosts:
+            by_rack.setdefault(h.rack, []).append(h.name)
+        hot = Z.Destinations(by_rack, zipf, seed)
     rng = random.Random(seed)
     out: list[Flow] = []
     clamped = 0
@@ -135,7 +149,7 @@ def generate(hosts: Sequence[Host], sizes: Cdf, *, access_bps: float, load: floa
         if duration_s is not None and t >= duration_s:
             break
         src = rng.choice(hosts)
-        dst = rng.choice(others[src.rack])
+        dst = rng.choice(others[src.rack]) if hot is None else hot.draw(rng, src.rack)
         real = sizes.sample(rng)
         clamped += scaling.clamps(real)
         out.append(Flow(len(out), src.name, dst, scaling.size(real), round(t, 9)))
@@ -155,6 +169,10 @@ def generate(hosts: Sequence[Host], sizes: Cdf, *, access_bps: float, load: floa
                     "expected_clamped_share": scaling.clamped_share(sizes)},
         "hosts": {h.name: {"ip": h.ip, "rack": h.rack} for h in hosts},
     }
+    if hot is not None:  # absent when uniform: a uniform list's file carries no hot-spot keys
+        source_share = {r: len(v) / len(hosts) for r, v in hot.hosts.items()}
+        meta["zipf"] = zipf
+        meta["zipf_hotspot"] = hot.meta(zipf, source_share)
     return Workload(out, meta)
 
 

@@ -63,6 +63,8 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
     same_list = a.get("flows") == b.get("flows")
     if not same_list:
         off.append(f"not one flow list: {a.get('flows')} vs {b.get('flows')} flows")
+    if a.get("zipf") != b.get("zipf"):
+        off.append(f"not one flow list: destinations Zipf {a.get('zipf')} vs {b.get('zipf')}")
     return {"rows": rows, "tolerance": tolerance, "min_flows": min_flows, "same": not off and bool(rows),
             "differences": off}
 
@@ -79,7 +81,7 @@ def table(results: Sequence[tuple[str, dict]]) -> list[str]:
         return "-" if x is None else f"{x:.{nd}f}"
 
     for run, r in results:
-        head = f"| {run} | {r.get('workload', '?')} | {r.get('load', '?')} | {r.get('flows', '?')} "
+        head = f"| {run} | {r.get('workload', '?')} | {load_cell(r)} | {r.get('flows', '?')} "
         for mode, m in r.get("modes", {}).items():
             if not m.get("stable", True):
                 st = m.get("stability", {})
@@ -93,13 +95,20 @@ def table(results: Sequence[tuple[str, dict]]) -> list[str]:
     return rows
 
 
+def load_cell(r: dict) -> str:
+    """A table's load column: the load, and the hot spot's exponent when the run had one
+    (``0.1, Zipf 0.8``); a result without ``zipf`` (before it was recorded) was uniform."""
+    load = r.get("load", "?")
+    return f"{load}" if r.get("zipf") is None else f"{load}, Zipf {r['zipf']:g}"
+
+
 def checks_table(results: Sequence[tuple[str, dict]]) -> list[str]:
     """:func:`checks` of several (run, result) as markdown rows, each naming its run."""
     rows = ["| run | workload | load | check | verdict | numbers |", "|---|---|---|---|---|---|"]
     for run, r in results:
         for name, ok, numbers in checks(r):
             verdict = "n/a" if ok is None else ("**pass**" if ok else "**FAIL**")
-            rows.append(f"| {run} | {r.get('workload', '?')} | {r.get('load', '?')} | {name} | {verdict} | {numbers} |")
+            rows.append(f"| {run} | {r.get('workload', '?')} | {load_cell(r)} | {name} | {verdict} | {numbers} |")
     return rows
 
 
@@ -118,7 +127,7 @@ def merge(runs: Sequence[tuple[str, dict]]) -> dict:
     if len(runs) < 2:
         raise WorkloadError("merge needs at least two runs")
     (first_name, first), out_modes, sources = runs[0], {}, {}
-    same = ("workload", "load", "flows", "hosts_per_rack", "access_mbps", "dilation", "scaling_factor",
+    same = ("workload", "load", "zipf", "flows", "hosts_per_rack", "access_mbps", "dilation", "scaling_factor",
             "default_cutoff_bytes")
     for name, r in runs:
         for k in same:

@@ -97,11 +97,13 @@ def switch_cpu_choice(text: str | None) -> str | None:
         raise C.WorkloadError(f"--switch-cpus: {ex}") from None
 
 
-def replayed(path: str, hosts, factor: float):
+def replayed(path: str, hosts, factor: float, zipf: float | None = None):
     """The flow list in ``path`` as this run's workload: every flow between two hosts of this
     fabric in different racks (one-line error otherwise).  Sizes are taken as they are (emulated
     bytes); a list scaled for another access rate or dilation (its meta says) is refused, since
-    its size buckets would not be the real system's."""
+    its size buckets would not be the real system's.  Its hot spot (meta.zipf) goes with it; a
+    ``zipf`` given beside it must be the one the list records (a list without one is refused:
+    --zipf would label flows it did not draw)."""
     from ...workload.generate import Workload
 
     fl, meta = flowlist.read(path)
@@ -117,7 +119,13 @@ def replayed(path: str, hosts, factor: float):
     if theirs is not None and not math.isclose(theirs, factor, rel_tol=1e-6):
         raise C.WorkloadError(f"{path}: sizes scaled by {theirs:g}, this run scales by {factor:g} "
                               "(another access rate or dilation): its size buckets would be wrong")
+    theirs_zipf = meta.get("zipf")
+    if zipf is not None and (theirs_zipf is None or not math.isclose(theirs_zipf, zipf, rel_tol=1e-9)):
+        raise C.WorkloadError(f"--zipf {zipf:g} with --flow-list {path}: the list records "
+                              + ("no hot spot (uniform destinations, or a CSV's unknown ones)" if theirs_zipf is None
+                                 else f"Zipf {theirs_zipf:g}") + "; drop --zipf (the list's own is kept)")
     meta = dict(meta, replayed_from=str(path))
+    meta.setdefault("zipf", None)
     meta.setdefault("workload", Path(path).name)
     meta.setdefault("load", None)
     return Workload(fl, meta)

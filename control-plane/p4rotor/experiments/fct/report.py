@@ -34,7 +34,8 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
     from ``calibration_file`` or measured by this run on its idle fabric; ``judge``: a mode's
     stability (:func:`stability_judge`)."""
     cals = calibrations or {}
-    res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "flows": len(wl.flows),
+    res = {"workload": wl.meta["workload"], "load": wl.meta["load"], "zipf": wl.meta.get("zipf"),
+           "flows": len(wl.flows),
            "replayed_from": wl.meta.get("replayed_from"), "hosts_per_rack": hosts_per_rack,
            "access_mbps": access_bps / 1e6, "dilation": dilation, "target": target, "datapath": datapath,
            "agent_rate": agent_rate, "guard_us": guard_us, "shared_circuits": shared,
@@ -114,7 +115,8 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
     fct_plot(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
                                           for m, v in res["modes"].items() if "tracking" in v["stability"]})
     load = "?" if wl.meta["load"] is None else f"{wl.meta['load']:g}"
-    res["verdict"] = (f"fct {wl.meta['workload']} load {load}, {len(wl.flows)} flows: "
+    hot = "" if wl.meta.get("zipf") is None else f", Zipf {wl.meta['zipf']:g}"
+    res["verdict"] = (f"fct {wl.meta['workload']} load {load}{hot}, {len(wl.flows)} flows: "
                       + " | ".join(lines))
     return res
 

@@ -15,6 +15,7 @@ from ...schedule import topology as TP
 from ...workload import cdf as C
 from ...workload import flowlist
 from ...workload.generate import generate, topology_hosts
+from ...workload.hotspot import check as check_zipf
 from ...workload.ideal import FABRIC, PACKET_SWITCH, REPLAY_SAMPLE, held_out_warning
 from ...workload.paths import PathKeys, by_path
 from ...workload.plane import HEADROOM, access_bps as access_of, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
@@ -40,7 +41,8 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         epsilon_us: float = EPSILON_US, share_circuits: str | bool | None = "auto", idle_poll: bool = True,
         switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2",
         datapath: str = "python", calibration: str | None = None, calibrate_only: bool = False,
-        replay: int = REPLAY_SAMPLE, cutoff_real: float | None = None, record_activity: bool = False) -> dict:
+        replay: int = REPLAY_SAMPLE, cutoff_real: float | None = None, record_activity: bool = False,
+        zipf: float | None = None) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -67,8 +69,11 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     real-system bytes (Opera's 15 MB), scaled by the run's factor (instead of ``cutoff``);
     ``record_activity``: the controller records the switches' per-slot counters and each fabric
     mode's flows are cut out of them into ``activity-MODE.json`` (what ``p4rotor energy`` then
-    reads as that mode's measured activity: docs/energy.md)."""
+    reads as that mode's measured activity: docs/energy.md); ``zipf``: destination racks by Zipf
+    weights of this exponent (workload/hotspot.py; None: uniform), recorded in fct.json; with
+    ``flow_list`` it must be what the list records (None: take the list's)."""
     chosen = parse_modes(modes)
+    zipf = check_zipf(zipf)
     if type(replay) is not int or not 0 <= replay <= 100_000:
         raise C.WorkloadError(f"--replay must be a whole number of flows in 0..100000, got {replay!r}")
     if datapath not in ("python", "c"):
@@ -116,10 +121,10 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     topo = TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack)
     hosts = topology_hosts(topo)
     if flow_list is not None:
-        wl = replayed(flow_list, hosts, scaling.factor)
+        wl = replayed(flow_list, hosts, scaling.factor, zipf)
     else:
         wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
-                      name=workload)
+                      name=workload, zipf=zipf)
     fp = fingerprint(FABRIC, target, topo, hosts_per_rack, dilation, epsilon_us, access_bps)
     fp_ps = fingerprint(PACKET_SWITCH, target, packet_switch_topology(topo, dilation), hosts_per_rack, dilation,
                         epsilon_us, access_bps)
