@@ -521,6 +521,12 @@ static void state_reply(uint32_t req) {
     reply(req, buf, off);
 }
 
+/* An own frame for rack d into window w, stamped with the window's slot (the relay's accept slot). */
+static void win_push_own(window_t *w, item_t it, uint16_t d) {
+    it.origin = me, it.dst = d, it.relayed = 0, it.acc = w->slot;
+    deq_push(&w->out, it);
+}
+
 static uint32_t win_add(window_t *w, int kind, uint16_t dst, uint32_t n) {
     uint32_t moved = 0;
     if (kind == 0) {
@@ -537,9 +543,7 @@ static uint32_t win_add(window_t *w, int kind, uint16_t dst, uint32_t n) {
         if (d >= nracks) return 0;
         fq_t *f = &local_q[d];
         while (moved < n && f->frames) {
-            item_t it = fq_pop(f);
-            it.origin = me, it.dst = d, it.relayed = 0, it.acc = w->slot;
-            deq_push(&w->out, it);
+            win_push_own(w, fq_pop(f), d);
             moved++;
         }
         if (kind == 1) c_direct += moved;
@@ -560,9 +564,7 @@ static uint32_t win_add_flow(window_t *w, int kind, uint16_t dst, uint32_t flow,
     fq_t *f = &local_q[d];
     fq_flow_t *q;
     while (moved < most && (q = fq_find(f, flow)) && q->q.n && deq_at(&q->q, 0)->seq < below) {
-        item_t it = fq_pop_flow(f, q);
-        it.origin = me, it.dst = d, it.relayed = 0, it.acc = w->slot;
-        deq_push(&w->out, it);
+        win_push_own(w, fq_pop_flow(f, q), d);
         for (size_t j = w->out.n - 1; j > w->sent + moved; j--) { /* ahead of the unsent */
             item_t tmp = *deq_at(&w->out, j);
             *deq_at(&w->out, j) = *deq_at(&w->out, j - 1);

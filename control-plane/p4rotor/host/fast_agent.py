@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import socket
 import tempfile
 import time
@@ -163,13 +164,12 @@ class FastAgent(Agent):
 
     def _next_window(self, rack: int, dst: int, after_ns: int) -> int | None:
         """When ``rack``'s next window to ``dst`` opens, at or after ``after_ns``."""
-        for i, c in enumerate(circuits(self.s, self.t0, rack, after_ns)):
-            start, end = c.window(self.guard_ns)
+        two_cycles = 2 * len(self.s.rotors) * max(len(r.matchings) for r in self.s.rotors)
+        for c in itertools.islice(circuits(self.s, self.t0, rack, after_ns), two_cycles):
+            start = c.window(self.guard_ns)[0]
             if c.peer == dst and start >= after_ns:
                 return start
-            if i > 2 * len(self.s.rotors) * max(len(r.matchings) for r in self.s.rotors):
-                return None  # never in a cycle
-        return None
+        return None  # never in two cycles
 
     def _soonest(self, dst: int, now: int) -> tuple[int, int] | None:
         """The open window (id, kind) that gets a frame to ``dst`` soonest, if one beats waiting for
@@ -305,6 +305,6 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
             "stream_frames_dropped": d.get("stream_frames_dropped"),
             "late_adds": d["late_adds"],
-            "hurried": dict(agent.hurried), "hurried_rlbd": d.get("hurried"),
+            "hurried": dict(agent.hurried),
             "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}
