@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from ..workload import hotspot
 from .model import CLASSES, SLEEP_STATES, EnergyError
 
 NAMES = {"always-on": "always on", "tos": "TOS", "trs": "TRS", "predictive": "predictive"}
@@ -42,7 +43,7 @@ def summary_line(r: dict) -> str:
 def _point(r: dict) -> str:
     """A row's point: "websearch 10 %", "websearch 10 %, Zipf 0.8" for a hot spot (fct.json's
     ``zipf``; rows made before it was recorded have none: uniform), else the run's directory."""
-    load, hot = r.get("load"), _hot(r)
+    load, hot = r.get("load"), hotspot.label(r.get("zipf"))
     return f"{r.get('workload')} {100 * load:g} %{hot}" if isinstance(load, (int, float)) else Path(r["run"]).name + hot
 
 
@@ -144,15 +145,9 @@ def plot(rows: Sequence[dict], png: Path) -> None:
         plt.close(fig)
 
 
-def _hot(r: dict) -> str:
-    """", Zipf 0.8" for a row whose run had a hot spot, else ""."""
-    zipf = r.get("zipf")
-    return f", Zipf {zipf:g}" if isinstance(zipf, (int, float)) and not isinstance(zipf, bool) else ""
-
-
 def _series(r: dict) -> str:
     """A line of the saving-vs-load plot: the workload, and the hot spot if any."""
-    return str(r.get("workload")) + _hot(r)
+    return str(r.get("workload")) + hotspot.label(r.get("zipf"))
 
 
 def summary_for(run: Path) -> list[str]:

@@ -34,6 +34,12 @@ def check(a: float | None) -> float | None:
     return float(a)
 
 
+def label(a) -> str:
+    """What a point's label adds for its hot spot: ", Zipf 0.8", or "" for a uniform run (a result
+    without the key was made before it was recorded, and was uniform)."""
+    return f", Zipf {a:g}" if isinstance(a, (int, float)) and not isinstance(a, bool) else ""
+
+
 def ranks(racks: Sequence[int], seed: int) -> dict[int, int]:
     """Rack -> rank (1 = hottest): a permutation of ``racks`` (sorted first) drawn from ``seed``."""
     order = sorted(set(racks))

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from . import hotspot
 from .cdf import WorkloadError
 from .checks import checks
 from .ideal import run_calibration
@@ -98,8 +99,7 @@ def table(results: Sequence[tuple[str, dict]]) -> list[str]:
 def load_cell(r: dict) -> str:
     """A table's load column: the load, and the hot spot's exponent when the run had one
     (``0.1, Zipf 0.8``); a result without ``zipf`` (before it was recorded) was uniform."""
-    load = r.get("load", "?")
-    return f"{load}" if r.get("zipf") is None else f"{load}, Zipf {r['zipf']:g}"
+    return f"{r.get('load', '?')}{hotspot.label(r.get('zipf'))}"
 
 
 def checks_table(results: Sequence[tuple[str, dict]]) -> list[str]:

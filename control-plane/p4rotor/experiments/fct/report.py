@@ -11,6 +11,7 @@ from pathlib import Path
 from ...fabric.switch import realtime_allowed
 from ...workload import bound as B
 from ...workload import fct as F
+from ...workload import hotspot
 from ...workload import stability as ST
 from ...workload.plots import bulk_plot, paths_plot
 from ...workload.results import write_fct
@@ -115,7 +116,7 @@ def report(runs: dict, wl, access_bps: float, factor: float, default_cutoff: flo
     fct_plot(runs, access_bps, out, models={m: v["stability"]["tracking"]["model_curve"]
                                           for m, v in res["modes"].items() if "tracking" in v["stability"]})
     load = "?" if wl.meta["load"] is None else f"{wl.meta['load']:g}"
-    hot = "" if wl.meta.get("zipf") is None else f", Zipf {wl.meta['zipf']:g}"
+    hot = hotspot.label(wl.meta.get("zipf"))
     res["verdict"] = (f"fct {wl.meta['workload']} load {load}{hot}, {len(wl.flows)} flows: "
                       + " | ".join(lines))
     return res
