@@ -444,13 +444,17 @@ def test_a_restarted_controller_writes_the_switches_again_on_their_running_clock
         emu.start(timeout=90)
         ids = {sw.pipeline.id for sw in emu.switches}
         t0 = emu.t0_ns
+        epochs = {n: s.get("epoch_us") for n, s in (read_status(tmp_path / "run" / "status.json") or {})["switches"].items()}
         emu.restart_controller(timeout=60)
         t0_after = emu.t0_ns
         st = read_status(tmp_path / "run" / "status.json") or {}
         out = emu.host("h0x0").cmd("ping -n -q -i 0.02 -c 50 -W 1 10.0.1.1")
     finally:
         emu.stop()
-    assert abs(t0_after - t0) < 1000, (t0, t0_after)   # the same slot 0 (ns)
+    # The same slot 0: exactly, in the clock the switches read (CLOCK_MONOTONIC, microseconds) ...
+    assert {n: s.get("epoch_us") for n, s in st["switches"].items()} == epochs and None not in epochs.values()
+    # ... and in wall time (ns) as each controller converts it (timebase.py: wall_minus_monotonic_ns).
+    assert abs(t0_after - t0) < 1000, (t0, t0_after)
     assert st.get("phase") == "running" and not any(s.get("adopted") for s in st["switches"].values())
     # The same schedule: written over what each switch held, none cleared.
     assert all(s.get("written_over") for s in st["switches"].values()), st["switches"]

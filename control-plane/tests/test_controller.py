@@ -100,6 +100,17 @@ def test_estimate_offset_picks_tightest_probe():
         C.estimate_offset([], tb)
 
 
+def test_wall_minus_monotonic_takes_the_tightest_bracket(monkeypatch):
+    """A preempted pair of reads (the second bracket, 5 us wide) is not the one kept."""
+    from p4rotor.control import timebase as TB
+
+    mono = iter([1_000, 1_100, 2_000, 7_000, 9_000, 9_040])
+    wall = iter([50_000, 60_000, 70_000])
+    monkeypatch.setattr(TB.time, "monotonic_ns", lambda: next(mono))
+    monkeypatch.setattr(TB.time, "time_ns", lambda: next(wall))
+    assert TB.wall_minus_monotonic_ns(samples=3) == 70_000 - 9_020
+
+
 def test_boundary_times():
     s = sched4()
     r = s.rotors[0]
