@@ -363,7 +363,7 @@ def update_doc(doc: Path, res: dict, command: str) -> None:
 def plot_dilation(rows: list[dict], png: Path) -> None:
     """Fidelity vs dilation: boundary error in emulated us, and reconfiguration loss against its
     bound, per dilation (log x)."""
-    from ..plotting import pyplot
+    from ..plotting import pyplot, save
 
     plt = pyplot()
 
@@ -388,5 +388,4 @@ def plot_dilation(rows: list[dict], png: Path) -> None:
     ax2.legend(fontsize=8)
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    save(fig, png, dpi=110)

@@ -96,7 +96,7 @@ def plot(rows: Sequence[dict], png: Path) -> None:
     """Left: time in each state per port class and policy, for the busiest FCT run mode (the
     busiest of all if there is none); right: saving against always on vs offered load, per
     policy and mode."""
-    from ..plotting import pyplot
+    from ..plotting import pyplot, save
 
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -138,11 +138,9 @@ def plot(rows: Sequence[dict], png: Path) -> None:
     ax2.legend(fontsize=5.5, ncol=2)
     fig.tight_layout()
     try:
-        fig.savefig(png, dpi=110)
+        save(fig, png, dpi=110)
     except OSError as ex:
         raise EnergyError(f"--output {png}: cannot write: {ex.strerror}") from None
-    finally:
-        plt.close(fig)
 
 
 def _series(r: dict) -> str:

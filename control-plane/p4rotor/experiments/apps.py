@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import schedule as S
 from ..fabric.agents import FAR_NS, account, start_agents, start_lead_s
 from ..fabric.switch import HarnessError
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from ..rotorlb import model as RM
 from ..rotorlb import wire
 from .runner import launch, say
@@ -222,5 +222,4 @@ def _plot(res: dict, png: Path) -> None:
     ax.set_title(f"Applications over RotorLB ({res['target']}, {res['rate_fps']:g} frames/s per circuit)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
+    save(fig, png, dpi=120)

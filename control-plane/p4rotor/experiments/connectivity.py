@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from .. import p4 as dp
 from .. import schedule as S
 from ..fabric.mininet import Emulation
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from .runner import check_fabric, launch, run_probes, say
 
 
@@ -349,8 +349,7 @@ def _plot_connectivity(res: dict, n: int, path: Path) -> None:
         axes[0].legend(loc="upper right", fontsize=7)
     fig.suptitle(f"direct reachability per slice: {res['agree']}/{res['cells']} cells agree")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import p4 as dp
 from .. import schedule as S
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from .runner import launch, run_probes, say
 
 
@@ -47,8 +47,7 @@ def duty_cycle(build: Path, out: Path, dilation: float = 100.0, slot_us: int = 2
     axes[1].legend()
     axes[1].set_title(f"hosts stop a guard early (night {night} us)")
     fig.tight_layout()
-    fig.savefig(out / "duty_cycle.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "duty_cycle.png", dpi=110)
     (out / "duty_cycle.json").write_text(json.dumps(res))
     err = max(abs(r["fraction"] - r["predicted"]) for r in rows)
     gerr = max((abs(g["efficiency"] - g["predicted_efficiency"]) for g in grows), default=0)

@@ -38,7 +38,7 @@ from ..fabric.switch import HarnessError, stop_process_group
 from ..control import fault_plan as FP
 from ..faults.capture import interface_names, read_rotor_frames
 from ..faults.inject import HARNESS_KINDS, Injector
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from .faults_load import RECOVERY_S as LOAD_RECOVERY_S, Load, load_report, load_table, parse_traffic
 from .runner import launch, run_probes, say
 
@@ -477,5 +477,4 @@ def _plot(res, sent_b, lost_b, drops_log, origin, out: Path) -> None:
                  "faults (eBPF: which circuit each frame crossed is not captured)")
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(out / "faults.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "faults.png", dpi=110)

@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import p4 as dp
 from .. import schedule as S
 from ..stats import summarize
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from .runner import check_fabric, launch, run_probes
 
 
@@ -45,8 +45,7 @@ def low_latency(build: Path, out: Path, sched: S.Schedule | None = None, dilatio
     ax.set_ylabel("CDF")
     ax.set_title(f"low-latency probes: {len(lat)} delivered, {lost} lost, {reconfigs} reconfigurations")
     fig.tight_layout()
-    fig.savefig(out / "low_latency.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "low_latency.png", dpi=110)
     (out / "low_latency.json").write_text(json.dumps(res))
     res["verdict"] = (f"low latency: {lost} of {sent} probes lost across {reconfigs} reconfigurations (goal 0), "
                       f"p50/p99 {res['latency_emulated_us'].get('p50', float('nan')):.1f}/"

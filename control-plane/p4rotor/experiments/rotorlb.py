@@ -18,7 +18,7 @@ from .. import schedule as S
 from ..fabric.agents import account, cycle_start_ns, start_agents, start_lead_s
 from ..fabric.switch import HarnessError, stop_process_group
 from ..rotorlb import model as RM
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from .apps import capacity_mbps
 from .runner import launch, say
 
@@ -335,8 +335,7 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path) -> dict:
     ax2.set_ylabel("frames")
     ax2.set_title("relay delay")
     fig.tight_layout()
-    fig.savefig(out / "rotorlb.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "rotorlb.png", dpi=110)
     one = next((s for s in summary if s["density"] == 1), None)
     uni = next((s for s in summary if s["density"] == 56), None)
     oldest = max((int(k) for k in delay), default=0)

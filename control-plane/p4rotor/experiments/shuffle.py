@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import p4 as dp
 from .. import schedule as S
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 from .runner import launch, run_probes, say
 
 
@@ -36,8 +36,7 @@ def shuffle(build: Path, out: Path, sched: S.Schedule | None = None, dilation: f
     ax.legend()
     ax.set_title(f"shuffle: {sched.racks} racks, {count} frames to each rack")
     fig.tight_layout()
-    fig.savefig(out / "shuffle.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "shuffle.png", dpi=110)
     (out / "shuffle.json").write_text(json.dumps(res))
     err = max(abs(r["transfer_s"] / r["predicted_s"] - 1) for r in rows)
     res["verdict"] = (f"shuffle: worst |measured / predicted - 1| = {err:.3f} over guards "

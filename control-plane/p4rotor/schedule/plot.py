@@ -8,7 +8,7 @@ from ..schedule import Schedule, analyse
 
 
 def plot_schedule(s: Schedule, out: Path, cycles: int = 1) -> Path:
-    from ..plotting import pyplot
+    from ..plotting import pyplot, save
 
     plt = pyplot()
 
@@ -46,6 +46,5 @@ def plot_schedule(s: Schedule, out: Path, cycles: int = 1) -> Path:
                  + (f", worst slice diameter {worst}" if worst is not None else ", some slice disconnected"))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save(fig, out, dpi=110)
     return out

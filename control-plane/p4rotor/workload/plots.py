@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import fct as F
 from .paths import QUANTILES
-from ..plotting import pyplot
+from ..plotting import pyplot, save
 
 
 
@@ -35,8 +35,7 @@ def bulk_plot(r: dict, path: Path) -> bool:
                title=f"{mode}: bulk flows against the low-load bound ({r.get('workload')} {r.get('load')})")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
     return True
 
 
@@ -70,6 +69,5 @@ def paths_plot(r: dict, path: Path) -> bool:
         ax.title.set_fontsize(9)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
     return True

@@ -15,7 +15,7 @@ from ...workload import hotspot
 from ...workload import stability as ST
 from ...workload.plots import bulk_plot, paths_plot
 from ...workload.results import write_fct
-from ...plotting import pyplot
+from ...plotting import pyplot, save
 from ..runner import say
 from .calibrate import SEGMENT
 
@@ -163,5 +163,4 @@ def fct_plot(runs: dict, access_bps: float, out: Path, models: dict | None = Non
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "fct.png", dpi=110)
-    plt.close(fig)
+    save(fig, out / "fct.png", dpi=110)
