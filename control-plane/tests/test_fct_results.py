@@ -91,6 +91,24 @@ def test_compare_names_what_differs():
     assert "not one flow list" in " ".join(RS.compare(_fct_result(), _fct_result(flows=21))["differences"])
 
 
+def test_compare_judges_the_means_only_when_asked():
+    """A replay 4 % slower passes a 5 % bound on the means, 6 % slower fails it, with the bucket
+    named; one 1 s timeout moves a mean past it though the median holds; unasked, means are
+    shown (``mean_ratio``), not judged; a bucket of too few flows is not judged either."""
+    res = RS.compare(_fct_result(), _fct_result(scale=1.04), mean_tolerance=0.05)
+    assert res["same"], res["differences"]
+    row = next(r for r in res["rows"] if r["class"] == "low-latency")
+    assert row["mean_ratio"] == pytest.approx(1.04)
+    res = RS.compare(_fct_result(), _fct_result(scale=1.06), mean_tolerance=0.05)
+    assert not res["same"]
+    assert "opera low-latency <100KB: mean FCT ratio 1.060 (within 5% asked)" in res["differences"]
+    assert not any("bulk 100KB-10MB" in d for d in res["differences"])   # 4 flows: not judged
+    assert RS.compare(_fct_result(), _fct_result(scale=1.06))["same"]
+    assert not RS.compare(_fct_result(), _fct_result(outlier=30.0), mean_tolerance=0.05)["same"]
+    with pytest.raises(ValueError):
+        RS.compare(_fct_result(), _fct_result(), mean_tolerance=0.0)
+
+
 def test_workload_compare_cli(tmp_path, capsys):
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
     a.write_text(json.dumps(_fct_result()))
@@ -100,6 +118,11 @@ def test_workload_compare_cli(tmp_path, capsys):
     assert "same within noise" in capsys.readouterr().out
     assert main(["workload", "compare", str(a), str(c)]) == 1
     assert "different: " in capsys.readouterr().out
+    assert main(["workload", "compare", str(a), str(b), "--mean-tolerance", "0.05"]) == 1
+    assert "mean FCT ratio 0.900" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as ex:
+        main(["workload", "compare", str(a), str(b), "--mean-tolerance", "-1"])
+    assert ex.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(SystemExit) as ex:
         main(["workload", "compare", str(a), str(tmp_path / "bad.json")])

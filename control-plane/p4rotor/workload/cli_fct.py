@@ -22,7 +22,10 @@ def add_parsers(sw: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     c.add_argument("a", metavar="A/fct.json")
     c.add_argument("b", metavar="B/fct.json")
     c.add_argument("--tolerance", type=float, default=0.25,
-                   help="mean FCTs agree within this fraction (default 0.25)")
+                   help="each bucket's flow-by-flow median of B/A within this fraction of 1 (default 0.25)")
+    c.add_argument("--mean-tolerance", type=float, default=None, metavar="F",
+                   help="judge the means too: each bucket's mean FCT of B over A's within F of 1 (e.g. 0.05; "
+                        "default: shown, not judged)")
     c.add_argument("--min-flows", type=int_flag(1, MAX_FLOWS), default=10,
                    help="buckets with fewer finished flows are shown, not judged (default 10)")
     c.set_defaults(fn=cmd_compare)
@@ -127,11 +130,13 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
     if not 0 < a.tolerance < 10:
         die(f"--tolerance must be in (0, 10), got {a.tolerance:g}")
+    if a.mean_tolerance is not None and not 0 < a.mean_tolerance < 10:
+        die(f"--mean-tolerance must be in (0, 10), got {a.mean_tolerance:g}")
     if a.min_flows < 1:
         die(f"--min-flows must be >= 1, got {a.min_flows}")
     ra, rb = _fct_json(a.a), _fct_json(a.b)
     try:  # every line before any is printed: a malformed field is one line, not half a table
-        res = results.compare(ra, rb, a.tolerance, a.min_flows)
+        res = results.compare(ra, rb, a.tolerance, a.min_flows, a.mean_tolerance)
         lines = _compare_lines(res, a.tolerance)
     except MALFORMED as ex:
         die(f"{a.a} / {a.b}: not fct.json results ({type(ex).__name__}: {str(ex)[:80]})")
@@ -141,21 +146,24 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 def _compare_lines(res: dict, tolerance: float) -> list[str]:
     out = [f"{'mode':<14}{'class':<12} {'bucket':<11}{'flows':>6} {'paired':>6}  {'B/A':>5}   "
-           f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9}   {'p99 A':>9} {'B':>9}"]
+           f"{'median A':>9} {'B':>9}   {'mean A':>9} {'B':>9} {'B/A':>6}   {'p99 A':>9} {'B':>9}"]
 
     def ms(x):
         return "-" if x is None else f"{x * 1e3:.1f}"
 
     for r in res["rows"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        mean_ratio = "-" if r.get("mean_ratio") is None else f"{r['mean_ratio']:.3f}"
         mark = "" if r["judged"] else "  (not judged: few flows)"
         out.append(f"{r['mode']:<14}{r['class']:<12} {r['bucket']:<11}{r['flows']:>6} {r['paired']:>6}  {ratio:>5}   "
                    f"{ms(r['fct_p50_s'][0]):>9} {ms(r['fct_p50_s'][1]):>9}   {ms(r['fct_mean_s'][0]):>9} "
-                   f"{ms(r['fct_mean_s'][1]):>9}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
-    out.append("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow)")
+                   f"{ms(r['fct_mean_s'][1]):>9} {mean_ratio:>6}   {ms(r['fct_p99_s'][0]):>9} {ms(r['fct_p99_s'][1]):>9}{mark}")
+    out.append("(FCTs in ms; B/A: the median over the flows of B's FCT / A's, flow by flow; beside the means, "
+               "B's mean / A's)")
+    mt = res.get("mean_tolerance")
     if res["same"]:
-        out.append(f"same within noise: every judged bucket's flow-by-flow median ratio within {tolerance:.0%} of 1, "
-                   "the same flows finished")
+        out.append(f"same within noise: every judged bucket's flow-by-flow median ratio within {tolerance:.0%} of 1"
+                   + (f" and its mean ratio within {mt:.0%}" if mt is not None else "") + ", the same flows finished")
     else:
         out.append("different: " + "; ".join(res["differences"] or ["nothing to compare"]))
     return out

@@ -23,7 +23,8 @@ def write_fct(run: Path, res: dict) -> None:
     are megabytes; indented, results/ would grow by half again)."""
     (Path(run) / "fct.json").write_text(json.dumps(res, separators=(",", ":"), default=str) + "\n")
 
-def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> dict:
+def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10,
+            mean_tolerance: float | None = None) -> dict:
     """Two ``fct.json`` results of one flow list (a replay): per mode, class and size bucket, the
     mean, median and p99 FCT of both, and the median of B/A taken flow by flow (a replay runs
     the same flows: pairing them removes the spread of sizes and paths).
@@ -32,9 +33,12 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
     that median ratio within ``tolerance`` of 1, and both runs finished the same flows.  Means
     and p99s are shown, not judged: on this emulation a lost SYN or segment costs a 1 s TCP
     timeout, and a handful of those moves a mean by half (docs/notes/tcp-flow-timing.md).  Smaller buckets
-    are shown, not judged."""
+    are shown, not judged.  ``mean_tolerance`` judges the means too: each judged bucket's mean FCT
+    of B over A's (``mean_ratio``) within it of 1 (a replay's bound of 5 % asks it)."""
     if not 0 < tolerance < 10:
         raise ValueError(f"the tolerance must be in (0, 10), got {tolerance!r}")
+    if mean_tolerance is not None and not 0 < mean_tolerance < 10:
+        raise ValueError(f"the mean tolerance must be in (0, 10), got {mean_tolerance!r}")
     rows, off = [], []
     for mode in sorted(set(a.get("modes", {})) & set(b.get("modes", {}))):
         ma, mb = a["modes"][mode], b["modes"][mode]
@@ -54,19 +58,26 @@ def compare(a: dict, b: dict, tolerance: float = 0.25, min_flows: int = 10) -> d
                 ratio = paired[len(paired) // 2] if paired else None
                 judged = n >= min_flows and ratio is not None
                 ok = not judged or abs(ratio - 1) <= tolerance
+                mean_ratio = y["fct_mean_s"] / x["fct_mean_s"] if x["fct_mean_s"] and y["fct_mean_s"] else None
+                mean_ok = (mean_tolerance is None or not judged
+                           or (mean_ratio is not None and abs(mean_ratio - 1) <= mean_tolerance))
                 rows.append({"mode": mode, "class": cls, "bucket": bucket, "flows": n, "paired": len(paired),
                              "fct_mean_s": [x["fct_mean_s"], y["fct_mean_s"]],
                              "fct_p50_s": [x.get("fct_p50_s"), y.get("fct_p50_s")],
                              "fct_p99_s": [x["fct_p99_s"], y["fct_p99_s"]], "ratio": ratio,
-                             "judged": judged, "ok": ok})
+                             "mean_ratio": mean_ratio, "judged": judged, "ok": ok and mean_ok})
                 if not ok:
                     off.append(f"{mode} {cls} {bucket}: median FCT ratio (flow by flow) {ratio:.2f}")
+                if not mean_ok:
+                    shown = "-" if mean_ratio is None else f"{mean_ratio:.3f}"
+                    off.append(f"{mode} {cls} {bucket}: mean FCT ratio {shown} (within {mean_tolerance:.0%} asked)")
     same_list = a.get("flows") == b.get("flows")
     if not same_list:
         off.append(f"not one flow list: {a.get('flows')} vs {b.get('flows')} flows")
     if a.get("zipf") != b.get("zipf"):
         off.append(f"not one flow list: destinations Zipf {a.get('zipf')} vs {b.get('zipf')}")
-    return {"rows": rows, "tolerance": tolerance, "min_flows": min_flows, "same": not off and bool(rows),
+    return {"rows": rows, "tolerance": tolerance, "mean_tolerance": mean_tolerance, "min_flows": min_flows,
+            "same": not off and bool(rows),
             "differences": off}
 
 
