@@ -209,6 +209,8 @@ FCT_TARGET   ?= ebpf
 FCT_POINTS   ?= websearch:0.1 websearch:0.05 datamining:0.4 datamining:0.25 datamining:0.1 websearch:0.01 datamining:0.01
 FCT_FABRIC   ?= --target $(FCT_TARGET) --datapath c --dilation 100 --rate 880 --guard-us 2000
 FCT_ARGS     ?= --flows 10000 --cutoff-real 15e6 --replay 100
+# Minutes a point may take: of the 10 000 flows, as many as fit (--wall-budget; empty: all of them).
+FCT_BUDGET   ?= 30
 FCT_CAL      ?=
 fct-sweep: build build-ebpf native
 	@set -e; if [ -n "$(FCT_CAL)" ] && [ ! -f $(FCT_CAL)/calibration.json ]; then echo "== $(FCT_CAL)"; \
@@ -217,7 +219,8 @@ fct-sweep: build build-ebpf native
 	  m=$$(echo $$p | cut -s -d: -f3); d=results/fct/$$w-$$l; \
 	  if [ -f $$d/fct.json ]; then echo "== $$d: done already"; continue; fi; \
 	  echo "== $$d"; $(VENV)/bin/p4rotor experiment fct --workload $$w --load $$l $${m:+--modes $$m} \
-	    $(FCT_FABRIC) $(FCT_ARGS) $(if $(FCT_CAL),--calibration $(FCT_CAL)/calibration.json) --output $$d; done
+	    $(FCT_FABRIC) $(FCT_ARGS) $(if $(FCT_BUDGET),--wall-budget $(FCT_BUDGET)) \
+	    $(if $(FCT_CAL),--calibration $(FCT_CAL)/calibration.json) --output $$d; done
 	$(VENV)/bin/p4rotor workload table results/fct/*/fct.json --paper results/fct/opera-nsdi20/buckets.json > results/fct/table.md
 	@echo "wrote results/fct/table.md"
 

@@ -26,7 +26,9 @@ from p4rotor.workload.generate import Flow
                                       (["--switch-cpus", "one"], "is not a CPU number"),
                                       (["--warm-switches", "0"], "--warm-switches: warm period 0 ms is out of range"),
                                       (["--warm-switches", "fast"], "is not a number of ms"),
-                                      (["--share-circuits", "yes"], "--share-circuits 'yes': must be")])
+                                      (["--share-circuits", "yes"], "--share-circuits 'yes': must be"),
+                                      (["--wall-budget", "0"], "--wall-budget"),
+                                      (["--wall-budget", "1"], "not even 100 flows fit")])
 def test_bad_input_refused_before_anything_starts(tmp_path, capsys, args, msg):
     """Exit 2 and one line; no fabric: the build directory does not even exist."""
     with pytest.raises(SystemExit) as ex:
@@ -295,3 +297,19 @@ def test_primer_counts_from_both_ends_logs(tmp_path):
     (tmp_path / "primers-h1.jsonl").write_text(json.dumps({"side": "rx", "id": a, "rx_ns": 1_500_000, "bytes": 1}) + "\n")
     c = primer_counts(tmp_path, ["h0", "h1", "h2"])  # h2 wrote nothing
     assert c == {"primer_us": PRIMER_US, "sent": 2, "answered": 1, "failed": 1, "p50_ms": 0.5}
+
+
+def test_a_wall_budget_keeps_the_flows_that_fit():
+    """Web Search 1 % as run (1 000 flows, ~870 s of arrivals, Opera, 100 replayed, its own
+    calibration: 23 min 49 s): expected ~23 min, so all fit 30 min; of 10 000 (8 700 s), the
+    90 % of 30 min, less the calibration, the mode's overhead and its replays, over 0.87 s a flow."""
+    from p4rotor.experiments.fct import budget as B
+    from p4rotor.workload.cdf import WorkloadError
+
+    assert B.estimate_s(870, 1, 100, calibrated=False) == pytest.approx(1390)
+    assert B.fit(1000, 870, 1, 100, False, 1800) == 1000
+    assert B.fit(10000, 8700, 1, 100, False, 1800) == (0.9 * 1800 - 300 - 60 - 160) // 0.87
+    assert B.fit(10000, 8700, 1, 100, True, 1800) == (0.9 * 1800 - 60 - 160) // 0.87   # no calibration to run
+    assert B.fit(10000, 8700, 3, 100, False, 1800) == (0.9 * 1800 - 300 - 3 * 220) // (3 * 0.87)
+    with pytest.raises(WorkloadError, match="not even 100 flows"):
+        B.fit(10000, 8700, 3, 250, False, 1800)

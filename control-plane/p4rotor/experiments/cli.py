@@ -29,6 +29,9 @@ def add_parser(sub) -> None:
     fct.add_argument("--workload", help="a shipped CDF (websearch, datamining, ...) or a CDF file (default websearch)")
     fct.add_argument("--load", type=float, help="fraction of each host's access rate (default 0.1)")
     fct.add_argument("--flows", type=int, help="flows per point (default 2000; --quick: 150)")
+    fct.add_argument("--wall-budget", type=float_flag(1, 10080), dest="wall_budget_min", metavar="MIN",
+                     help="the run's wall time, minutes: as many of --flows as fit it, from what a "
+                          "calibration, a mode and a replay take (run.json records the wall time beside it)")
     fct.add_argument("--cutoff", type=float, metavar="BYTES",
                      help="Opera's class cutoff in emulated bytes (default: one cycle at the access rate)")
     fct.add_argument("--cutoff-real", type=float, metavar="BYTES",
@@ -128,7 +131,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
                 "calibration", "calibrate_only", "replay", "cutoff_real", "traffic", "record_activity", "port_sleep",
-                "zipf"):
+                "zipf", "wall_budget_min"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -146,7 +149,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("warm_switches", "--warm-switches"), ("target", "--target"), ("datapath", "--datapath"), ("windows", "--windows"),
                       ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay"),
                       ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic"),
-                      ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep"), ("zipf", "--zipf")):
+                      ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep"), ("zipf", "--zipf"),
+                      ("wall_budget_min", "--wall-budget")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
@@ -169,7 +173,12 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         from ..energy.report import summary_for
         print("\n".join(summary_for(out)))
     if out.is_dir():
-        write_run_json(out, a, time.monotonic() - t0, commit)
+        wall_s = time.monotonic() - t0
+        write_run_json(out, a, wall_s, commit)
+        if getattr(a, "wall_budget_min", None) is not None:
+            kept = budget_record(a.wall_budget_min, wall_s)["within_budget"]
+            print(f"wall time {wall_s / 60:.1f} min: " + ("within" if kept else "OVER")
+                  + f" the {a.wall_budget_min:g} min budget")
     print(f"results in {out}/", file=sys.stderr)
     return 0
 
@@ -187,4 +196,12 @@ def write_run_json(out: Path, a: argparse.Namespace, wall_s: float, commit: str 
         else f"p4rotor experiment {a.name} --output {out}",
         "code_commit": commit, "results_commit": None, "target": a.target or "bmv2",
         "wall_time": f"{m} min {sec} s", "wall_s": round(wall_s, 1),
-        "calibration": getattr(a, "calibration", None)}, indent=1) + "\n")
+        "calibration": getattr(a, "calibration", None),
+        **budget_record(getattr(a, "wall_budget_min", None), wall_s)}, indent=1) + "\n")
+
+
+def budget_record(budget_min: float | None, wall_s: float) -> dict:
+    """run.json's budget fields: the budget asked and whether the wall time kept to it."""
+    if budget_min is None:
+        return {}
+    return {"wall_budget_min": budget_min, "within_budget": wall_s <= budget_min * 60}

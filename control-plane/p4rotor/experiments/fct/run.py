@@ -21,6 +21,7 @@ from ...workload.paths import PathKeys, by_path
 from ...workload.plane import HEADROOM, access_bps as access_of, agent_duty, pair_shares, rotorlb_alone, stability_judge, stability_plane
 from ...workload.scale import for_emulation
 from ..runner import launch, say
+from . import budget
 from .activity import cut_activity
 from .denominators import (calibration_machine, cutoff_of, fingerprint, judged,
                             measure_calibration, measured, read_calibration, replay_alone, write_calibration)
@@ -42,7 +43,7 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         switch_cpus: str | None = "none", warm_switches: str | None = "auto", target: str = "bmv2",
         datapath: str = "python", calibration: str | None = None, calibrate_only: bool = False,
         replay: int = REPLAY_SAMPLE, cutoff_real: float | None = None, record_activity: bool = False,
-        zipf: float | None = None) -> dict:
+        zipf: float | None = None, wall_budget_min: float | None = None) -> dict:
     """``baseline``: also run the flow list on one packet switch (every flow over TCP);
     ``flow_list``: replay this file (a ``flows.json`` an earlier run wrote, or any list naming
     this fabric's hosts, sizes in emulated bytes) instead of generating one; ``hosts_per_rack``:
@@ -71,7 +72,9 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     mode's flows are cut out of them into ``activity-MODE.json`` (what ``p4rotor energy`` then
     reads as that mode's measured activity: docs/energy.md); ``zipf``: destination racks by Zipf
     weights of this exponent (workload/hotspot.py; None: uniform), recorded in fct.json; with
-    ``flow_list`` it must be what the list records (None: take the list's)."""
+    ``flow_list`` it must be what the list records (None: take the list's); ``wall_budget_min``:
+    the run's wall time, minutes: a generated list gets as many of ``flows`` as fit it (budget.py);
+    a given list is run whole, with a warning if it will not fit."""
     chosen = parse_modes(modes)
     zipf = check_zipf(zipf)
     if type(replay) is not int or not 0 <= replay <= 100_000:
@@ -120,11 +123,29 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
         cutoff = cutoff_real * scaling.factor
     topo = TP.generate(ds, "schedule.json", hosts_per_rack=hosts_per_rack)
     hosts = topology_hosts(topo)
+    if wall_budget_min is not None and not (isinstance(wall_budget_min, (int, float))
+                                            and 1 <= wall_budget_min <= 7 * 24 * 60):
+        raise C.WorkloadError(f"--wall-budget must be in [1, 10080] minutes, got {wall_budget_min!r}")
     if flow_list is not None:
         wl = replayed(flow_list, hosts, scaling.factor, zipf)
     else:
         wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
                       name=workload, zipf=zipf)
+    if wall_budget_min is not None and not calibrate_only:
+        n_modes = len([m for m in MODES if m in chosen]) + (1 if baseline else 0)
+        arrivals_s, budget_s = float(wl.meta.get("duration_s") or 0.0), wall_budget_min * 60
+        if flow_list is None:
+            fits = budget.fit(len(wl.flows), arrivals_s, n_modes, replay, calibration is not None, budget_s)
+            if fits < len(wl.flows):
+                say(f"[experiment] fct: --wall-budget {wall_budget_min:g} min: {len(wl.flows)} flows would take "
+                    f"~{budget.estimate_s(arrivals_s, n_modes, replay, calibration is not None) / 60:.0f} min "
+                    f"({arrivals_s / 60:.0f} min of arrivals a mode, {n_modes} mode(s)); running {fits}")
+                wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=fits,
+                              scaling=scaling, name=workload, zipf=zipf)
+                arrivals_s = float(wl.meta.get("duration_s") or 0.0)
+        est = budget.estimate_s(arrivals_s, n_modes, replay, calibration is not None)
+        say(f"[experiment] fct: {len(wl.flows)} flows, ~{est / 60:.0f} min expected of the "
+            f"{wall_budget_min:g} min budget" + ("" if est <= budget_s else ": WARNING: the given list will not fit"))
     fp = fingerprint(FABRIC, target, topo, hosts_per_rack, dilation, epsilon_us, access_bps)
     fp_ps = fingerprint(PACKET_SWITCH, target, packet_switch_topology(topo, dilation), hosts_per_rack, dilation,
                         epsilon_us, access_bps)
