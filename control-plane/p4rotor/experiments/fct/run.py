@@ -126,24 +126,28 @@ def fct(build: Path, out: Path, workload: str = "websearch", load: float = 0.1, 
     if wall_budget_min is not None and not (isinstance(wall_budget_min, (int, float))
                                             and 1 <= wall_budget_min <= 7 * 24 * 60):
         raise C.WorkloadError(f"--wall-budget must be in [1, 10080] minutes, got {wall_budget_min!r}")
-    if flow_list is not None:
-        wl = replayed(flow_list, hosts, scaling.factor, zipf)
-    else:
-        wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=flows, scaling=scaling,
-                      name=workload, zipf=zipf)
+
+    def draw(n: int):
+        return generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=n, scaling=scaling,
+                        name=workload, zipf=zipf)
+
+    wl = replayed(flow_list, hosts, scaling.factor, zipf) if flow_list is not None else draw(flows)
     if wall_budget_min is not None and not calibrate_only:
         n_modes = len([m for m in MODES if m in chosen]) + (1 if baseline else 0)
-        arrivals_s, budget_s = float(wl.meta.get("duration_s") or 0.0), wall_budget_min * 60
+        calibrated, budget_s = calibration is not None, wall_budget_min * 60
+
+        def arrivals_s() -> float:  # the list's arrivals, wall seconds (one mode's run of them)
+            return float(wl.meta.get("duration_s") or 0.0)
+
+        est = budget.estimate_s(arrivals_s(), n_modes, replay, calibrated)
         if flow_list is None:
-            fits = budget.fit(len(wl.flows), arrivals_s, n_modes, replay, calibration is not None, budget_s)
+            fits = budget.fit(len(wl.flows), arrivals_s(), n_modes, replay, calibrated, budget_s)
             if fits < len(wl.flows):
                 say(f"[experiment] fct: --wall-budget {wall_budget_min:g} min: {len(wl.flows)} flows would take "
-                    f"~{budget.estimate_s(arrivals_s, n_modes, replay, calibration is not None) / 60:.0f} min "
-                    f"({arrivals_s / 60:.0f} min of arrivals a mode, {n_modes} mode(s)); running {fits}")
-                wl = generate(hosts, sizes, access_bps=access_bps, load=load, seed=seed, flows=fits,
-                              scaling=scaling, name=workload, zipf=zipf)
-                arrivals_s = float(wl.meta.get("duration_s") or 0.0)
-        est = budget.estimate_s(arrivals_s, n_modes, replay, calibration is not None)
+                    f"~{est / 60:.0f} min ({arrivals_s() / 60:.0f} min of arrivals a mode, {n_modes} mode(s)); "
+                    f"running {fits}")
+                wl = draw(fits)
+                est = budget.estimate_s(arrivals_s(), n_modes, replay, calibrated)
         say(f"[experiment] fct: {len(wl.flows)} flows, ~{est / 60:.0f} min expected of the "
             f"{wall_budget_min:g} min budget" + ("" if est <= budget_s else ": WARNING: the given list will not fit"))
     fp = fingerprint(FABRIC, target, topo, hosts_per_rack, dilation, epsilon_us, access_bps)
