@@ -624,7 +624,7 @@ static void stats_reply(uint32_t req, const char *path, int with_gaps) {
     jp("\"stream_frames_dropped\":%lu,\"hurried\":%lu,", c_dropped, c_hurried);
     jp("\"retransmitted\":%lu,\"unacknowledged\":%lu,\"acks_in\":%lu,\"acks_out\":%lu,", c_resent,
        retransmit_ns ? unacknowledged() : 0, c_acks_in, c_acks_out);
-    jp("\"late_adds\":%lu,", c_late_add);
+    jp("\"late_adds\":%lu,\"now_ns\":%lu,", c_late_add, wall_ns()); /* when these counts were taken */
     jp("\"received\":%lu,\"duplicates\":%lu,\"held_local\":%lu,\"windows\":%lu,\"windows_opened_late\":%lu,",
        c_rx, c_dup, held_local, c_windows, c_window_late);
     jp("\"refused\":{\"bad_type\":%lu,\"truncated\":%lu,\"bad_rack\":%lu,\"misrouted\":%lu,\"relay_full\":%lu,"

@@ -97,6 +97,11 @@ def add_parser(sub) -> None:
     rlb.add_argument("--datapath", choices=["python", "c"],
                      help="rotorlb, fct: who moves the agents' frames: the Python agent (default) or the compiled "
                           "rlbd (make native; docs/rotorlb.md)")
+    rlb.add_argument("--agents", choices=["per-matrix", "once"],
+                     help="rotorlb: start and drain the agents for every matrix and mode (default), or run them "
+                          "once for --matrices-per-run matrices back to back (docs/rotorlb.md)")
+    rlb.add_argument("--matrices-per-run", type=int, dest="per_run",
+                     help="rotorlb --agents once: matrices to one run of the agents (default 20)")
     rlb.add_argument("--windows", choices=["fixed", "measured"],
                      help="rotorlb: the agents' guard and fill as given (default) or measured on the fabric "
                           "(needs --datapath c; docs/rotorlb.md)")
@@ -131,7 +136,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
                 "calibration", "calibrate_only", "replay", "cutoff_real", "traffic", "record_activity", "port_sleep",
-                "zipf", "wall_budget_min"):
+                "zipf", "wall_budget_min", "agents", "per_run"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -150,7 +155,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("calibration", "--calibration"), ("calibrate_only", "--calibrate-only"), ("replay", "--replay"),
                       ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic"),
                       ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep"), ("zipf", "--zipf"),
-                      ("wall_budget_min", "--wall-budget")):
+                      ("wall_budget_min", "--wall-budget"), ("agents", "--agents"),
+                      ("per_run", "--matrices-per-run")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")

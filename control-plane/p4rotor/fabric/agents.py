@@ -267,7 +267,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                  retransmit_us: float = 0.0, start_ns: int | None = None, ack_direct: bool = False,
                  shared: bool = False, realtime: bool = False, rt_always: bool = True,
                  datapath: str = "python", fill: float | None = None, tcp_split: bool = False,
-                 spin_ns: int | None | str = "auto", resend_streams_only: bool = False) -> Agents:
+                 spin_ns: int | None | str = "auto", resend_streams_only: bool = False,
+                 phases: dict | None = None) -> Agents:
     """One agent per host (or only hosts of index ``host_index``); ``flows[(rack, host)]``: the
     built-in sender's flows of that host.  No agent opens a circuit window before ``start_ns``
     (default: as soon as all can listen, ``start_lead_s``); returns once every agent listens (and
@@ -289,13 +290,17 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
     of each frame time kept both of 2 cores busy, and the Python agents' slot loops stalled for
     seconds (websearch 10 %, 2000 flows: 8 500 windows missed per agent) -- else rlbd's default;
     ``resend_streams_only`` (datapath c, with ``retransmit_us``): bulk frames are sent once, only
-    stream frames resent (an agent restarted mid-run then delivers no frame twice)."""
+    stream frames resent (an agent restarted mid-run then delivers no frame twice);
+    ``phases``: every agent's host/agent_cli.py ``--phases`` (one run for a list of matrices)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in [*out.glob("agent-*.json"), *out.glob("agent-*.ready"), *out.glob("agent-*.progress"),
                 *out.glob("share-rack*.shm")]:
         old.unlink()  # a summary read later must be this run's
     sched_file = out / "schedule.json"
     sched_file.write_text(ds.dumps())
+    phases_file = out / "phases.json"
+    if phases:
+        phases_file.write_text(json.dumps(phases))
     hosts = max(len(k.hosts) for k in topo.racks)
     live = live_dir(out)
     agents = Agents(out, live=live, emu=emu)
@@ -330,6 +335,8 @@ def start_agents(emu, topo, ds: S.Schedule, out: Path, *, rate: float, guard_us:
                         "--progress", str(live / f"agent-{h.name}.progress")] + rt_args
                 if one_hop:
                     args.append("--one-hop")
+                if phases:
+                    args += ["--phases", "@" + str(phases_file)]
                 if datapath != "python":
                     args += ["--datapath", datapath]
                     if spin_ns is not None:

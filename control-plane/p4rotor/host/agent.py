@@ -40,6 +40,7 @@ from .agent_stats import Diagnostics
 from .delivery import Delivery
 from .exchange import offer_accept
 from .flowqueue import FlowQueue
+from .phases import Phases
 from .gate import Circuit, circuits
 from .priority import BusyPriority
 from .resend import Resend
@@ -54,9 +55,11 @@ class Agent:
                  frame: int, guard_us: float, flows: list[dict], one_hop: bool, stop_ns: int,
                  end_ns: int, measure: tuple[int, int], retransmit_us: float = 0.0, start_ns: int = 0,
                  ready_file: Path | None = None, ack_direct: bool = False, progress_file: Path | None = None,
-                 share=None, host_rate: float | None = None, planes: int = 1, fill: float = 1 - WINDOW_SLACK):
+                 share=None, host_rate: float | None = None, planes: int = 1, fill: float = 1 - WINDOW_SLACK,
+                 phases: dict | None = None):
         self.s, self.t0, self.me, self.peers = sched, t0_ns, rack, peers
         self.rate, self.frame, self.one_hop = rate, frame, one_hop
+        self.phases = Phases(phases, one_hop)  # one run for many matrices (host/phases.py)
         self.guard_ns = int(guard_us * 1000)
         window_s = (sched.day_us * 1000 - 2 * self.guard_ns) / 1e9
         # Frames one circuit window carries, with WINDOW_SLACK of it kept free: a user-space
@@ -151,12 +154,26 @@ class Agent:
                 self.sent["joined_open_window"] += n
                 win.more.set()
 
+    def saturating(self, f: dict, now: int) -> bool:
+        """A saturated flow (frames -1) makes data from its start_ns (default: at once) until its
+        stop_ns (default: the agent's)."""
+        return (f.get("frames", -1) < 0 and f.get("start_ns", 0) <= now < min(f.get("stop_ns", self.stop_ns),
+                                                                               self.stop_ns))
+
+    def one_hop_at(self, t_ns: int) -> bool:
+        return self.phases.one_hop_at(t_ns)
+
+    def rx_counts(self) -> tuple[dict[tuple[int, int], list[int]], int]:
+        """Frames received per (origin, flow) (:meth:`flow_rx`), and the wall time they were counted."""
+        return self.flow_rx(), time.time_ns()
+
     def _refill(self) -> None:
         """Saturated flows keep two windows' worth queued until the sending stops."""
-        if time.time_ns() >= self.stop_ns:
+        now = time.time_ns()
+        if now >= self.stop_ns:
             return
         for f in self.flows:
-            if f.get("frames", -1) < 0:
+            if self.saturating(f, now):
                 short = 2 * self.capacity - len(self.local[f["dst"]])
                 if short > 0:
                     self._make(f, short)
@@ -209,7 +226,7 @@ class Agent:
         # 2 cores and held BMv2's frames for 10-25 ms.
         more = win.more
         sender = asyncio.ensure_future(pace(win, self.rate, self.link, lambda buf: self._send_frame(c.peer, buf)))
-        if not self.one_hop:
+        if not self.one_hop_at(start):
             moved = await offer_accept(self, c, rq, cap - direct.total, start, end)
             for d, amount in sorted(moved.items()):
                 for _ in range(int(amount)):
@@ -369,6 +386,8 @@ class Agent:
             helpers.append(asyncio.ensure_future(self._acknowledge()))
         if self.progress_file is not None:
             helpers.append(asyncio.ensure_future(stats.publish_progress(self.progress_file, self.flow_rx)))
+        if self.phases.snapshot_at:
+            helpers.append(asyncio.ensure_future(self.phases.take_snapshots(self.rx_counts)))
         # The windows open now, and the first one that failed.  A finished window is let go at once:
         # keeping every window's task until the end (40 windows/s: ~230 000 of them 1.6 h into
         # an FCT run) made each full garbage collection walk them all, and the agents'

@@ -87,6 +87,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resend-streams-only", action="store_true",
                    help="with --retransmit-us and --datapath c: resend stream frames only; bulk frames are sent "
                         "once (delivered at most once, even by a restarted receiver)")
+    p.add_argument("--phases", metavar="JSON|@FILE",
+                   help='one run for a list of matrices: {"one_hop_from": [[t_ns, 0|1], ...], "snapshots": [t_ns, ...]} '
+                        "(saturated flows then carry their own start_ns / stop_ns)")
     p.add_argument("--out", required=True, help="the JSON summary goes here")
     return p
 
@@ -126,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --incarnation: flow ids must be below {FLOW_SPAN}", file=sys.stderr)
             return 2
         flows = [dict(f, flow=f["flow"] + (a.incarnation << INCARNATION_FLOW_SHIFT)) for f in flows]
+    try:
+        phases = _phases(a.phases)
+    except (OSError, ValueError) as ex:
+        print(f"error: --phases: {ex}", file=sys.stderr)
+        return 2
     kind, extra = Agent, {}
     if a.datapath == "c":
         from .fast_agent import FastAgent as kind
@@ -137,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                      measure=(ms[0], ms[1]), retransmit_us=a.retransmit_us, start_ns=a.start_ns,
                      ready_file=Path(a.ready) if a.ready else None, ack_direct=a.ack_direct,
                      progress_file=Path(a.progress) if a.progress else None, host_rate=a.host_rate,
-                     planes=a.share_members if a.share else 1, fill=a.fill, **extra)
+                     planes=a.share_members if a.share else 1, fill=a.fill, phases=phases, **extra)
     except ValueError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return 2
@@ -167,6 +175,22 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()
     write_json(Path(a.out), asyncio.run(run()))
     return 0
+
+
+def _phases(arg: str | None) -> dict | None:
+    """``--phases``, checked: a mode change is [t_ns, 0 or 1], a snapshot a t_ns (ValueError)."""
+    if arg is None:
+        return None
+    doc = json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)
+    if not isinstance(doc, dict) or set(doc) - {"one_hop_from", "snapshots"}:
+        raise ValueError('want an object with "one_hop_from" and "snapshots" only')
+    for m in doc.get("one_hop_from", []):
+        if not (isinstance(m, list) and len(m) == 2 and isinstance(m[0], int) and m[1] in (0, 1)):
+            raise ValueError(f"one_hop_from entry {m!r}: want [t_ns, 0 or 1]")
+    for t in doc.get("snapshots", []):
+        if not isinstance(t, int) or t < 0:
+            raise ValueError(f"snapshot {t!r}: want a wall time in ns")
+    return doc
 
 
 if __name__ == "__main__":

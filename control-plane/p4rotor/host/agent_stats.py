@@ -135,7 +135,7 @@ def summary(agent) -> dict:
             "flows_tx": {str(fl): v for fl, v in agent.flow_tx.items()},
             "retransmitted": agent.resend.resent, "unacknowledged": len(agent.resend.inflight),
             "priority": agent.priority.summary(),
-            **agent.diag.summary()}
+            "snapshots": agent.phases.snapshots, **agent.diag.summary()}
 
 
 def progress(flow_rx: dict[tuple[int, int], list[int]]) -> dict:

@@ -76,7 +76,7 @@ class FastAgent(Agent):
             self.dp.add_local(f["dst"], f["flow"], n)
         self.accepted[f["flow"]] += n
         self.priority.set(True)
-        if "start_ns" in f:
+        if "start_ns" in f and f.get("frames", -1) > 0:  # a timed flow (a saturated one fills at windows' starts)
             self._join_open(f["dst"])
 
     def _state(self):
@@ -101,8 +101,9 @@ class FastAgent(Agent):
         if time.time_ns() >= self.stop_ns:
             return
         local, _ = self._state()
+        now = time.time_ns()
         for f in self.flows:
-            if f.get("frames", -1) < 0:
+            if self.saturating(f, now):
                 self._make(f, 2 * self.capacity - local.get(f["dst"], 0))
 
     def _join_open(self, dst: int) -> None:
@@ -201,7 +202,7 @@ class FastAgent(Agent):
         rq, direct = core.phase1(self.queues(), c.peer, cap)
         w.planned += self.dp.win_add(wid, RELAYED, c.peer, int(sum(ch.amount for ch in direct.relayed)))
         w.planned += self.dp.win_add(wid, DIRECT, c.peer, int(direct.local))
-        if not self.one_hop:  # host/agent.py: phase 2, then the granted first hops into the window
+        if not self.one_hop_at(start):  # host/agent.py: phase 2, then the granted first hops into the window
             moved = await offer_accept(self, c, rq, cap - direct.total, start, end)
             for d, amount in sorted(moved.items()):
                 w.planned += self.dp.win_add(wid, RELAY_FIRST, d, int(amount))
@@ -275,6 +276,13 @@ class FastAgent(Agent):
         got = self.dp_stats()["flows_rx"]
         return {tuple(int(x) for x in k.split(":")): v for k, v in got.items()}
 
+    def rx_counts(self) -> tuple[dict[tuple[int, int], list[int]], int]:
+        """rlbd's counts, and when rlbd took them (its frames wait while it writes them)."""
+        if self.dp is None:
+            return {}, time.time_ns()
+        d = self.dp_stats()
+        return {tuple(int(x) for x in k.split(":")): v for k, v in d["flows_rx"].items()}, d["now_ns"]
+
     def summary(self) -> dict:
         return summary(self, self.dp_stats(final=True))
 
@@ -305,6 +313,6 @@ def summary(agent: FastAgent, d: dict) -> dict:
             "acks": {"in": d["acks_in"], "out": d["acks_out"]}, "stream_bytes": d["stream_bytes"],
             "stream_frames_dropped": d.get("stream_frames_dropped"),
             "late_adds": d["late_adds"],
-            "hurried": dict(agent.hurried),
+            "hurried": dict(agent.hurried), "snapshots": agent.phases.snapshots,
             "tcp": agent.splitter.summary() if agent.splitter is not None else None, "priority": agent.priority.summary(),
             **agent.diag.summary()}
