@@ -117,3 +117,37 @@ def test_the_experiment_refuses_bad_agent_options_before_starting(tmp_path, kw):
     with pytest.raises(ModelError):
         rotorlb(tmp_path / "build", tmp_path / "out", **kw)
     assert not (tmp_path / "out").exists()
+
+
+def _rows(earlier: int):
+    """One uniform matrix (56 pairs): 2 000 frames/s in each phase (a window a pair a cycle), 4 200
+    frames in 3 cycles of 0.7 s."""
+    pairs = [[o, d] for o in range(8) for d in range(8) if o != d]
+
+    def phase(pid, e):
+        return {"id": pid, "throughput_fps": 2000.0, "earlier_in_window": e, "capacity_frames": 25,
+                "receivers": 8, "snapshot_late_ms": 3.0}
+    return [{"density": 56, "pairs": pairs, "model_ratio": 1.0, "ratio": 1.0,
+             "rotorlb": phase(0, 0), "one_hop": phase(1, earlier)}]
+
+
+@pytest.mark.parametrize("earlier,over", [(42, []), (43, [1])])
+def test_earlier_frames_are_judged_against_the_phase_s_own_frames(tmp_path, earlier, over):
+    from p4rotor.experiments.rotorlb import _report
+
+    sched = S.generate_rotornet(8, 1, 1000, 100)
+    runs = [{"lost": 0, "duplicates": 0, "retransmitted": 0, "relay_delay_slots": {"2": 10}}]
+    res = _report(_rows(earlier), sched, 100.0, 1000.0, 20000.0, 3, tmp_path, agent_runs=runs)
+    assert res["phases_with_earlier_frames_over_bound"] == over  # bound: 1 % of 4 200 frames
+    assert res["phases_with_late_snapshots"] == []
+    assert ("FAIL" in res["verdict"]) == bool(over)
+
+
+def test_a_late_snapshot_fails_the_run(tmp_path):
+    from p4rotor.experiments.rotorlb import _report
+
+    rows = _rows(0)
+    rows[0]["one_hop"]["snapshot_late_ms"] = 41.0  # a night (10 ms) and 1.5 guards (30 ms) at dilation 100
+    runs = [{"lost": 0, "duplicates": 0, "retransmitted": 0, "relay_delay_slots": {}}]
+    res = _report(rows, S.generate_rotornet(8, 1, 1000, 100), 100.0, 1000.0, 20000.0, 3, tmp_path, agent_runs=runs)
+    assert res["phases_with_late_snapshots"] == [1] and res["verdict"].endswith("FAIL")

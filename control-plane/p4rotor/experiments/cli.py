@@ -102,6 +102,9 @@ def add_parser(sub) -> None:
                           "once for --matrices-per-run matrices back to back (docs/rotorlb.md)")
     rlb.add_argument("--matrices-per-run", type=int, dest="per_run",
                      help="rotorlb --agents once: matrices to one run of the agents (default 20)")
+    rlb.add_argument("--report-from", metavar="RUN",
+                     help="rotorlb: run nothing; recompute the report (verdict, table, plot) of the finished run in "
+                          "RUN from its rotorlb.json into --output")
     rlb.add_argument("--windows", choices=["fixed", "measured"],
                      help="rotorlb: the agents' guard and fill as given (default) or measured on the fabric "
                           "(needs --datapath c; docs/rotorlb.md)")
@@ -136,7 +139,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                 "corropt_threshold", "flow_list", "hosts_per_rack", "fabric", "modes", "epsilon_us",
                 "share_circuits", "idle_poll", "switch_cpus", "warm_switches", "target", "datapath", "windows",
                 "calibration", "calibrate_only", "replay", "cutoff_real", "traffic", "record_activity", "port_sleep",
-                "zipf", "wall_budget_min", "agents", "per_run"):
+                "zipf", "wall_budget_min", "agents", "per_run", "report_from"):
         if getattr(a, key) is not None:
             kw[key] = getattr(a, key)
     run = EXPERIMENTS[a.name]
@@ -156,7 +159,7 @@ def cmd_experiment(a: argparse.Namespace) -> int:
                       ("cutoff_real", "--cutoff-real"), ("traffic", "--traffic"),
                       ("record_activity", "--record-activity"), ("port_sleep", "--port-sleep"), ("zipf", "--zipf"),
                       ("wall_budget_min", "--wall-budget"), ("agents", "--agents"),
-                      ("per_run", "--matrices-per-run")):
+                      ("per_run", "--matrices-per-run"), ("report_from", "--report-from")):
         if key in kw and key not in takes:
             die(f"experiment {a.name} takes no {flag}")
     out = Path(a.output or f"results/{a.name}")
@@ -174,7 +177,8 @@ def cmd_experiment(a: argparse.Namespace) -> int:
     except (WorkloadError, ModelError, FaultPlanError) as ex:
         die(str(ex))
     print(res["verdict"])
-    if a.name in ("fct", "rotorlb") and out.is_dir() and not getattr(a, "calibrate_only", False):
+    if (a.name in ("fct", "rotorlb") and out.is_dir() and not getattr(a, "calibrate_only", False)
+            and not getattr(a, "report_from", None)):
         # the run's energy per port state (docs/energy.md); a calibration has no run to account
         from ..energy.report import summary_for
         print("\n".join(summary_for(out)))

@@ -37,7 +37,8 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
             matrices_per_density: int = 3, seed: int = 1, rate: float | None = None,
             guard_us: float = 20000.0, cycles: int = 3, quick: bool = False, target: str = "bmv2",
             datapath: str = "python", windows: str = "fixed", record_activity: bool = False,
-            port_sleep: str | None = None, agents: str = "per-matrix", per_run: int = 20) -> dict:
+            port_sleep: str | None = None, agents: str = "per-matrix", per_run: int = 20,
+            report_from: str | None = None) -> dict:
     """``rate``: data frames per second per circuit (wall; None: calibrated on the fabric, see
     ``calibrate``; --quick: 300); ``guard_us``: wall us kept free at both ends of every day;
     ``cycles``: measured cycles per run; ``datapath``: who moves the agents' frames (python, or c:
@@ -45,7 +46,10 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     ``windows``: fixed (``guard_us`` and the agents' default fill) or measured on the fabric after
     the rate (experiments/windows.py; needs datapath c); ``agents``: per-matrix (the agents start
     and drain for every matrix and mode) or once (``per_run`` matrices to one run of the agents,
-    back to back: experiments/rotorlb_plan.py)."""
+    back to back: experiments/rotorlb_plan.py); ``report_from``: no run -- the report (verdict,
+    summary, table, plot) of that finished run's rotorlb.json, recomputed by this code into ``out``."""
+    if report_from is not None:
+        return report(Path(report_from), out)
     if agents not in ("per-matrix", "once"):
         raise RM.ModelError(f"--agents {agents}: must be per-matrix or once")
     if not 1 <= per_run <= 1000:
@@ -127,10 +131,33 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     res["iperf3"] = iperf
     res["target"], res["datapath"] = target, datapath
     res["windows"] = measured if windows == "measured" else None
-    (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
+    (out / "rotorlb.json").write_text(json.dumps(res, separators=(",", ":")))  # 320 rows: 0.36 MB, not 0.98
     (out / "table.md").write_text(table_md(res))
     res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
                        f"{iperf['model_capacity_mbps']:.2f} modelled")
+    return res
+
+
+def report(src: Path, out: Path) -> dict:
+    """A finished run's report recomputed from its rows (``--report-from``): what the run measured
+    is kept as it was; what is derived from it (summary, verdict, table, plot) is this code's."""
+    try:
+        old = json.loads((src / "rotorlb.json").read_text())
+        sched = S.from_json(old["schedule"])
+        rows, dilation, rate, guard, cycles = (old["rows"], old["dilation"], old["rate_fps"], old["guard_us_wall"],
+                                               old["cycles"])
+    except (OSError, ValueError, KeyError, S.ScheduleError) as ex:
+        raise RM.ModelError(f"--report-from {src}: not a rotorlb run ({ex})") from None
+    out.mkdir(parents=True, exist_ok=True)
+    res = _report(rows, sched, dilation, rate, guard, cycles, out, agent_runs=old.get("agent_runs"))
+    for k in ("agents", "calibration", "iperf3", "target", "datapath", "windows"):
+        res[k] = old.get(k)
+    res["report_from"] = str(src)
+    (out / "rotorlb.json").write_text(json.dumps(res, separators=(",", ":")))
+    (out / "table.md").write_text(table_md(res))
+    if res["iperf3"]:
+        res["verdict"] += (f"; iperf3 over TUN {res['iperf3'].get('goodput_mbps', 0):.2f} Mbit/s of "
+                           f"{res['iperf3']['model_capacity_mbps']:.2f} modelled")
     return res
 
 
@@ -290,7 +317,8 @@ def table_md(res: dict) -> str:
     lines = [f"Made from rotorlb.json: target {res.get('target', 'bmv2')}, data path {res.get('datapath', 'python')}, "
              f"{res['rate_fps']:g} frames/s per circuit, dilation {res['dilation']:g}, guard {res['guard_us_wall']:g} us "
              f"wall; {res['lost']} frames lost, {res['duplicates']} delivered twice, {res['retransmitted']} resent; "
-             f"oldest relayed frame {res['oldest_relay_slots']} slots (bound {res['relay_bound_slots']}).", "",
+             f"oldest relayed frame {res['oldest_relay_slots']} slots (bound {res['relay_bound_slots']})."
+             + (_once_line(res) if res.get("agents") == "once" else ""), "",
              "| heavy pairs | matrices | RotorLB / one-hop, emulated mean (min-max) | model | off the model | "
              "one-hop / (pairs x window per cycle) |",
              "|---|---|---|---|---|---|"]
@@ -302,6 +330,16 @@ def table_md(res: dict) -> str:
         lines.append(f"| {d['density']} | {counts.get(d['density'], 0)} | **{d['mean']:.2f}** ({d['min']:.2f}-{d['max']:.2f}) | "
                      f"{d['model_mean']:.2f} | {'n/a' if off is None else f'{off:+.1%}'} | {d['one_hop_vs_expected']:.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def _once_line(res: dict) -> str:
+    """What --agents once adds to the table's header: the runs, and the phases judged apart."""
+    runs = res["agent_runs"]
+    per = max(b - a for a, b in (r["matrices"] for r in runs))
+    return (f" The agents ran {len(runs)} time{'s' if len(runs) != 1 else ''}, up to {per} matrices a run back to back "
+            f"(experiments/rotorlb_plan.py); phases meeting earlier matrices' frames over the bound: "
+            f"{len(res['phases_with_earlier_frames_over_bound'])}; snapshots late or missing: "
+            f"{len(res['phases_with_late_snapshots'])}.")
 
 
 def agent_drops(run: dict) -> int:
@@ -360,7 +398,7 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path, agent_runs
     res = {"schedule": sched.to_json(), "dilation": dilation, "rate_fps": rate, "guard_us_wall": guard_us,
            "cycles": cycles, "rows": rows, "summary": summary, "lost": lost, "duplicates": dups,
            "relay_delay_slots": delay, "retransmitted": resent, "agent_runs": agent_runs}
-    (out / "rotorlb.json").write_text(json.dumps(res, indent=1))
+    (out / "rotorlb.json").write_text(json.dumps(res, separators=(",", ":")))  # 320 rows: 0.36 MB, not 0.98
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     xs = [s["density"] for s in summary if s["mean"] is not None]
@@ -398,10 +436,9 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path, agent_runs
     verdict.append(f"one-hop off (pairs x window per cycle) by > 5%: {off_oh or 'none'}")
     earlier_over, late = [], []
     if agent_runs is not None:  # --agents once: what earlier phases left in a measured window
-        H = sched.hyperperiod_us * dilation / 1e9
         for r in rows:
             for m in ("rotorlb", "one_hop"):
-                own = r[m]["throughput_fps"] * cycles * H
+                own = r[m]["throughput_fps"] * cycles * H_s  # the phase's own frames in its measured cycles
                 if r[m]["earlier_in_window"] > EARLIER_BOUND * own:
                     earlier_over.append(r[m]["id"])
         res["phases_with_earlier_frames_over_bound"] = earlier_over
