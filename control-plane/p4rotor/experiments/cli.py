@@ -184,7 +184,10 @@ def cmd_experiment(a: argparse.Namespace) -> int:
         print("\n".join(summary_for(out)))
     if out.is_dir():
         wall_s = time.monotonic() - t0
-        write_run_json(out, a, wall_s, commit)
+        if getattr(a, "report_from", None):
+            write_report_json(out, Path(a.report_from), commit)
+        else:
+            write_run_json(out, a, wall_s, commit)
         if getattr(a, "wall_budget_min", None) is not None:
             kept = budget_record(a.wall_budget_min, wall_s)["within_budget"]
             print(f"wall time {wall_s / 60:.1f} min: " + ("within" if kept else "OVER")
@@ -208,6 +211,20 @@ def write_run_json(out: Path, a: argparse.Namespace, wall_s: float, commit: str 
         "wall_time": f"{m} min {sec} s", "wall_s": round(wall_s, 1),
         "calibration": getattr(a, "calibration", None),
         **budget_record(getattr(a, "wall_budget_min", None), wall_s)}, indent=1) + "\n")
+
+
+def write_report_json(out: Path, src: Path, commit: str | None) -> None:
+    """--report-from: ``out``/run.json is the run's own (how it was made), with how its report was
+    recomputed beside it (``report``)."""
+    import json
+
+    try:
+        run = json.loads((src / "run.json").read_text())
+    except (OSError, ValueError):
+        run = {"command": None, "code_commit": None, "wall_time": None}
+    run["results_commit"] = None
+    run["report"] = {"command": "p4rotor " + " ".join(sys.argv[1:]), "code_commit": commit}
+    (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
 
 
 def budget_record(budget_min: float | None, wall_s: float) -> dict:

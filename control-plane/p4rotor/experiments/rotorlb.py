@@ -413,6 +413,9 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path, agent_runs
     ax.legend()
     ks = sorted(delay, key=int)
     ax2.bar([int(k) for k in ks], [delay[k] for k in ks])
+    ax2.set_yscale("log")  # the tail past the bound is a few hundred of millions of frames: visible
+    ax2.axvline(len(sched.rotors[0].matchings) + 1.5, color="k", linestyle="--", label="bound (matchings + 1)")
+    ax2.legend()
     ax2.set_xlabel("slots a relayed frame waited at its relay")
     ax2.set_ylabel("frames")
     ax2.set_title("relay delay")
