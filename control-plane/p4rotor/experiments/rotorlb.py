@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -204,7 +205,12 @@ def _iperf(emu, topo, ds: S.Schedule, out: Path, rate: float, guard_us: float, s
         time.sleep(0.5)
         client = emu.popen(topo.racks[0].hosts[0].name, ["iperf3", "-c", "10.200.5.1", "-t", str(seconds), "-J",
                                                          "--connect-timeout", "10000"])
-        cout, _ = client.communicate(timeout=seconds + 60)
+        # a cycle per round trip over the TUN path: at dilation 1000 (7 s cycles) 68 s was not enough
+        limit = seconds + 60 + 4 * ds.hyperperiod_us / 1e6
+        try:
+            cout, _ = client.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            return {"error": f"iperf3 did not finish in {limit:.0f} s", "goodput_mbps": 0.0}
         (out / "client.json").write_text(cout.decode(errors="replace"))
         try:
             res = json.loads(cout)
