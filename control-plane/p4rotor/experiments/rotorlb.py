@@ -103,21 +103,22 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
         if agents == "once":
             rows, agent_runs = _sweep_once(emu, topo, ds, out, plan, sched, rate, guard_us, cycles, datapath, fill,
                                            per_run)
-        for i, (density, pairs) in enumerate(plan if agents == "per-matrix" else ()):
-            model = RM.evaluate(sched, pairs)
-            runs = {}
-            for mode in ("rotorlb", "one-hop"):
-                runs[mode] = run_pairs(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
-                                       guard_us, cycles, datapath=datapath, fill=fill)
-            lb, oh = runs["rotorlb"]["throughput_fps"], runs["one-hop"]["throughput_fps"]
-            row = {"density": density, "pairs": [list(p) for p in pairs], "model_ratio": model.ratio,
-                   "ratio": lb / oh if oh else None, "rotorlb": runs["rotorlb"], "one_hop": runs["one-hop"]}
-            rows.append(row)
-            say(f"[experiment] rotorlb: {i + 1}/{len(plan)} density {density}: RotorLB {lb:.0f} fps, one-hop "
-                f"{oh:.0f} fps -> ratio {row['ratio'] or float('nan'):.2f} (model {model.ratio:.2f}); lost "
-                f"{runs['rotorlb']['lost'] + runs['one-hop']['lost']}, resent "
-                f"{runs['rotorlb']['retransmitted'] + runs['one-hop']['retransmitted']}, copies dropped "
-                f"{runs['rotorlb']['duplicates'] + runs['one-hop']['duplicates']}")
+        else:
+            for i, (density, pairs) in enumerate(plan):
+                model = RM.evaluate(sched, pairs)
+                runs = {}
+                for mode in ("rotorlb", "one-hop"):
+                    runs[mode] = run_pairs(emu, topo, ds, out / f"m{i}-{mode}", pairs, mode == "one-hop", rate,
+                                           guard_us, cycles, datapath=datapath, fill=fill)
+                lb, oh = runs["rotorlb"]["throughput_fps"], runs["one-hop"]["throughput_fps"]
+                row = {"density": density, "pairs": [list(p) for p in pairs], "model_ratio": model.ratio,
+                       "ratio": lb / oh if oh else None, "rotorlb": runs["rotorlb"], "one_hop": runs["one-hop"]}
+                rows.append(row)
+                say(f"[experiment] rotorlb: {i + 1}/{len(plan)} density {density}: RotorLB {lb:.0f} fps, one-hop "
+                    f"{oh:.0f} fps -> ratio {row['ratio'] or float('nan'):.2f} (model {model.ratio:.2f}); lost "
+                    f"{runs['rotorlb']['lost'] + runs['one-hop']['lost']}, resent "
+                    f"{runs['rotorlb']['retransmitted'] + runs['one-hop']['retransmitted']}, copies dropped "
+                    f"{runs['rotorlb']['duplicates'] + runs['one-hop']['duplicates']}")
         # The Python agents (TUN): the given guard, not one measured for rlbd.
         iperf = _iperf(emu, topo, ds, out / "iperf3", rate, given_guard, seconds=8 if quick else 20)
         iperf["model_capacity_mbps"] = capacity_mbps(sched, ds, [(0, 5)], rate, given_guard)
@@ -132,10 +133,16 @@ def rotorlb(build: Path, out: Path, dilation: float = 200.0, densities: tuple[in
     res["iperf3"] = iperf
     res["target"], res["datapath"] = target, datapath
     res["windows"] = measured if windows == "measured" else None
+    return _write(res, out)
+
+
+def _write(res: dict, out: Path) -> dict:
+    """rotorlb.json and table.md; the verdict gets the iperf3 line."""
     (out / "rotorlb.json").write_text(json.dumps(res, separators=(",", ":")))  # 320 rows: 0.36 MB, not 0.98
     (out / "table.md").write_text(table_md(res))
-    res["verdict"] += (f"; iperf3 over TUN {iperf.get('goodput_mbps', 0):.2f} Mbit/s of "
-                       f"{iperf['model_capacity_mbps']:.2f} modelled")
+    if res["iperf3"]:
+        res["verdict"] += (f"; iperf3 over TUN {res['iperf3'].get('goodput_mbps', 0):.2f} Mbit/s of "
+                           f"{res['iperf3']['model_capacity_mbps']:.2f} modelled")
     return res
 
 
@@ -154,12 +161,7 @@ def report(src: Path, out: Path) -> dict:
     for k in ("agents", "calibration", "iperf3", "target", "datapath", "windows"):
         res[k] = old.get(k)
     res["report_from"] = str(src)
-    (out / "rotorlb.json").write_text(json.dumps(res, separators=(",", ":")))
-    (out / "table.md").write_text(table_md(res))
-    if res["iperf3"]:
-        res["verdict"] += (f"; iperf3 over TUN {res['iperf3'].get('goodput_mbps', 0):.2f} Mbit/s of "
-                           f"{res['iperf3']['model_capacity_mbps']:.2f} modelled")
-    return res
+    return _write(res, out)
 
 
 def calibrate(emu, topo, ds: S.Schedule, out: Path, guard_us: float,
@@ -258,7 +260,7 @@ def run_pairs(emu, topo, ds: S.Schedule, out: Path, pairs, one_hop: bool, rate: 
         agents.kill()
     time.sleep(1.5)  # the controller reads the drop counters every second
     drops = _drop_delta(drops0, emu.drops())
-    kernel = {k: n - kernel0.get(k, 0) for k, n in emu.kernel_drops().items() if n != kernel0.get(k, 0)}
+    kernel = _kernel_delta(kernel0, emu.kernel_drops())
     acc = account(summaries, agents.dead)
     accepted, delivered, held = acc["accepted"], acc["delivered"], acc["held"]
     agents = summaries
@@ -301,8 +303,7 @@ def _sweep_once(emu, topo, ds, out: Path, plan, sched, rate, guard_us, cycles, d
                                 retransmit_cycles=RETRANSMIT_CYCLES, datapath=datapath, fill=fill)
         time.sleep(1.5)  # the controller reads the drop counters every second
         run["switch_drops"] = _drop_delta(drops0, emu.drops())
-        run["kernel_drops"] = {c: n - kernel0.get(c, 0) for c, n in emu.kernel_drops().items()
-                               if n != kernel0.get(c, 0)}
+        run["kernel_drops"] = _kernel_delta(kernel0, emu.kernel_drops())
         runs.append(run)
         for lb, oh in zip(phases[::2], phases[1::2]):
             ratio = lb["throughput_fps"] / oh["throughput_fps"] if oh["throughput_fps"] else None
@@ -369,6 +370,11 @@ def _drop_delta(before: dict, after: dict) -> dict[str, int]:
     return out
 
 
+def _kernel_delta(before: dict, after: dict) -> dict[str, int]:
+    """The kernel's drops between two readings, by cause."""
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
 def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path, agent_runs: list[dict] | None = None) -> dict:
     """``agent_runs``: with --agents once, the runs' own accounts (a row's phases have none)."""
     H_s = sched.hyperperiod_us * dilation / 1e6
@@ -404,7 +410,6 @@ def _report(rows, sched, dilation, rate, guard_us, cycles, out: Path, agent_runs
     res = {"schedule": sched.to_json(), "dilation": dilation, "rate_fps": rate, "guard_us_wall": guard_us,
            "cycles": cycles, "rows": rows, "summary": summary, "lost": lost, "duplicates": dups,
            "relay_delay_slots": delay, "retransmitted": resent, "agent_runs": agent_runs}
-    (out / "rotorlb.json").write_text(json.dumps(res, separators=(",", ":")))  # 320 rows: 0.36 MB, not 0.98
     plt = pyplot()
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     xs = [s["density"] for s in summary if s["mean"] is not None]

@@ -98,10 +98,10 @@ class FastAgent(Agent):
         return any(self._held()) or bool(self._wins)
 
     def _refill(self) -> None:
-        if time.time_ns() >= self.stop_ns:
+        now = time.time_ns()
+        if now >= self.stop_ns:
             return
         local, _ = self._state()
-        now = time.time_ns()
         for f in self.flows:
             if self.saturating(f, now):
                 self._make(f, 2 * self.capacity - local.get(f["dst"], 0))
@@ -273,18 +273,22 @@ class FastAgent(Agent):
     def flow_rx(self) -> dict[tuple[int, int], list[int]]:
         if self.dp is None:
             return {}
-        got = self.dp_stats()["flows_rx"]
-        return {tuple(int(x) for x in k.split(":")): v for k, v in got.items()}
+        return _flows_rx(self.dp_stats())
 
     def rx_counts(self) -> tuple[dict[tuple[int, int], list[int]], int]:
         """rlbd's counts, and when rlbd took them (its frames wait while it writes them)."""
         if self.dp is None:
             return {}, time.time_ns()
         d = self.dp_stats()
-        return {tuple(int(x) for x in k.split(":")): v for k, v in d["flows_rx"].items()}, d["now_ns"]
+        return _flows_rx(d), d["now_ns"]
 
     def summary(self) -> dict:
         return summary(self, self.dp_stats(final=True))
+
+
+def _flows_rx(d: dict) -> dict[tuple[int, int], list[int]]:
+    """rlbd's "origin:flow" -> [frames, ns of the last], keyed (origin, flow)."""
+    return {tuple(int(x) for x in k.split(":")): v for k, v in d["flows_rx"].items()}
 
 
 def summary(agent: FastAgent, d: dict) -> dict:
